@@ -1,0 +1,210 @@
+//! One queue batch, start to end: claim every job in one D1 round trip, run the handlers
+//! concurrently, record every outcome in a second round trip, then ack, retry or dead-letter
+//! each message. Every message leaves with an explicit ack or retry.
+
+use std::collections::HashMap;
+
+use futures::future::join_all;
+use jobs_shared::{
+    decide, Decision, ErrorClass, Family, JobError, JobMessage, JobStatus, JobType, RetryPolicy,
+};
+use serde_json::Value;
+use worker::js_sys::Math;
+use worker::{console_error, console_log, D1Database, Env};
+
+use crate::claim_store::{self, Claimed, Finished, Seen};
+use crate::delivery::Delivery;
+use crate::{dead_letters, handlers, now_ms};
+
+/// How long a claimed attempt owns its job (seed 004's five minutes). A message redelivered
+/// while the lease holds waits; after it, the job is claimed again (its worker died).
+const LEASE_MS: i64 = 5 * 60 * 1000;
+/// When D1 itself fails, the whole batch comes back after this long.
+const D1_RETRY_SECS: u64 = 10;
+
+pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
+    let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
+        console_error!("batch from unknown queue {queue}: retried later");
+        deliveries.iter().for_each(|d| d.retry(300));
+        return;
+    };
+    if is_dlq {
+        return dead_letters::record(family, &deliveries, env).await;
+    }
+    for delivery in &deliveries {
+        if let Err(e) = &delivery.message {
+            console_error!("dropping a message on {queue} that is not a job: {e}");
+            delivery.ack();
+        }
+    }
+    let valid: Vec<&Delivery> = deliveries.iter().filter(|d| d.message.is_ok()).collect();
+    if valid.is_empty() {
+        return;
+    }
+    let db = match env.d1("DB") {
+        Ok(db) => db,
+        Err(e) => return d1_failed(&valid, &e),
+    };
+    if let Err(e) = run_jobs(&db, family, &valid, env).await {
+        d1_failed(&valid, &e);
+    }
+}
+
+async fn run_jobs(
+    db: &D1Database,
+    family: Family,
+    valid: &[&Delivery],
+    env: &Env,
+) -> worker::Result<()> {
+    let ids: Vec<&str> = valid.iter().filter_map(|d| d.job_id()).collect();
+    let now = now_ms();
+    let claim = claim_store::claim(db, &ids, now, now + LEASE_MS).await?;
+
+    let mut claimed: HashMap<&str, &Claimed> =
+        claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
+    let seen: HashMap<&str, &Seen> = claim.seen.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut runs: Vec<(&Delivery, &Claimed)> = Vec::new();
+    for delivery in valid {
+        let id = delivery.job_id().unwrap_or_default();
+        match claimed.remove(id) {
+            Some(job) => runs.push((delivery, job)),
+            None => settle_unclaimed(delivery, seen.get(id).copied(), now),
+        }
+    }
+    if runs.is_empty() {
+        return Ok(());
+    }
+
+    let attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
+    let decisions: Vec<Decision> = runs
+        .iter()
+        .zip(&attempts)
+        .map(|((_, job), attempt)| {
+            let policy =
+                JobType::parse(&job.job_type).map_or(RetryPolicy::SEED_000, |t| t.spec().retry);
+            let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
+            decide(
+                &outcome,
+                job.attempts,
+                job.max_attempts,
+                &policy,
+                Math::random(),
+                attempt.finished_at,
+            )
+        })
+        .collect();
+    let finished: Vec<Finished> = runs
+        .iter()
+        .zip(&attempts)
+        .zip(&decisions)
+        .map(|(((_, job), attempt), decision)| Finished {
+            job,
+            started_at: attempt.started_at,
+            finished_at: attempt.finished_at,
+            decision,
+            result: attempt
+                .outcome
+                .as_ref()
+                .ok()
+                .and_then(|r| r.as_ref())
+                .map(Value::to_string),
+        })
+        .collect();
+    if let Err(e) = claim_store::record(db, &finished).await {
+        // The jobs stay `running` under their lease; their messages come back once it ends.
+        console_error!("recording {} outcome(s) failed: {e}", finished.len());
+        runs.iter()
+            .for_each(|(d, _)| d.retry((LEASE_MS / 1000) as u64));
+        return Ok(());
+    }
+
+    let mut dead = Vec::new();
+    for ((delivery, job), decision) in runs.iter().zip(&decisions) {
+        log_outcome(job, delivery, decision);
+        match decision {
+            Decision::Succeed | Decision::Hold { .. } => delivery.ack(),
+            Decision::Retry { delay_secs, .. } => delivery.retry((*delay_secs).into()),
+            Decision::Dead { .. } => dead.push((
+                *delivery,
+                JobMessage {
+                    v: jobs_shared::MESSAGE_VERSION,
+                    id: job.id.clone(),
+                    job_type: job.job_type.clone(),
+                },
+            )),
+        }
+    }
+    dead_letters::send(family, &dead, env).await;
+    Ok(())
+}
+
+/// One handler run, timed.
+struct Attempt {
+    started_at: i64,
+    finished_at: i64,
+    outcome: Result<Option<Value>, JobError>,
+}
+
+async fn execute(job: &Claimed, env: &Env) -> Attempt {
+    let started_at = now_ms();
+    let outcome = match JobType::parse(&job.job_type) {
+        Some(job_type) => handlers::run(job, job_type, env).await,
+        None => Err(JobError::new(
+            ErrorClass::InvalidPayload,
+            format!("unknown job type {}", job.job_type),
+        )),
+    };
+    Attempt {
+        started_at,
+        finished_at: now_ms(),
+        outcome,
+    }
+}
+
+/// A message whose job was not claimed: say why, and ack or retry it accordingly.
+fn settle_unclaimed(delivery: &Delivery, seen: Option<&Seen>, now: i64) {
+    let Some(seen) = seen else {
+        console_log!(
+            "ack: no job {} (deleted, or never written)",
+            delivery.job_id().unwrap_or_default()
+        );
+        return delivery.ack();
+    };
+    match JobStatus::parse(&seen.status) {
+        // Another attempt holds the lease; if its worker died, this message takes over after.
+        Some(JobStatus::Running) => {
+            delivery.retry(secs_until(seen.lease_until.unwrap_or(now), now))
+        }
+        // Delivered early: wait until due.
+        Some(JobStatus::Queued | JobStatus::Retrying) if seen.run_at > now => {
+            delivery.retry(secs_until(seen.run_at, now))
+        }
+        // Finished already, held in D1 for the sweep, or a duplicate of a message this batch
+        // just claimed: nothing to run.
+        _ => delivery.ack(),
+    }
+}
+
+fn secs_until(at_ms: i64, now: i64) -> u64 {
+    ((at_ms - now).max(0) as u64).div_ceil(1000).max(1)
+}
+
+fn d1_failed(deliveries: &[&Delivery], e: &dyn std::fmt::Display) {
+    console_error!("D1 unavailable, batch retried in {D1_RETRY_SECS} s: {e}");
+    deliveries.iter().for_each(|d| d.retry(D1_RETRY_SECS));
+}
+
+fn log_outcome(job: &Claimed, delivery: &Delivery, decision: &Decision) {
+    let line = serde_json::json!({
+        "event": match decision {
+            Decision::Succeed => "job.completed",
+            Decision::Retry { .. } | Decision::Hold { .. } => "job.retry_scheduled",
+            Decision::Dead { .. } => "job.exhausted",
+        },
+        "job.id": job.id,
+        "job.type": job.job_type,
+        "job.attempt": job.attempts,
+        "delivery.attempts": delivery.delivery_attempts,
+    });
+    console_log!("{line}");
+}

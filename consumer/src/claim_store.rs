@@ -1,0 +1,197 @@
+//! SQL for a consumer batch: one round trip to claim every message's job, one to record every
+//! outcome. Never one per message.
+
+use jobs_shared::{sql_in_list, Decision, JobStatus};
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::D1Database;
+
+/// Messages may arrive a little before their delay ends; this much early is still "due".
+const EARLY_TOLERANCE_MS: i64 = 1_000;
+
+/// A job this batch now runs.
+#[derive(Deserialize)]
+pub struct Claimed {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub payload: String,
+    pub attempts: u32,
+    pub max_attempts: u32,
+}
+
+/// A job's state as it was before the claim, to explain each message that claimed nothing.
+#[derive(Deserialize)]
+pub struct Seen {
+    pub id: String,
+    pub status: String,
+    pub run_at: i64,
+    pub lease_until: Option<i64>,
+}
+
+pub struct Claim {
+    pub claimed: Vec<Claimed>,
+    pub seen: Vec<Seen>,
+}
+
+/// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
+/// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
+/// (its worker died). Claiming also proves the job's message left the outbox.
+pub async fn claim(
+    db: &D1Database,
+    ids: &[&str],
+    now_ms: i64,
+    lease_until: i64,
+) -> worker::Result<Claim> {
+    let ids_json = JsValue::from_str(&serde_json::to_string(ids).unwrap_or_default());
+    let claimable = sql_in_list(&jobs_shared::sources_of(JobStatus::Running));
+    let seen = db
+        .prepare("SELECT id, status, run_at, lease_until FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
+        .bind(&[ids_json.clone()])?;
+    let update = db
+        .prepare(format!(
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?2, \
+             updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?4 \
+             AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
+             RETURNING id, type, payload, attempts, max_attempts"
+        ))
+        .bind(&[
+            ids_json,
+            num(now_ms),
+            num(lease_until),
+            num(now_ms + EARLY_TOLERANCE_MS),
+        ])?;
+    let results = db.batch(vec![seen, update]).await?;
+    Ok(Claim {
+        seen: results[0].results()?,
+        claimed: results[1].results()?,
+    })
+}
+
+/// One attempt's end, to be written.
+pub struct Finished<'a> {
+    pub job: &'a Claimed,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub decision: &'a Decision,
+    pub result: Option<String>,
+}
+
+/// Writes every attempt's run record and the job's next state in one batch. Both statements
+/// are guarded by (status = running, attempts = this attempt), so an attempt that lost its
+/// lease to a rescuer cannot overwrite the newer one.
+pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Result<()> {
+    let mut statements = Vec::with_capacity(finished.len() * 2);
+    for f in finished {
+        let outcome = Outcome::of(f.decision, f.finished_at);
+        let guard = [JsValue::from_str(&f.job.id), num(f.job.attempts.into())];
+        statements.push(
+            db.prepare(
+                "INSERT INTO job_runs (job_id, attempt, started_at, finished_at, outcome, error_class, \
+                 error_message, duration_ms) \
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM jobs \
+                 WHERE id = ?1 AND status = 'running' AND attempts = ?2",
+            )
+            .bind(&[
+                guard[0].clone(),
+                guard[1].clone(),
+                num(f.started_at),
+                num(f.finished_at),
+                JsValue::from_str(outcome.run),
+                opt_str(outcome.error_class),
+                opt_str(outcome.error_message.as_deref()),
+                num(f.finished_at - f.started_at),
+            ])?,
+        );
+        statements.push(
+            db.prepare(
+                "UPDATE jobs SET status = ?3, result = ?4, error_class = ?5, last_error = ?6, \
+                 run_at = COALESCE(?7, run_at), sent_at = ?8, finished_at = ?9, lease_until = NULL, \
+                 updated_at = ?10 \
+                 WHERE id = ?1 AND status = 'running' AND attempts = ?2",
+            )
+            .bind(&[
+                guard[0].clone(),
+                guard[1].clone(),
+                JsValue::from_str(outcome.status.as_str()),
+                opt_str(f.result.as_deref()),
+                opt_str(outcome.error_class),
+                opt_str(outcome.error_message.as_deref()),
+                outcome.run_at.map_or(JsValue::NULL, num),
+                outcome.sent_at(f.finished_at).map_or(JsValue::NULL, num),
+                outcome.finished.then(|| num(f.finished_at)).unwrap_or(JsValue::NULL),
+                num(f.finished_at),
+            ])?,
+        );
+    }
+    db.batch(statements).await?;
+    Ok(())
+}
+
+/// How a decision reads in the two tables.
+struct Outcome {
+    status: JobStatus,
+    run: &'static str,
+    error_class: Option<&'static str>,
+    error_message: Option<String>,
+    run_at: Option<i64>,
+    /// false while a message is not in the queue (held in D1 until the sweep sends one).
+    message_in_queue: bool,
+    finished: bool,
+}
+
+impl Outcome {
+    fn of(decision: &Decision, now_ms: i64) -> Outcome {
+        match decision {
+            Decision::Succeed => Outcome {
+                status: JobStatus::Succeeded,
+                run: "succeeded",
+                error_class: None,
+                error_message: None,
+                run_at: None,
+                message_in_queue: true,
+                finished: true,
+            },
+            Decision::Retry { error, delay_secs } => Outcome {
+                status: JobStatus::Retrying,
+                run: "retrying",
+                error_class: Some(error.class.as_str()),
+                error_message: Some(error.message.clone()),
+                run_at: Some(now_ms + i64::from(*delay_secs) * 1000),
+                message_in_queue: true,
+                finished: false,
+            },
+            Decision::Hold { error, until_ms } => Outcome {
+                status: JobStatus::Retrying,
+                run: "retrying",
+                error_class: Some(error.class.as_str()),
+                error_message: Some(error.message.clone()),
+                run_at: Some(*until_ms),
+                message_in_queue: false,
+                finished: false,
+            },
+            Decision::Dead { error } => Outcome {
+                status: JobStatus::Dead,
+                run: "dead",
+                error_class: Some(error.class.as_str()),
+                error_message: Some(error.message.clone()),
+                run_at: None,
+                message_in_queue: true,
+                finished: true,
+            },
+        }
+    }
+
+    fn sent_at(&self, now_ms: i64) -> Option<i64> {
+        self.message_in_queue.then_some(now_ms)
+    }
+}
+
+fn num(n: i64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+fn opt_str(s: Option<&str>) -> JsValue {
+    s.map_or(JsValue::NULL, JsValue::from_str)
+}

@@ -1,0 +1,34 @@
+//! Seed job types with no built-in handler are delivered to the app that owns them: a signed
+//! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE>. The app's answer is the
+//! job's outcome, classified like any HTTP delivery.
+
+use jobs_shared::{ErrorClass, JobError, JobType};
+use serde_json::{json, Value};
+use worker::{Env, Method};
+
+use super::signed_request::{self, Outgoing};
+use crate::claim_store::Claimed;
+
+pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<Value>, JobError> {
+    let key = job_type.env_key();
+    let url = crate::config(env, &key).ok_or_else(|| {
+        JobError::new(
+            ErrorClass::NotConfigured,
+            format!(
+                "no endpoint configured for {}: set {key}",
+                job_type.as_str()
+            ),
+        )
+    })?;
+    let payload: Value = serde_json::from_str(&job.payload).unwrap_or(Value::Null);
+    let body = json!({ "id": job.id, "type": job_type.as_str(), "attempt": job.attempts, "payload": payload });
+    let out = Outgoing {
+        url: &url,
+        method: Method::Post,
+        headers: Vec::new(),
+        body: Some(body.to_string()),
+        content_type: Some("application/json"),
+        timeout_ms: job_type.spec().timeout_ms,
+    };
+    signed_request::send(out, job, job_type, env).await
+}

@@ -1,0 +1,111 @@
+//! Signed HTTP delivery, shared by the `http` type and forwarding: HMAC-SHA256 over
+//! "<timestamp>.<body>" in X-Jobs-Signature, a timeout, and the response classified
+//! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final).
+
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use jobs_shared::{classify_http_status, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
+use serde_json::{json, Value};
+use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+
+use crate::claim_store::Claimed;
+
+/// Response bodies kept on the job are cut here; the job row is not a blob store.
+const MAX_RESULT_BODY: usize = 4096;
+
+pub struct Outgoing<'a> {
+    pub url: &'a str,
+    pub method: Method,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+    pub content_type: Option<&'static str>,
+    pub timeout_ms: u32,
+}
+
+pub async fn send(
+    out: Outgoing<'_>,
+    job: &Claimed,
+    job_type: JobType,
+    env: &Env,
+) -> Result<Option<Value>, JobError> {
+    let secret = crate::config(env, "SIGNING_SECRET").ok_or_else(|| {
+        JobError::new(
+            ErrorClass::NotConfigured,
+            "SIGNING_SECRET is not set: deliveries are never sent unsigned",
+        )
+    })?;
+    let now = crate::now_ms();
+    let body = out.body.unwrap_or_default();
+    let headers = Headers::new();
+    for (name, value) in &out.headers {
+        headers.set(name, value).map_err(invalid)?;
+    }
+    if let Some(content_type) = out.content_type {
+        headers.set("content-type", content_type).map_err(invalid)?;
+    }
+    headers
+        .set(
+            SIGNATURE_HEADER,
+            &sign(secret.as_bytes(), now / 1000, body.as_bytes()),
+        )
+        .map_err(invalid)?;
+    headers.set("x-jobs-id", &job.id).map_err(invalid)?;
+    headers
+        .set("x-jobs-type", job_type.as_str())
+        .map_err(invalid)?;
+    headers
+        .set("x-jobs-attempt", &job.attempts.to_string())
+        .map_err(invalid)?;
+
+    let mut init = RequestInit::new();
+    init.with_method(out.method.clone()).with_headers(headers);
+    if !body.is_empty() && !matches!(out.method, Method::Get | Method::Head) {
+        init.with_body(Some(body.into()));
+    }
+    let request = Request::new_with_init(out.url, &init).map_err(invalid)?;
+
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let sending = Box::pin(fetch.send_with_signal(&signal));
+    let timer = Box::pin(Delay::from(Duration::from_millis(out.timeout_ms.into())));
+    let mut response = match select(sending, timer).await {
+        Either::Left((Ok(response), _)) => response,
+        Either::Left((Err(e), _)) => {
+            return Err(JobError::new(
+                ErrorClass::Network,
+                format!("request failed: {e}"),
+            ))
+        }
+        Either::Right(_) => {
+            controller.abort();
+            return Err(JobError::new(
+                ErrorClass::Timeout,
+                format!("no response within {} ms", out.timeout_ms),
+            ));
+        }
+    };
+    let status = response.status_code();
+    let retry_after = response.headers().get("retry-after").ok().flatten();
+    classify_http_status(status, retry_after.as_deref(), crate::now_ms())?;
+    let text = response.text().await.unwrap_or_default();
+    let body =
+        serde_json::from_str::<Value>(&text).unwrap_or_else(|_| Value::String(truncate(&text)));
+    Ok(Some(json!({ "status": status, "body": body })))
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_RESULT_BODY) {
+        Some((cut, _)) => text[..cut].to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// A request we could not even build is a fault in the job's own data: retrying cannot help.
+fn invalid(e: worker::Error) -> JobError {
+    JobError::new(
+        ErrorClass::InvalidPayload,
+        format!("cannot build the request: {e}"),
+    )
+}

@@ -1,0 +1,38 @@
+//! The consumer Worker: a thin adapter from queue batches to the shared crate's decisions.
+//!
+//! `queue` is exported by hand rather than through `#[event(queue)]`: worker 0.8.7 hides each
+//! message's `attempts` (workers-rs #1057), and the macro's glue panics (trapping the instance
+//! and redelivering the whole batch) whenever the handler returns `Err`. Here every message is
+//! acked or retried explicitly and the export always resolves.
+
+mod batch_runner;
+mod claim_store;
+mod dead_letters;
+mod delivery;
+mod handlers;
+
+use wasm_bindgen::prelude::*;
+use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};
+use worker::Env;
+
+#[wasm_bindgen]
+pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result<JsValue, JsValue> {
+    console_error_panic_hook::set_once();
+    let queue = batch.queue().map(String::from).unwrap_or_default();
+    let messages = delivery::Delivery::all(&batch);
+    batch_runner::run(&queue, messages, &env).await;
+    Ok(JsValue::UNDEFINED)
+}
+
+/// Milliseconds since the Unix epoch, from the runtime's clock.
+fn now_ms() -> i64 {
+    worker::Date::now().as_millis() as i64
+}
+
+/// A var or secret; unset and blank both mean absent.
+fn config(env: &Env, name: &str) -> Option<String> {
+    env.var(name)
+        .ok()
+        .map(|v| v.to_string())
+        .filter(|v| !v.trim().is_empty())
+}

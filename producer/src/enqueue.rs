@@ -1,0 +1,95 @@
+//! POST /v1/jobs and POST /v1/jobs/batch: validate everything, write to D1 in one batch, then
+//! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
+
+use jobs_shared::{job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob};
+use serde::Serialize;
+use worker::{Env, Request, Response};
+
+use crate::env_config::now_ms;
+use crate::job_store::{self, Written};
+use crate::{body, dispatch, respond};
+
+#[derive(Serialize)]
+struct Accepted<'a> {
+    id: &'a str,
+    status: &'a str,
+    family: &'static str,
+    deduplicated: bool,
+}
+
+pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let now = now_ms();
+    let job = validate_enqueue(&body, job_id(now, random_u128()?), now)?;
+    let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now).await?;
+    let status = if written[0].deduplicated { 200 } else { 202 };
+    with_stats(respond::json(status, &accepted(&job, &written[0]))?, stats)
+}
+
+pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let now = now_ms();
+    // Monotonic ULIDs within the request: one random draw, then successors (as the ULID
+    // spec does for ids minted in the same millisecond).
+    let seed = random_u128()?;
+    let mut n = 0u128;
+    let ids = || {
+        n += 1;
+        job_id(now, seed.wrapping_add(n))
+    };
+    let jobs = validate_batch(&body, ids, now)?;
+    let (written, stats) = write_and_send(env, &jobs, now).await?;
+    let results: Vec<_> = jobs
+        .iter()
+        .zip(&written)
+        .map(|(job, w)| accepted(job, w))
+        .collect();
+    with_stats(
+        respond::json(202, &serde_json::json!({ "jobs": results }))?,
+        stats,
+    )
+}
+
+async fn write_and_send(
+    env: &Env,
+    jobs: &[NewJob],
+    now: i64,
+) -> Result<(Vec<Written>, D1Stats), ApiError> {
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let (written, stats) = job_store::insert(&db, jobs, now)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    let fresh: Vec<&NewJob> = jobs
+        .iter()
+        .zip(&written)
+        .filter(|(_, w)| !w.deduplicated)
+        .map(|(job, _)| job)
+        .collect();
+    dispatch::send(env, &fresh).await;
+    Ok((written, stats))
+}
+
+/// The D1 work behind the response, in a Server-Timing header (see D1Stats).
+fn with_stats(mut response: Response, stats: D1Stats) -> Result<Response, ApiError> {
+    response
+        .headers_mut()
+        .set("server-timing", &stats.server_timing())
+        .map_err(|e| respond::internal(&e))?;
+    Ok(response)
+}
+
+fn accepted<'a>(job: &NewJob, written: &'a Written) -> Accepted<'a> {
+    Accepted {
+        id: &written.id,
+        status: &written.status,
+        family: job.family.as_str(),
+        deduplicated: written.deduplicated,
+    }
+}
+
+/// Randomness for job ids, from the runtime's CSPRNG.
+fn random_u128() -> Result<u128, ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
+    Ok(u128::from_le_bytes(bytes))
+}

@@ -1,0 +1,59 @@
+//! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
+
+use jobs_shared::{rfc3339, ApiError};
+use serde_json::{json, Value};
+use worker::{Env, Response};
+
+use crate::job_store::{self, JobRow, RunRow};
+use crate::respond;
+
+pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let conn = sqlx_d1::D1Connection::new(db);
+    match job_store::find(&conn, id)
+        .await
+        .map_err(|e| respond::internal(&e))?
+    {
+        Some((job, runs)) => respond::json(200, &view(&job, &runs)),
+        None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
+    }
+}
+
+fn view(job: &JobRow, runs: &[RunRow]) -> Value {
+    json!({
+        "id": job.id,
+        "type": job.job_type,
+        "family": job.family,
+        "status": job.status,
+        "priority": job.priority,
+        "payload": parse_json(&job.payload),
+        "dedup_key": job.dedup_key,
+        "attempts": job.attempts,
+        "max_attempts": job.max_attempts,
+        "run_at": rfc3339(job.run_at),
+        "error": job.error_class.as_ref().map(|class| json!({ "class": class, "message": job.last_error })),
+        "result": job.result.as_deref().map(parse_json),
+        "created_at": rfc3339(job.created_at),
+        "updated_at": rfc3339(job.updated_at),
+        "started_at": job.started_at.map(rfc3339),
+        "finished_at": job.finished_at.map(rfc3339),
+        "runs": runs.iter().map(run_view).collect::<Vec<_>>(),
+    })
+}
+
+fn run_view(run: &RunRow) -> Value {
+    json!({
+        "attempt": run.attempt,
+        "started_at": rfc3339(run.started_at),
+        "finished_at": rfc3339(run.finished_at),
+        "outcome": run.outcome,
+        "error": run.error_class.as_ref().map(|class| json!({ "class": class, "message": run.error_message })),
+        "duration_ms": run.duration_ms,
+        "cost_cents": run.cost_cents,
+    })
+}
+
+/// Stored JSON was validated on the way in; should a row ever hold anything else, show it as text.
+fn parse_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}

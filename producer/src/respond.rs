@@ -1,0 +1,26 @@
+//! JSON responses, and the one place an ApiError becomes HTTP.
+
+use jobs_shared::ApiError;
+use serde::Serialize;
+use worker::{Response, Result};
+
+pub fn json<T: Serialize>(status: u16, body: &T) -> std::result::Result<Response, ApiError> {
+    Response::from_json(body)
+        .map(|r| r.with_status(status))
+        .map_err(|e| internal(&e))
+}
+
+pub fn error(err: &ApiError) -> Result<Response> {
+    Ok(Response::from_json(&err.body())?.with_status(err.status))
+}
+
+/// A fault of ours or of the platform (D1, a binding): logged in full, answered without the
+/// details, as a retryable 503 the client can try again.
+pub fn internal(err: &dyn std::fmt::Display) -> ApiError {
+    worker::console_error!("internal error: {err}");
+    ApiError::new(
+        503,
+        "unavailable",
+        "a platform service failed; retry the request",
+    )
+}

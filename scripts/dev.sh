@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# npm run dev: install what is missing, migrate local D1, build, and run both workers in ONE
+# `wrangler dev` (one process shares local D1 and queues between them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+
+# Local secrets, made once. The consumer reads its own .dev.vars beside its config.
+if [ ! -f .dev.vars ]; then
+  token() { node -e 'console.log(require("crypto").randomBytes(18).toString("base64url"))'; }
+  {
+    echo "ENQUEUE_TOKENS=$(token)"
+    echo "ADMIN_TOKENS=$(token)"
+  } > .dev.vars
+  echo "SIGNING_SECRET=$(token)" > consumer/.dev.vars
+fi
+
+npx wrangler d1 migrations apply DB --local --persist-to .wrangler/state
+# Built after migrating, so sqlx-d1 checks every query against the migrated local database.
+node scripts/build.mjs
+
+port=${PORT:-8787}
+token=$(sed -n 's/^ENQUEUE_TOKENS=\([^,]*\).*/\1/p' .dev.vars)
+cat <<MSG
+
+  Producer: http://localhost:$port   (consumer runs in the same process)
+
+  Enqueue a job (an http job that calls the producer's own /healthz):
+    curl -s -X POST http://localhost:$port/v1/jobs \\
+      -H "Authorization: Bearer $token" -H "Content-Type: application/json" \\
+      -d '{"type":"http","payload":{"url":"http://localhost:$port/healthz","method":"GET"}}'
+  Then look at it (use the id printed):
+    curl -s http://localhost:$port/v1/jobs/<id> -H "Authorization: Bearer $token"
+
+MSG
+exec npx wrangler dev -c wrangler.toml -c consumer/wrangler.toml \
+  --persist-to .wrangler/state --port "$port" --test-scheduled

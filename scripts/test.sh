@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# npm test: install what is missing, test the shared crate natively, build both workers, then
+# run the integration tests against the built WASM on local workerd.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+cargo test -p jobs-shared
+node scripts/build.mjs
+node --test --test-concurrency=1 tests/*.test.mjs

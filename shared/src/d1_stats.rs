@@ -1,0 +1,54 @@
+//! D1 work done for one request or batch, counted from D1's own result meta. Round trips are
+//! what cost latency on Cloudflare; rows read and written are what D1 bills.
+
+/// Counts of D1 work; `add_round_trip` once per call to D1, with each statement's meta.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct D1Stats {
+    pub round_trips: u32,
+    pub rows_read: u64,
+    pub rows_written: u64,
+}
+
+impl D1Stats {
+    /// Records one round trip; `metas` holds each statement's (rows_read, rows_written).
+    pub fn add_round_trip(&mut self, metas: impl IntoIterator<Item = (u64, u64)>) {
+        self.round_trips += 1;
+        for (read, written) in metas {
+            self.rows_read += read;
+            self.rows_written += written;
+        }
+    }
+
+    /// The value of a `Server-Timing` header entry, readable in browser dev tools and by the
+    /// benchmark: `d1;desc="round_trips=1 rows_read=0 rows_written=3"`.
+    pub fn server_timing(&self) -> String {
+        format!(
+            "d1;desc=\"round_trips={} rows_read={} rows_written={}\"",
+            self.round_trips, self.rows_read, self.rows_written
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_statements_and_counts_calls() {
+        let mut stats = D1Stats::default();
+        stats.add_round_trip([(1, 2), (3, 4)]);
+        stats.add_round_trip([]);
+        assert_eq!(
+            stats,
+            D1Stats {
+                round_trips: 2,
+                rows_read: 4,
+                rows_written: 6
+            }
+        );
+        assert_eq!(
+            stats.server_timing(),
+            "d1;desc=\"round_trips=2 rows_read=4 rows_written=6\""
+        );
+    }
+}

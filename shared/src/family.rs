@@ -1,0 +1,234 @@
+//! Queue families: each is one Cloudflare queue plus its dead-letter queue, with
+//! its own priority, consumer concurrency, SLA and escalation (seed 000, section 1).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    High,
+    Default,
+    Screenshot,
+    Low,
+    Bulk,
+}
+
+/// Who hears about a job that exhausted its attempts (design.md, seed 000 section 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Escalation {
+    /// Paging webhook (PagerDuty Events v2 style): someone is woken up.
+    Page,
+    /// Chat webhook (Slack style).
+    Chat,
+    /// Collected into the daily digest.
+    Digest,
+}
+
+/// Everything about a family in one row, so names and bindings cannot drift apart.
+struct Row {
+    name: &'static str,
+    priority: u8,
+    concurrency: u32,
+    sla_secs: Option<u32>,
+    escalation: Escalation,
+    queue: &'static str,
+    dlq: &'static str,
+    queue_binding: &'static str,
+    dlq_binding: &'static str,
+}
+
+impl Family {
+    pub const ALL: [Family; 5] = [
+        Family::High,
+        Family::Default,
+        Family::Screenshot,
+        Family::Low,
+        Family::Bulk,
+    ];
+
+    fn row(self) -> &'static Row {
+        match self {
+            Family::High => &Row {
+                name: "high",
+                priority: 0,
+                concurrency: 20,
+                sla_secs: Some(30),
+                escalation: Escalation::Page,
+                queue: "jobs-high",
+                dlq: "jobs-high-dlq",
+                queue_binding: "QUEUE_HIGH",
+                dlq_binding: "DLQ_HIGH",
+            },
+            Family::Default => &Row {
+                name: "default",
+                priority: 5,
+                concurrency: 10,
+                sla_secs: Some(300),
+                escalation: Escalation::Chat,
+                queue: "jobs-default",
+                dlq: "jobs-default-dlq",
+                queue_binding: "QUEUE_DEFAULT",
+                dlq_binding: "DLQ_DEFAULT",
+            },
+            // Concurrency 3 is a hard limit: each headless browser needs its own memory/slot.
+            Family::Screenshot => &Row {
+                name: "screenshot",
+                priority: 6,
+                concurrency: 3,
+                sla_secs: Some(120),
+                escalation: Escalation::Chat,
+                queue: "jobs-screenshot",
+                dlq: "jobs-screenshot-dlq",
+                queue_binding: "QUEUE_SCREENSHOT",
+                dlq_binding: "DLQ_SCREENSHOT",
+            },
+            Family::Low => &Row {
+                name: "low",
+                priority: 7,
+                concurrency: 5,
+                sla_secs: Some(1800),
+                escalation: Escalation::Digest,
+                queue: "jobs-low",
+                dlq: "jobs-low-dlq",
+                queue_binding: "QUEUE_LOW",
+                dlq_binding: "DLQ_LOW",
+            },
+            Family::Bulk => &Row {
+                name: "bulk",
+                priority: 8,
+                concurrency: 8,
+                sla_secs: None,
+                escalation: Escalation::Digest,
+                queue: "jobs-bulk",
+                dlq: "jobs-bulk-dlq",
+                queue_binding: "QUEUE_BULK",
+                dlq_binding: "DLQ_BULK",
+            },
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.row().name
+    }
+
+    pub fn parse(s: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    /// Family rank, lower runs first (seed 000). Not the per-job priority, which
+    /// orders jobs inside a family (0-100, higher first, seed 002).
+    pub fn priority(self) -> u8 {
+        self.row().priority
+    }
+
+    /// Consumer `max_concurrency` for the family's queue.
+    pub fn concurrency(self) -> u32 {
+        self.row().concurrency
+    }
+
+    /// p95 latency target; `None` is best effort.
+    pub fn sla_secs(self) -> Option<u32> {
+        self.row().sla_secs
+    }
+
+    pub fn escalation(self) -> Escalation {
+        self.row().escalation
+    }
+
+    pub fn queue_name(self) -> &'static str {
+        self.row().queue
+    }
+
+    pub fn dlq_name(self) -> &'static str {
+        self.row().dlq
+    }
+
+    /// Name of the producer binding in wrangler config.
+    pub fn queue_binding(self) -> &'static str {
+        self.row().queue_binding
+    }
+
+    pub fn dlq_binding(self) -> &'static str {
+        self.row().dlq_binding
+    }
+
+    /// Which family a consumer batch came from, and whether it is the DLQ.
+    pub fn from_queue_name(name: &str) -> Option<(Family, bool)> {
+        Family::ALL.into_iter().find_map(|f| {
+            if name == f.queue_name() {
+                Some((f, false))
+            } else if name == f.dlq_name() {
+                Some((f, true))
+            } else {
+                None
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_matches_seed_000() {
+        let rows: Vec<_> = Family::ALL
+            .iter()
+            .map(|f| (f.as_str(), f.priority(), f.concurrency(), f.sla_secs()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("high", 0, 20, Some(30)),
+                ("default", 5, 10, Some(300)),
+                ("screenshot", 6, 3, Some(120)),
+                ("low", 7, 5, Some(1800)),
+                ("bulk", 8, 8, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_and_bindings() {
+        assert_eq!(Family::High.queue_name(), "jobs-high");
+        assert_eq!(Family::Screenshot.dlq_name(), "jobs-screenshot-dlq");
+        assert_eq!(Family::Bulk.queue_binding(), "QUEUE_BULK");
+        assert_eq!(Family::Default.dlq_binding(), "DLQ_DEFAULT");
+        for f in Family::ALL {
+            assert_eq!(f.queue_name(), format!("jobs-{}", f.as_str()));
+            assert_eq!(f.dlq_name(), format!("jobs-{}-dlq", f.as_str()));
+            assert_eq!(
+                f.queue_binding(),
+                format!("QUEUE_{}", f.as_str().to_uppercase())
+            );
+            assert_eq!(
+                f.dlq_binding(),
+                format!("DLQ_{}", f.as_str().to_uppercase())
+            );
+        }
+    }
+
+    #[test]
+    fn escalation_by_family() {
+        assert_eq!(Family::High.escalation(), Escalation::Page);
+        assert_eq!(Family::Default.escalation(), Escalation::Chat);
+        assert_eq!(Family::Screenshot.escalation(), Escalation::Chat);
+        assert_eq!(Family::Low.escalation(), Escalation::Digest);
+        assert_eq!(Family::Bulk.escalation(), Escalation::Digest);
+    }
+
+    #[test]
+    fn parse_round_trips() {
+        for f in Family::ALL {
+            assert_eq!(Family::parse(f.as_str()), Some(f));
+            assert_eq!(Family::from_queue_name(f.queue_name()), Some((f, false)));
+            assert_eq!(Family::from_queue_name(f.dlq_name()), Some((f, true)));
+            assert_eq!(
+                serde_json::to_value(f).unwrap(),
+                serde_json::json!(f.as_str())
+            );
+        }
+        assert_eq!(Family::parse("HIGH"), None);
+        assert_eq!(Family::from_queue_name("jobs-urgent"), None);
+    }
+}

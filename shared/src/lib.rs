@@ -1,0 +1,39 @@
+//! Plain-Rust core of the job platform, shared by the producer and consumer
+//! Workers: the job type registry, validation, the state machine, retry and
+//! error policy, auth and signing. No Workers types, I/O, clock or RNG: time
+//! comes in as Unix ms and randomness as a unit float, so everything here is
+//! tested natively and builds for `wasm32-unknown-unknown` alike.
+
+pub mod api_error;
+pub mod auth;
+pub mod d1_stats;
+pub mod enqueue;
+pub mod envelope;
+pub mod error_class;
+pub mod family;
+pub mod field_error;
+pub mod ids;
+pub mod job_outcome;
+pub mod job_type;
+pub mod lifecycle;
+pub mod payloads;
+pub mod retry_policy;
+pub mod signature;
+pub mod time_fmt;
+
+pub use api_error::*;
+pub use auth::*;
+pub use d1_stats::*;
+pub use enqueue::*;
+pub use envelope::*;
+pub use error_class::*;
+pub use family::*;
+pub use field_error::*;
+pub use ids::*;
+pub use job_outcome::*;
+pub use job_type::*;
+pub use lifecycle::*;
+pub use payloads::*;
+pub use retry_policy::*;
+pub use signature::*;
+pub use time_fmt::*;

@@ -1,0 +1,287 @@
+//! How long to wait before the next attempt, and whether a queue can carry that wait.
+
+/// A retry backoff. Randomness comes in as `unit` in [0, 1) so the policy stays
+/// pure and testable; it maps linearly onto the jitter range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RetryPolicy {
+    /// `base x 2^(n-1) x j`, `j` uniform in `[jitter_min, jitter_max]`, no cap.
+    Exponential {
+        base_secs: u32,
+        jitter_min: f64,
+        jitter_max: f64,
+    },
+    /// `min(base x 2^(n-1), cap) x j`, `j` uniform in `[1 - jitter, 1 + jitter]`.
+    /// Jitter applies after the cap, so capped delays still spread out.
+    ExponentialCapped {
+        base_secs: u32,
+        cap_secs: u32,
+        jitter: f64,
+    },
+    /// `table[n-1]`; past the end, the last entry repeats.
+    Fixed(&'static [u32]),
+}
+
+impl RetryPolicy {
+    /// Seed 000's default: base 30 s, jitter [0.75, 1.25].
+    pub const SEED_000: RetryPolicy = RetryPolicy::Exponential {
+        base_secs: 30,
+        jitter_min: 0.75,
+        jitter_max: 1.25,
+    };
+
+    /// Seed 002's crawler policy: 1 min doubling, capped at 24 h, +-20 %.
+    pub const SEED_002: RetryPolicy = RetryPolicy::ExponentialCapped {
+        base_secs: 60,
+        cap_secs: 86_400,
+        jitter: 0.2,
+    };
+
+    /// Seed 004's LLM queue table: 30 s, 2 min, 10 min.
+    pub const SEED_004: RetryPolicy = RetryPolicy::Fixed(&[30, 120, 600]);
+
+    /// Delay before the next attempt after attempt `failed_attempt` (1-indexed) failed.
+    ///
+    /// Seed 000 writes its formula as `2^attempt x 30 s x jitter` but its worked
+    /// examples (attempt 1: 23-38 s ... attempt 5: 360-600 s) are `2^(attempt-1)`;
+    /// we follow the examples, as does seed 002's table (retry 1: 48-72 s).
+    /// Results are rounded to whole seconds and saturate instead of overflowing.
+    pub fn delay_secs(&self, failed_attempt: u32, unit: f64) -> u64 {
+        match *self {
+            RetryPolicy::Exponential {
+                base_secs,
+                jitter_min,
+                jitter_max,
+            } => jittered(
+                doubled(base_secs, failed_attempt),
+                jitter_min,
+                jitter_max,
+                unit,
+            ),
+            RetryPolicy::ExponentialCapped {
+                base_secs,
+                cap_secs,
+                jitter,
+            } => {
+                let capped = doubled(base_secs, failed_attempt).min(f64::from(cap_secs));
+                jittered(capped, 1.0 - jitter, 1.0 + jitter, unit)
+            }
+            RetryPolicy::Fixed(table) => {
+                let index = (failed_attempt.max(1) - 1) as usize;
+                table
+                    .get(index)
+                    .or(table.last())
+                    .copied()
+                    .map_or(0, u64::from)
+            }
+        }
+    }
+}
+
+/// `base x 2^(n-1)` in f64: exact while it matters (below 2^53 s), and it
+/// overflows to infinity rather than wrapping, so jitter is applied before the
+/// result saturates and delays stay monotone in the attempt.
+fn doubled(base_secs: u32, failed_attempt: u32) -> f64 {
+    let exponent = i32::try_from(failed_attempt.saturating_sub(1)).unwrap_or(i32::MAX);
+    f64::from(base_secs) * 2f64.powi(exponent)
+}
+
+/// `secs` scaled by the point `unit` of the way from `min` to `max`, in whole seconds.
+fn jittered(secs: f64, min: f64, max: f64, unit: f64) -> u64 {
+    let factor = min + (max - min) * unit.clamp(0.0, 1.0);
+    // `as` saturates at u64::MAX (and maps NaN to 0): no overflow, no panic.
+    (secs * factor).round() as u64
+}
+
+/// Cloudflare Queues' maximum `delaySeconds` on send or retry (12 h).
+pub const QUEUE_DELAY_LIMIT_SECS: u64 = 43_200;
+
+/// How the next delivery of a job reaches its queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Send (or retry) the message now with this queue-side delay.
+    Send { delay_secs: u32 },
+    /// Too far out for a queue delay: keep the job in D1 until `until_ms`, when
+    /// the maintenance sweep sends it.
+    Hold { until_ms: i64 },
+}
+
+/// Delivery for a job due `delay_secs` from `now_ms`.
+pub fn plan_delivery(delay_secs: u64, now_ms: i64) -> Delivery {
+    let delay_ms = i64::try_from(delay_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    plan_delivery_at(now_ms.saturating_add(delay_ms), now_ms)
+}
+
+/// Delivery for a job due at `run_at_ms`. A past `run_at_ms` is due now; a queue
+/// delay rounds up to whole seconds so the job never runs early, while a hold keeps
+/// the exact due time.
+pub fn plan_delivery_at(run_at_ms: i64, now_ms: i64) -> Delivery {
+    let wait_ms = u64::try_from(run_at_ms.saturating_sub(now_ms)).unwrap_or(0);
+    let delay_secs = wait_ms.div_ceil(1000);
+    if delay_secs <= QUEUE_DELAY_LIMIT_SECS {
+        Delivery::Send {
+            delay_secs: delay_secs as u32,
+        }
+    } else {
+        Delivery::Hold {
+            until_ms: run_at_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lowest and highest delay for `n`: the ends of the jitter range.
+    fn range(policy: RetryPolicy, n: u32) -> (u64, u64) {
+        (policy.delay_secs(n, 0.0), policy.delay_secs(n, 1.0))
+    }
+
+    #[test]
+    fn seed_000_matches_its_worked_examples() {
+        let p = RetryPolicy::SEED_000;
+        assert_eq!(range(p, 1), (23, 38));
+        assert_eq!(p.delay_secs(1, 0.5), 30);
+        assert_eq!(range(p, 2), (45, 75));
+        assert_eq!(range(p, 3), (90, 150));
+        assert_eq!(range(p, 4), (180, 300));
+        assert_eq!(range(p, 5), (360, 600));
+    }
+
+    #[test]
+    fn seed_002_matches_its_table() {
+        let p = RetryPolicy::SEED_002;
+        assert_eq!(range(p, 1), (48, 72));
+        assert_eq!(range(p, 2), (96, 144));
+        assert_eq!(range(p, 5), (768, 1152));
+        assert_eq!(p.delay_secs(5, 0.5), 960);
+        // 60 x 2^11 = 122,880 s is past the cap: 24 h +- 20 % = 19.2 h .. 28.8 h.
+        assert_eq!(range(p, 12), (69_120, 103_680));
+        assert_eq!(range(p, 20), (69_120, 103_680));
+    }
+
+    #[test]
+    fn seed_004_is_its_table_then_the_last_entry() {
+        let p = RetryPolicy::SEED_004;
+        let delays: Vec<_> = (1..=5).map(|n| p.delay_secs(n, 0.9)).collect();
+        assert_eq!(delays, [30, 120, 600, 600, 600]);
+        assert_eq!(RetryPolicy::Fixed(&[]).delay_secs(1, 0.5), 0);
+    }
+
+    #[test]
+    fn huge_attempts_saturate() {
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(1000, 0.5), u64::MAX);
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(u32::MAX, 0.0), u64::MAX);
+        assert_eq!(RetryPolicy::SEED_002.delay_secs(1000, 0.5), 86_400);
+        assert_eq!(RetryPolicy::SEED_004.delay_secs(1000, 0.5), 600);
+        // Attempt 0 is not a real failed attempt; treat it like the first.
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(0, 0.5), 30);
+    }
+
+    #[test]
+    fn plan_delivery_sends_within_the_queue_limit() {
+        let now = 1_700_000_000_000;
+        assert_eq!(plan_delivery(0, now), Delivery::Send { delay_secs: 0 });
+        assert_eq!(
+            plan_delivery(43_200, now),
+            Delivery::Send { delay_secs: 43_200 }
+        );
+        assert_eq!(
+            plan_delivery(43_201, now),
+            Delivery::Hold {
+                until_ms: now + 43_201_000
+            }
+        );
+        assert_eq!(
+            plan_delivery(u64::MAX, now),
+            Delivery::Hold { until_ms: i64::MAX }
+        );
+    }
+
+    #[test]
+    fn plan_delivery_at_rounds_up_and_keeps_the_exact_hold_time() {
+        let now = 1_000_000;
+        assert_eq!(
+            plan_delivery_at(now - 5, now),
+            Delivery::Send { delay_secs: 0 }
+        );
+        assert_eq!(
+            plan_delivery_at(now + 1, now),
+            Delivery::Send { delay_secs: 1 }
+        );
+        assert_eq!(
+            plan_delivery_at(now + 1000, now),
+            Delivery::Send { delay_secs: 1 }
+        );
+        let far = now + 43_200_001;
+        assert_eq!(plan_delivery_at(far, now), Delivery::Hold { until_ms: far });
+    }
+
+    fn policies() -> impl Strategy<Value = RetryPolicy> {
+        prop_oneof![
+            Just(RetryPolicy::SEED_000),
+            Just(RetryPolicy::SEED_002),
+            Just(RetryPolicy::SEED_004),
+        ]
+    }
+
+    /// Inclusive bounds a policy promises for attempt `n`, computed independently.
+    fn bounds(policy: RetryPolicy, n: u32) -> (f64, f64) {
+        let exp = 2f64.powi(n as i32 - 1);
+        match policy {
+            RetryPolicy::Exponential {
+                base_secs,
+                jitter_min,
+                jitter_max,
+            } => (
+                base_secs as f64 * exp * jitter_min,
+                base_secs as f64 * exp * jitter_max,
+            ),
+            RetryPolicy::ExponentialCapped {
+                base_secs,
+                cap_secs,
+                jitter,
+            } => {
+                let base = (base_secs as f64 * exp).min(cap_secs as f64);
+                (base * (1.0 - jitter), base * (1.0 + jitter))
+            }
+            RetryPolicy::Fixed(table) => {
+                let v = table[(n as usize - 1).min(table.len() - 1)] as f64;
+                (v, v)
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn delay_stays_within_its_bounds(policy in policies(), n in 1u32..=64, unit in 0.0f64..1.0) {
+            let (lo, hi) = bounds(policy, n);
+            let (lo, hi) = (lo.min(u64::MAX as f64), hi.min(u64::MAX as f64));
+            let d = policy.delay_secs(n, unit) as f64;
+            // Rounding to whole seconds moves a delay by at most half a second;
+            // beyond 2^53 f64 itself is coarser, so compare relatively there.
+            let slack = 0.5f64.max(hi * 1e-12);
+            prop_assert!(d >= lo - slack && d <= hi + slack, "{policy:?} n={n} d={d} not in [{lo}, {hi}]");
+        }
+
+        #[test]
+        fn delay_never_decreases_with_attempts(policy in policies(), n in 1u32..=64, unit in 0.0f64..1.0) {
+            prop_assert!(policy.delay_secs(n + 1, unit) >= policy.delay_secs(n, unit));
+        }
+
+        #[test]
+        fn plan_delivery_never_sends_past_the_limit(delay in any::<u64>(), now in 0i64..4_102_444_800_000) {
+            match plan_delivery(delay, now) {
+                Delivery::Send { delay_secs } => {
+                    prop_assert!(u64::from(delay_secs) <= QUEUE_DELAY_LIMIT_SECS);
+                    prop_assert_eq!(u64::from(delay_secs), delay);
+                }
+                Delivery::Hold { until_ms } => {
+                    prop_assert!(delay > QUEUE_DELAY_LIMIT_SECS);
+                    prop_assert!(until_ms > now);
+                }
+            }
+        }
+    }
+}

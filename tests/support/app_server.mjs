@@ -1,0 +1,44 @@
+// A real local HTTP server playing the app endpoints that jobs are delivered to. Each path has
+// a script of responses (the last one repeats); every request is recorded with its raw body.
+import { createServer } from "node:http";
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export async function startAppServer() {
+  const scripts = new Map();
+  const received = [];
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      received.push({ method: req.method, path: req.url, headers: req.headers, body, at: Date.now() });
+      const script = scripts.get(req.url) ?? [{ status: 200, body: { ok: true } }];
+      const step = script.length > 1 ? script.shift() : script[0];
+      const respond = () => {
+        res.writeHead(step.status, { "content-type": "application/json", ...(step.headers ?? {}) });
+        res.end(JSON.stringify(step.body ?? {}));
+      };
+      step.delayMs ? setTimeout(respond, step.delayMs) : respond();
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  return {
+    base,
+    url: (path) => base + path,
+    /** Responses for `path`, in order; the last repeats. */
+    script: (path, steps) => scripts.set(path, [...steps]),
+    /** Requests received on `path`, or all of them. */
+    requests: (path) => (path === undefined ? [...received] : received.filter((r) => r.path === path)),
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+/** Checks an X-Jobs-Signature header (t=<secs>,v1=<hex HMAC-SHA256 of "<t>.<body>">). */
+export function verifySignature(secret, header, body) {
+  const parts = Object.fromEntries(String(header).split(",").map((p) => p.split("=")));
+  if (!parts.t || !parts.v1) return false;
+  const expected = createHmac("sha256", secret).update(`${parts.t}.${body}`).digest();
+  const given = Buffer.from(parts.v1, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

@@ -1,0 +1,127 @@
+// Runs the built producer and consumer WASM on local workerd through Miniflare, configured from
+// the real wrangler.toml files (bindings, queues, consumer settings), with an in-memory D1 that
+// the real migrations create. Only secrets and endpoint URLs are supplied by the test.
+import { readFileSync, readdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
+
+export const ROOT = resolve(import.meta.dirname, "..", "..");
+export const TOKENS = { enqueue: "test-enqueue-token", admin: "test-admin-token" };
+export const SIGNING_SECRET = "test-signing-secret";
+
+function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = false } = {}) {
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(configPath);
+  const config = readFileSync(configPath, "utf8");
+  const name = /^name\s*=\s*"([^"]+)"/m.exec(config)[1];
+  const options = {
+    ...workerOptions,
+    name,
+    modules: true,
+    scriptPath: resolve(dirname(configPath), main),
+    bindings: { ...(workerOptions.bindings ?? {}), ...bindings },
+  };
+  if (withoutQueueConsumers) delete options.queueConsumers;
+  return options;
+}
+
+/**
+ * Starts both workers. `consumerBindings` adds vars (ENDPOINT_*) to the consumer.
+ * `manualDelivery` leaves the family queues without a consumer, so the test delivers each batch
+ * itself through the consumer's `queue` handler and sees every ack and retry decision.
+ */
+export async function startPlatform({ consumerBindings = {}, manualDelivery = false } = {}) {
+  const producer = workerFromConfig(join(ROOT, "wrangler.toml"), {
+    bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin },
+  });
+  const consumer = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"), {
+    bindings: { SIGNING_SECRET, ...consumerBindings },
+    withoutQueueConsumers: manualDelivery,
+  });
+  const mf = new Miniflare({ workers: [producer, consumer] });
+  await mf.ready;
+  const db = await mf.getD1Database("DB", producer.name);
+  for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+    const sql = readFileSync(join(ROOT, "migrations", file), "utf8");
+    await db.batch(unstable_splitSqlQuery(sql).map((statement) => db.prepare(statement)));
+  }
+  return new Platform(mf, db, producer.name, consumer.name);
+}
+
+class Platform {
+  constructor(mf, db, producerName, consumerName) {
+    this.mf = mf;
+    this.db = db;
+    this.producerName = producerName;
+    this.consumerName = consumerName;
+  }
+
+  /** An HTTP request to the producer; `json` is sent as the body, `token` as the bearer. */
+  async request(method, path, { json, body, token = TOKENS.enqueue, headers = {} } = {}) {
+    const h = { ...headers };
+    if (token) h.authorization = `Bearer ${token}`;
+    if (json !== undefined) h["content-type"] ??= "application/json";
+    const res = await this.mf.dispatchFetch(`http://jobs.local${path}`, {
+      method,
+      headers: h,
+      body: json !== undefined ? JSON.stringify(json) : body,
+    });
+    const text = await res.text();
+    let parsed;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  enqueue(job, options) {
+    return this.request("POST", "/v1/jobs", { json: job, ...options });
+  }
+
+  getJob(id) {
+    return this.request("GET", `/v1/jobs/${id}`);
+  }
+
+  /** Delivers a batch straight to the consumer's queue handler and returns its decisions. */
+  async deliver(queue, messages) {
+    const consumer = await this.mf.getWorker(this.consumerName);
+    return consumer.queue(
+      queue,
+      messages.map((m, i) => ({ id: m.id ?? `msg-${i}-${Date.now()}`, timestamp: new Date(), attempts: 1, ...m })),
+    );
+  }
+
+  async count(sql, ...params) {
+    const row = await this.db.prepare(sql).bind(...params).first();
+    return Object.values(row)[0];
+  }
+
+  /** Polls until `probe` returns a truthy value (returned), or fails after `timeoutMs`. */
+  async waitFor(probe, { timeoutMs = 20_000, what = "condition" } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Waits until the job's status is one of `statuses`; returns the job. */
+  async waitForStatus(id, statuses, options) {
+    const wanted = [].concat(statuses);
+    return this.waitFor(
+      async () => {
+        const { body } = await this.getJob(id);
+        return wanted.includes(body.status) ? body : null;
+      },
+      { what: `job ${id} to be ${wanted.join("|")}`, ...options },
+    );
+  }
+
+  dispose() {
+    return this.mf.dispose();
+  }
+}
