@@ -47,7 +47,7 @@ pub async fn claim(
     let claimable = sql_in_list(&jobs_shared::sources_of(JobStatus::Running));
     let seen = db
         .prepare("SELECT id, status, run_at, lease_until FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
-        .bind(&[ids_json.clone()])?;
+        .bind(std::slice::from_ref(&ids_json))?;
     let update = db
         .prepare(format!(
             "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?2, \
@@ -120,7 +120,7 @@ pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Resul
                 opt_str(outcome.error_message.as_deref()),
                 outcome.run_at.map_or(JsValue::NULL, num),
                 outcome.sent_at(f.finished_at).map_or(JsValue::NULL, num),
-                outcome.finished.then(|| num(f.finished_at)).unwrap_or(JsValue::NULL),
+                if outcome.finished { num(f.finished_at) } else { JsValue::NULL },
                 num(f.finished_at),
             ])?,
         );

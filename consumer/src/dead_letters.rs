@@ -49,12 +49,7 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
         .collect();
     let arrivals = JsValue::from_str(&Value::Array(arrivals).to_string());
     let now = JsValue::from_f64(now_ms() as f64);
-    let live = sql_in_list(
-        &JobStatus::ALL
-            .into_iter()
-            .filter(|s| s.is_live())
-            .collect::<Vec<_>>(),
-    );
+    let live = sql_in_list(&JobStatus::live());
     let written = async {
         let db = env.d1("DB")?;
         let mark_dead = db

@@ -34,7 +34,7 @@ pub async fn insert(
     jobs: &[NewJob],
     now_ms: i64,
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
-    let live = sql_in_list(&live_statuses());
+    let live = sql_in_list(&JobStatus::live());
     let insert_sql = format!(
         "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
          max_attempts, run_at, created_at, updated_at) \
@@ -108,10 +108,6 @@ fn rows_touched(result: &D1Result) -> (u64, u64) {
         ),
         _ => (0, 0),
     }
-}
-
-fn live_statuses() -> Vec<JobStatus> {
-    JobStatus::ALL.into_iter().filter(|s| s.is_live()).collect()
 }
 
 fn num(n: i64) -> JsValue {

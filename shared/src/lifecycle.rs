@@ -76,6 +76,11 @@ impl JobStatus {
     pub fn is_live(self) -> bool {
         !self.is_terminal()
     }
+
+    /// The live states: the ones a dedup key is held in and a DLQ arrival can still mark dead.
+    pub fn live() -> Vec<JobStatus> {
+        JobStatus::ALL.into_iter().filter(|s| s.is_live()).collect()
+    }
 }
 
 impl fmt::Display for JobStatus {
