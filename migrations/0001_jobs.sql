@@ -9,7 +9,9 @@ CREATE TABLE jobs (
   priority     INTEGER NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 100),
   payload      TEXT    NOT NULL,                   -- compact JSON, validated at enqueue
   dedup_key    TEXT,
-  attempts     INTEGER NOT NULL DEFAULT 0,         -- attempts started; survives redelivery
+  attempts     INTEGER NOT NULL DEFAULT 0,         -- attempts started this cycle; survives redelivery
+  runs         INTEGER NOT NULL DEFAULT 0,         -- attempts ever started: an operator's retry
+                                                   -- resets `attempts`, never this
   max_attempts INTEGER NOT NULL,
   run_at       INTEGER NOT NULL,                   -- ms: the next attempt may not start before this
   -- ms: when a message for the next attempt was last known to be in its queue.
@@ -35,7 +37,8 @@ CREATE INDEX jobs_status_run_at ON jobs (status, run_at);
 
 CREATE TABLE job_runs (
   job_id        TEXT    NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-  attempt       INTEGER NOT NULL,
+  run           INTEGER NOT NULL,                 -- 1, 2, ... over the job's whole life
+  attempt       INTEGER NOT NULL,                 -- the attempt within its retry cycle
   started_at    INTEGER NOT NULL,
   finished_at   INTEGER NOT NULL,
   outcome       TEXT    NOT NULL CHECK (outcome IN ('succeeded','retrying','dead')),
@@ -43,7 +46,7 @@ CREATE TABLE job_runs (
   error_message TEXT,
   duration_ms   INTEGER NOT NULL,
   cost_cents    REAL    NOT NULL DEFAULT 0,
-  PRIMARY KEY (job_id, attempt)
+  PRIMARY KEY (job_id, run)
 ) WITHOUT ROWID;
 
 -- Every arrival in a family's DLQ: the operator's dead-letter list, and proof that D1 and the

@@ -18,6 +18,7 @@ pub struct Claimed {
     pub payload: String,
     pub attempts: u32,
     pub max_attempts: u32,
+    pub runs: u32,
 }
 
 /// A job's state as it was before the claim, to explain each message that claimed nothing.
@@ -50,11 +51,11 @@ pub async fn claim(
         .bind(std::slice::from_ref(&ids_json))?;
     let update = db
         .prepare(format!(
-            "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?2, \
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
              updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
              WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?4 \
              AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
-             RETURNING id, type, payload, attempts, max_attempts"
+             RETURNING id, type, payload, attempts, max_attempts, runs"
         ))
         .bind(&[
             ids_json,
@@ -79,19 +80,19 @@ pub struct Finished<'a> {
 }
 
 /// Writes every attempt's run record and the job's next state in one batch. Both statements
-/// are guarded by (status = running, attempts = this attempt), so an attempt that lost its
-/// lease to a rescuer cannot overwrite the newer one.
+/// are guarded by (status = running, runs = this run), so an attempt that lost its lease to a
+/// rescuer, or was overtaken by an operator's retry, cannot overwrite the newer one.
 pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Result<()> {
     let mut statements = Vec::with_capacity(finished.len() * 2);
     for f in finished {
         let outcome = Outcome::of(f.decision, f.finished_at);
-        let guard = [JsValue::from_str(&f.job.id), num(f.job.attempts.into())];
+        let guard = [JsValue::from_str(&f.job.id), num(f.job.runs.into())];
         statements.push(
             db.prepare(
-                "INSERT INTO job_runs (job_id, attempt, started_at, finished_at, outcome, error_class, \
-                 error_message, duration_ms) \
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM jobs \
-                 WHERE id = ?1 AND status = 'running' AND attempts = ?2",
+                "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
+                 error_class, error_message, duration_ms) \
+                 SELECT ?1, ?2, attempts, ?3, ?4, ?5, ?6, ?7, ?8 FROM jobs \
+                 WHERE id = ?1 AND status = 'running' AND runs = ?2",
             )
             .bind(&[
                 guard[0].clone(),
@@ -109,7 +110,7 @@ pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Resul
                 "UPDATE jobs SET status = ?3, result = ?4, error_class = ?5, last_error = ?6, \
                  run_at = COALESCE(?7, run_at), sent_at = ?8, finished_at = ?9, lease_until = NULL, \
                  updated_at = ?10 \
-                 WHERE id = ?1 AND status = 'running' AND attempts = ?2",
+                 WHERE id = ?1 AND status = 'running' AND runs = ?2",
             )
             .bind(&[
                 guard[0].clone(),

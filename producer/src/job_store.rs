@@ -141,6 +141,7 @@ pub struct JobRow {
 
 /// One attempt's record.
 pub struct RunRow {
+    pub run: i64,
     pub attempt: i64,
     pub started_at: i64,
     pub finished_at: i64,
@@ -166,8 +167,8 @@ pub async fn find(
     .fetch_optional(conn);
     let runs = sqlx_d1::query_as!(
         RunRow,
-        "SELECT attempt, started_at, finished_at, outcome, error_class, error_message, duration_ms, \
-         cost_cents FROM job_runs WHERE job_id = ? ORDER BY attempt",
+        "SELECT run, attempt, started_at, finished_at, outcome, error_class, error_message, \
+         duration_ms, cost_cents FROM job_runs WHERE job_id = ? ORDER BY run",
         id
     )
     .fetch_all(conn);

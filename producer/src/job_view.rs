@@ -43,6 +43,7 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
 
 fn run_view(run: &RunRow) -> Value {
     json!({
+        "run": run.run,
         "attempt": run.attempt,
         "started_at": rfc3339(run.started_at),
         "finished_at": rfc3339(run.finished_at),
