@@ -26,7 +26,7 @@ CREATE TABLE jobs (
   updated_at   INTEGER NOT NULL,
   started_at   INTEGER,
   finished_at  INTEGER
-);
+) WITHOUT ROWID; -- the ULID is the key: no hidden rowid, no second index to write on insert
 
 -- One live job per (type, dedup_key); finished jobs free the key.
 CREATE UNIQUE INDEX jobs_dedup_live ON jobs (type, dedup_key)

@@ -1,6 +1,6 @@
 // Builds the Rust workers to WASM with worker-build, using the tools scripts/bootstrap.sh
 // installed (worker-build would otherwise try to download them from GitHub).
-// Usage: node scripts/build.mjs [producer|consumer|...]   (default: both)
+// Usage: node scripts/build.mjs [producer|consumer|bench/floor ...]   (default: the two workers)
 import { spawnSync } from "node:child_process";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";

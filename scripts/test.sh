@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+bash scripts/install-chromium.sh # the dashboard's browser test
 cargo test -p jobs-shared
 node scripts/build.mjs
 node --test --test-concurrency=1 tests/*.test.mjs

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use futures::future::join_all;
 use jobs_shared::{
-    decide, Decision, ErrorClass, Family, JobError, JobMessage, JobStatus, JobType, RetryPolicy,
+    decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobStatus, JobType,
+    RetryPolicy,
 };
 use serde_json::Value;
 use worker::js_sys::Math;
@@ -14,11 +15,8 @@ use worker::{console_error, console_log, D1Database, Env};
 
 use crate::claim_store::{self, Claimed, Finished, Seen};
 use crate::delivery::Delivery;
-use crate::{dead_letters, handlers, now_ms};
+use crate::{chain, dead_letters, handlers, now_ms};
 
-/// How long a claimed attempt owns its job (seed 004's five minutes). A message redelivered
-/// while the lease holds waits; after it, the job is claimed again (its worker died).
-const LEASE_MS: i64 = 5 * 60 * 1000;
 /// When D1 itself fails, the whole batch comes back after this long.
 const D1_RETRY_SECS: u64 = 10;
 
@@ -45,9 +43,26 @@ pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
         Ok(db) => db,
         Err(e) => return d1_failed(&valid, &e),
     };
-    if let Err(e) = run_jobs(&db, family, &valid, env).await {
+    let started = now_ms();
+    let mut stats = D1Stats::default();
+    if let Err(e) = run_jobs(&db, family, &valid, env, &mut stats).await {
         d1_failed(&valid, &e);
     }
+    log_batch(queue, valid.len(), &stats, now_ms() - started);
+}
+
+/// One line per batch: its size, wall time and D1 work (what the benchmark counts).
+fn log_batch(queue: &str, messages: usize, stats: &D1Stats, duration_ms: i64) {
+    let line = serde_json::json!({
+        "event": "batch.completed",
+        "queue": queue,
+        "messages": messages,
+        "duration_ms": duration_ms,
+        "d1.round_trips": stats.round_trips,
+        "d1.rows_read": stats.rows_read,
+        "d1.rows_written": stats.rows_written,
+    });
+    console_log!("{line}");
 }
 
 async fn run_jobs(
@@ -55,10 +70,11 @@ async fn run_jobs(
     family: Family,
     valid: &[&Delivery],
     env: &Env,
+    stats: &mut D1Stats,
 ) -> worker::Result<()> {
     let ids: Vec<&str> = valid.iter().filter_map(|d| d.job_id()).collect();
     let now = now_ms();
-    let claim = claim_store::claim(db, &ids, now, now + LEASE_MS).await?;
+    let claim = claim_store::claim(db, family, &ids, now, now + family.lease_ms(), stats).await?;
 
     let mut claimed: HashMap<&str, &Claimed> =
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
@@ -68,14 +84,16 @@ async fn run_jobs(
         let id = delivery.job_id().unwrap_or_default();
         match claimed.remove(id) {
             Some(job) => runs.push((delivery, job)),
-            None => settle_unclaimed(delivery, seen.get(id).copied(), now),
+            // Paused: held in D1 without spending an attempt; the resume re-sends it.
+            None if claim.held.iter().any(|h| h.id == id) => delivery.ack(),
+            None => settle_unclaimed(delivery, family, seen.get(id).copied(), now),
         }
     }
     if runs.is_empty() {
         return Ok(());
     }
 
-    let attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
+    let mut attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
     let decisions: Vec<Decision> = runs
         .iter()
         .zip(&attempts)
@@ -93,11 +111,21 @@ async fn run_jobs(
             )
         })
         .collect();
+    let plans: Vec<chain::Planned> = runs
+        .iter()
+        .zip(attempts.iter_mut())
+        .zip(&decisions)
+        .map(|(((_, job), attempt), decision)| {
+            let follow_ups = std::mem::take(&mut attempt.follow_ups);
+            chain::plan(job, decision, follow_ups, attempt.finished_at)
+        })
+        .collect();
     let finished: Vec<Finished> = runs
         .iter()
         .zip(&attempts)
         .zip(&decisions)
-        .map(|(((_, job), attempt), decision)| Finished {
+        .zip(&plans)
+        .map(|((((_, job), attempt), decision), chain)| Finished {
             job,
             started_at: attempt.started_at,
             finished_at: attempt.finished_at,
@@ -108,13 +136,14 @@ async fn run_jobs(
                 .ok()
                 .and_then(|r| r.as_ref())
                 .map(Value::to_string),
+            chain,
         })
         .collect();
-    if let Err(e) = claim_store::record(db, &finished).await {
+    if let Err(e) = claim_store::record(db, &finished, stats).await {
         // The jobs stay `running` under their lease; their messages come back once it ends.
         console_error!("recording {} outcome(s) failed: {e}", finished.len());
         runs.iter()
-            .for_each(|(d, _)| d.retry((LEASE_MS / 1000) as u64));
+            .for_each(|(d, _)| d.retry(family.lease_secs().into()));
         return Ok(());
     }
 
@@ -134,7 +163,11 @@ async fn run_jobs(
             )),
         }
     }
-    dead_letters::send(family, &dead, env).await;
+    let next_steps: Vec<_> = plans.iter().filter_map(|p| p.next.as_ref()).collect();
+    futures::join!(
+        dead_letters::send(family, &dead, env),
+        chain::send(env, &next_steps)
+    );
     Ok(())
 }
 
@@ -143,6 +176,8 @@ struct Attempt {
     started_at: i64,
     finished_at: i64,
     outcome: Result<Option<Value>, JobError>,
+    /// Checked follow-up jobs the handler returned (see crate::chain).
+    follow_ups: Vec<Value>,
 }
 
 async fn execute(job: &Claimed, env: &Env) -> Attempt {
@@ -154,15 +189,18 @@ async fn execute(job: &Claimed, env: &Env) -> Attempt {
             format!("unknown job type {}", job.job_type),
         )),
     };
+    let finished_at = now_ms();
+    let (outcome, follow_ups) = chain::take_follow_ups(outcome, finished_at);
     Attempt {
         started_at,
-        finished_at: now_ms(),
+        finished_at,
         outcome,
+        follow_ups,
     }
 }
 
 /// A message whose job was not claimed: say why, and ack or retry it accordingly.
-fn settle_unclaimed(delivery: &Delivery, seen: Option<&Seen>, now: i64) {
+fn settle_unclaimed(delivery: &Delivery, family: Family, seen: Option<&Seen>, now: i64) {
     let Some(seen) = seen else {
         console_log!(
             "ack: no job {} (deleted, or never written)",
@@ -170,6 +208,16 @@ fn settle_unclaimed(delivery: &Delivery, seen: Option<&Seen>, now: i64) {
         );
         return delivery.ack();
     };
+    if seen.family != family.as_str() {
+        // Priority aging promoted the job and sent it to its new family's queue.
+        console_log!(
+            "ack: job {} moved to {}; this {} message is superseded",
+            seen.id,
+            seen.family,
+            family.as_str()
+        );
+        return delivery.ack();
+    }
     match JobStatus::parse(&seen.status) {
         // Another attempt holds the lease; if its worker died, this message takes over after.
         Some(JobStatus::Running) => {

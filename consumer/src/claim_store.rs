@@ -1,10 +1,12 @@
 //! SQL for a consumer batch: one round trip to claim every message's job, one to record every
 //! outcome. Never one per message.
 
-use jobs_shared::{sql_in_list, Decision, JobStatus};
+use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobStatus, PAUSED_JOB_SQL};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
-use worker::D1Database;
+use worker::{D1Database, D1PreparedStatement, D1Result};
+
+use crate::chain::{self, Planned};
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;
@@ -19,6 +21,11 @@ pub struct Claimed {
     pub attempts: u32,
     pub max_attempts: u32,
     pub runs: u32,
+    /// Chain columns (see crate::chain); all absent outside a chain.
+    pub parent_id: Option<String>,
+    pub chain_step: Option<u32>,
+    pub next_steps: Option<String>,
+    pub chain_status: Option<String>,
 }
 
 /// A job's state as it was before the claim, to explain each message that claimed nothing.
@@ -28,26 +35,39 @@ pub struct Seen {
     pub status: String,
     pub run_at: i64,
     pub lease_until: Option<i64>,
+    /// The job's family now; priority aging may have moved it to another queue.
+    pub family: String,
+}
+
+/// A job a pause covers: not claimed (no attempt spent), marked held for the resume to re-send.
+#[derive(Deserialize)]
+pub struct Held {
+    pub id: String,
 }
 
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub seen: Vec<Seen>,
+    pub held: Vec<Held>,
 }
 
 /// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
 /// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
-/// (its worker died). Claiming also proves the job's message left the outbox.
+/// (its worker died). Claiming also proves the job's message left the outbox. Only a message
+/// from the job's current family's queue claims it: after a promotion the old one is stale.
 pub async fn claim(
     db: &D1Database,
+    family: Family,
     ids: &[&str],
     now_ms: i64,
     lease_until: i64,
+    stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
     let ids_json = JsValue::from_str(&serde_json::to_string(ids).unwrap_or_default());
     let claimable = sql_in_list(&jobs_shared::sources_of(JobStatus::Running));
+    let family_name = JsValue::from_str(family.as_str());
     let seen = db
-        .prepare("SELECT id, status, run_at, lease_until FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
+        .prepare("SELECT id, status, run_at, lease_until, family FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
         .bind(std::slice::from_ref(&ids_json))?;
     let update = db
         .prepare(format!(
@@ -55,18 +75,37 @@ pub async fn claim(
              updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
              WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?4 \
              AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
-             RETURNING id, type, payload, attempts, max_attempts, runs"
+             AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+             RETURNING id, type, payload, attempts, max_attempts, runs, \
+             parent_id, chain_step, next_steps, chain_status"
+        ))
+        .bind(&[
+            ids_json.clone(),
+            num(now_ms),
+            num(lease_until),
+            num(now_ms + EARLY_TOLERANCE_MS),
+            family_name.clone(),
+        ])?;
+    // What a pause kept from the claim above: held (sent_at set, so the sweep leaves it be)
+    // until the resume clears held_at and re-sends it.
+    let hold = db
+        .prepare(format!(
+            "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?3 \
+             AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
+             AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
         ))
         .bind(&[
             ids_json,
             num(now_ms),
-            num(lease_until),
             num(now_ms + EARLY_TOLERANCE_MS),
+            family_name,
         ])?;
-    let results = db.batch(vec![seen, update]).await?;
+    let results = counted_batch(db, vec![seen, update, hold], stats).await?;
     Ok(Claim {
         seen: results[0].results()?,
         claimed: results[1].results()?,
+        held: results[2].results()?,
     })
 }
 
@@ -77,12 +116,17 @@ pub struct Finished<'a> {
     pub finished_at: i64,
     pub decision: &'a Decision,
     pub result: Option<String>,
+    pub chain: &'a Planned,
 }
 
 /// Writes every attempt's run record and the job's next state in one batch. Both statements
 /// are guarded by (status = running, runs = this run), so an attempt that lost its lease to a
 /// rescuer, or was overtaken by an operator's retry, cannot overwrite the newer one.
-pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Result<()> {
+pub async fn record(
+    db: &D1Database,
+    finished: &[Finished<'_>],
+    stats: &mut D1Stats,
+) -> worker::Result<()> {
     let mut statements = Vec::with_capacity(finished.len() * 2);
     for f in finished {
         let outcome = Outcome::of(f.decision, f.finished_at);
@@ -125,9 +169,26 @@ pub async fn record(db: &D1Database, finished: &[Finished<'_>]) -> worker::Resul
                 num(f.finished_at),
             ])?,
         );
+        statements.extend(chain::statements(db, f.job, f.chain, f.finished_at)?);
     }
-    db.batch(statements).await?;
+    counted_batch(db, statements, stats).await?;
     Ok(())
+}
+
+/// One D1 round trip, counted with the rows D1 says it read and wrote.
+async fn counted_batch(
+    db: &D1Database,
+    statements: Vec<D1PreparedStatement>,
+    stats: &mut D1Stats,
+) -> worker::Result<Vec<D1Result>> {
+    let results = db.batch(statements).await?;
+    stats.add_round_trip(results.iter().map(|r| {
+        r.meta()
+            .ok()
+            .flatten()
+            .map_or((None, None), |m| (m.rows_read, m.rows_written))
+    }));
+    Ok(results)
 }
 
 /// How a decision reads in the two tables.

@@ -6,10 +6,13 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod batch_runner;
+mod chain;
 mod claim_store;
 mod dead_letters;
 mod delivery;
 mod handlers;
+mod link_store;
+mod rss_store;
 
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};

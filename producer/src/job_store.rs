@@ -37,8 +37,9 @@ pub async fn insert(
     let live = sql_in_list(&JobStatus::live());
     let insert_sql = format!(
         "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-         max_attempts, run_at, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?10) \
+         max_attempts, run_at, created_at, updated_at, next_steps, chain_status) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?10, ?11, \
+         CASE WHEN ?11 IS NULL THEN NULL ELSE 'running' END) \
          ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
     );
     let live_sql = format!(
@@ -58,6 +59,7 @@ pub async fn insert(
             num(job.max_attempts.into()),
             num(job.run_at_ms),
             num(now_ms),
+            opt_str(job.steps.as_deref()),
         ])?);
         if let Some(key) = &job.dedup_key {
             statements.push(
@@ -99,22 +101,20 @@ pub async fn insert(
     Ok((written, stats))
 }
 
-/// (rows read, rows written) from a statement's meta.
-fn rows_touched(result: &D1Result) -> (u64, u64) {
-    match result.meta() {
-        Ok(Some(meta)) => (
-            meta.rows_read.unwrap_or(0) as u64,
-            meta.rows_written.unwrap_or(0) as u64,
-        ),
-        _ => (0, 0),
-    }
+/// (rows read, rows written) from a statement's meta, for D1Stats.
+fn rows_touched(result: &D1Result) -> (Option<usize>, Option<usize>) {
+    result
+        .meta()
+        .ok()
+        .flatten()
+        .map_or((None, None), |m| (m.rows_read, m.rows_written))
 }
 
-fn num(n: i64) -> JsValue {
+pub fn num(n: i64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
-fn opt_str(s: Option<&str>) -> JsValue {
+pub fn opt_str(s: Option<&str>) -> JsValue {
     s.map_or(JsValue::NULL, JsValue::from_str)
 }
 

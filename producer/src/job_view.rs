@@ -5,16 +5,21 @@ use serde_json::{json, Value};
 use worker::{Env, Response};
 
 use crate::job_store::{self, JobRow, RunRow};
-use crate::respond;
+use crate::{chain_view, respond};
 
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
     let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
-    let conn = sqlx_d1::D1Connection::new(db);
-    match job_store::find(&conn, id)
-        .await
-        .map_err(|e| respond::internal(&e))?
-    {
-        Some((job, runs)) => respond::json(200, &view(&job, &runs)),
+    let chain = chain_view::fields(&db, id);
+    let conn = sqlx_d1::D1Connection::new(env.d1("DB").map_err(|e| respond::internal(&e))?);
+    let (found, chain) = futures::join!(job_store::find(&conn, id), chain);
+    match found.map_err(|e| respond::internal(&e))? {
+        Some((job, runs)) => {
+            let mut body = view(&job, &runs);
+            if let Value::Object(fields) = &mut body {
+                fields.extend(chain.map_err(|e| respond::internal(&e))?);
+            }
+            respond::json(200, &body)
+        }
         None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }
 }
@@ -55,6 +60,6 @@ fn run_view(run: &RunRow) -> Value {
 }
 
 /// Stored JSON was validated on the way in; should a row ever hold anything else, show it as text.
-fn parse_json(text: &str) -> Value {
+pub fn parse_json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }

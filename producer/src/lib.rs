@@ -1,18 +1,25 @@
 //! The producer Worker: a thin adapter from HTTP, D1 and the queue bindings to the shared crate.
 
-mod admin_stats;
+mod admin;
+mod admin_rss_sources;
 mod auth;
 mod body;
+mod chain_view;
+mod dashboard;
 mod dispatch;
 mod enqueue;
 mod env_config;
 mod health;
 mod job_store;
 mod job_view;
+mod maintenance;
+mod openapi;
 mod respond;
 mod router;
+mod schedule_api;
+mod schedule_store;
 
-use worker::{event, Context, Env, Request, Response, Result};
+use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
 fn start() {
@@ -22,4 +29,10 @@ fn start() {
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     router::handle(req, &env).await
+}
+
+/// The cron trigger (every minute): the maintenance sweep, at the event's scheduled time.
+#[event(scheduled)]
+async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    maintenance::run(&env, event.schedule() as i64).await;
 }

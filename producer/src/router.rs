@@ -3,7 +3,10 @@
 use jobs_shared::{ApiError, Scope};
 use worker::{Env, Method, Request, Response, Result};
 
-use crate::{admin_stats, auth, enqueue, health, job_view, respond};
+use crate::{
+    admin, admin_rss_sources, auth, dashboard, enqueue, health, job_view, openapi, respond,
+    schedule_api,
+};
 
 pub async fn handle(req: Request, env: &Env) -> Result<Response> {
     match route(req, env).await {
@@ -30,16 +33,27 @@ async fn route(mut req: Request, env: &Env) -> std::result::Result<Response, Api
             auth::require(&req, env, Scope::Enqueue)?;
             job_view::get(env, id).await
         }
-        (["v1", "admin", "stats"], Method::Get) => {
-            auth::require(&req, env, Scope::Admin)?;
-            admin_stats::get(env).await
-        }
+        (["openapi.json"], Method::Get) => openapi::get(),
+        (["dashboard", ..], Method::Get) => dashboard::get(&req, env).await,
         (["healthz"] | ["v1", "jobs"] | ["v1", "jobs", "batch"] | ["v1", "jobs", _], _) => {
             Err(ApiError::new(
                 405,
                 "method_not_allowed",
                 format!("{method:?} is not allowed on {path}"),
             ))
+        }
+        (["v1", "admin", "schedules", rest @ ..], method) => {
+            auth::require(&req, env, Scope::Admin)?;
+            schedule_api::route(&mut req, env, rest, method).await
+        }
+        (["v1", "admin", "rss-sources", rest @ ..], method) => {
+            auth::require(&req, env, Scope::Admin)?;
+            admin_rss_sources::route(&mut req, env, rest, method).await
+        }
+        // Last, so any more specific /v1/admin route above takes precedence.
+        (["v1", "admin", rest @ ..], method) => {
+            auth::require(&req, env, Scope::Admin)?;
+            admin::route(&mut req, env, rest, method).await
         }
         _ => Err(ApiError::new(
             404,

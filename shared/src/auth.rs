@@ -80,7 +80,7 @@ fn split_tokens(secret: Option<&str>) -> Vec<String> {
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive, RFC 9110).
-fn bearer_token(header: &str) -> Option<&str> {
+pub(crate) fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

@@ -10,12 +10,16 @@ pub struct D1Stats {
 }
 
 impl D1Stats {
-    /// Records one round trip; `metas` holds each statement's (rows_read, rows_written).
-    pub fn add_round_trip(&mut self, metas: impl IntoIterator<Item = (u64, u64)>) {
+    /// Records one round trip; `metas` holds each statement's (rows_read, rows_written) as D1's
+    /// result meta reports them (absent counts as zero).
+    pub fn add_round_trip(
+        &mut self,
+        metas: impl IntoIterator<Item = (Option<usize>, Option<usize>)>,
+    ) {
         self.round_trips += 1;
         for (read, written) in metas {
-            self.rows_read += read;
-            self.rows_written += written;
+            self.rows_read += read.unwrap_or(0) as u64;
+            self.rows_written += written.unwrap_or(0) as u64;
         }
     }
 
@@ -36,7 +40,7 @@ mod tests {
     #[test]
     fn sums_statements_and_counts_calls() {
         let mut stats = D1Stats::default();
-        stats.add_round_trip([(1, 2), (3, 4)]);
+        stats.add_round_trip([(Some(1), Some(2)), (Some(3), None), (None, Some(4))]);
         stats.add_round_trip([]);
         assert_eq!(
             stats,

@@ -3,6 +3,7 @@
 //! the field to fix. Pure: the id and the clock come in as arguments.
 
 use crate::api_error::ApiError;
+use crate::chain::validate_steps;
 use crate::family::Family;
 use crate::field_error::{decode, join};
 use crate::job_type::JobType;
@@ -40,6 +41,8 @@ pub struct EnqueueRequest {
     pub run_at: Option<String>,
     pub dedup_key: Option<String>,
     pub max_attempts: Option<i64>,
+    /// Jobs to run one after the other once this one succeeds (see [`crate::chain`]).
+    pub steps: Option<Value>,
 }
 
 fn empty_object() -> Value {
@@ -62,6 +65,8 @@ pub struct NewJob {
     /// `Send` with the queue delay when due within the queue's delay limit,
     /// `Hold` (status `scheduled`) beyond it.
     pub delivery: Delivery,
+    /// The chain steps that follow this job, compact JSON; `None` outside a chain.
+    pub steps: Option<String>,
 }
 
 /// Validates one enqueue request body. A past `run_at` means "due now".
@@ -69,14 +74,7 @@ pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob,
     if !body.is_object() {
         return Err(not_an_object());
     }
-    let req: EnqueueRequest = decode(body).map_err(|e| {
-        let code = if e.unknown_field {
-            "unknown_field"
-        } else {
-            "invalid_field"
-        };
-        invalid(code, e.error.field, e.error.message)
-    })?;
+    let req: EnqueueRequest = decode_fields(body)?;
     let job_type = JobType::parse(&req.job_type).ok_or_else(|| {
         let message = format!("unknown job type \"{}\"", req.job_type);
         invalid("unknown_type", "type", message)
@@ -92,6 +90,10 @@ pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob,
     }
     let max_attempts = in_range("max_attempts", req.max_attempts, MAX_ATTEMPTS)?
         .map_or(job_type.spec().max_attempts, |n| n as u32);
+    let steps = match &req.steps {
+        Some(steps) => Some(Value::Array(validate_steps("steps", steps, now_ms)?).to_string()),
+        None => None,
+    };
 
     Ok(NewJob {
         id,
@@ -103,6 +105,7 @@ pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob,
         max_attempts,
         run_at_ms,
         delivery: plan_delivery_at(run_at_ms, now_ms),
+        steps,
     })
 }
 
@@ -216,12 +219,28 @@ pub fn validate_batch(
         .collect()
 }
 
-fn not_an_object() -> ApiError {
+/// Deserializes a request object; a bad or unknown field is a 422 naming it.
+pub(crate) fn decode_fields<T: serde::de::DeserializeOwned>(body: &Value) -> Result<T, ApiError> {
+    decode(body).map_err(|e| {
+        let code = if e.unknown_field {
+            "unknown_field"
+        } else {
+            "invalid_field"
+        };
+        invalid(code, e.error.field, e.error.message)
+    })
+}
+
+pub(crate) fn not_an_object() -> ApiError {
     ApiError::new(400, "invalid_body", "request body must be a JSON object")
 }
 
 /// A 422 naming `field`.
-fn invalid(code: &'static str, field: impl Into<String>, message: impl Into<String>) -> ApiError {
+pub(crate) fn invalid(
+    code: &'static str,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> ApiError {
     ApiError::new(422, code, message).with_field(field)
 }
 
@@ -272,7 +291,22 @@ mod tests {
                 max_attempts: 5,
                 run_at_ms: NOW,
                 delivery: Delivery::Send { delay_secs: 0 },
+                steps: None,
             }
+        );
+    }
+
+    #[test]
+    fn steps_are_kept_compact_and_checked() {
+        let job = accept(json!({"type": "noop", "steps": [{"type": "noop", "priority": 3}]}));
+        assert_eq!(
+            job.steps.as_deref(),
+            Some(r#"[{"priority":3,"type":"noop"}]"#)
+        );
+        let bad = json!({"type": "noop", "steps": [{"type": "noop", "priority": 300}]});
+        assert_eq!(
+            reject(bad),
+            (422, "out_of_range", Some("steps[0].priority".to_string()))
         );
     }
 

@@ -19,6 +19,9 @@ pub enum ErrorClass {
     Internal,
     /// The queue gave up redelivering (the message reached its DLQ).
     DeliveryExhausted,
+    /// The attempt's lease ran out with no outcome recorded (its worker died): the sweep
+    /// rescued the job.
+    LeaseExpired,
 }
 
 impl ErrorClass {
@@ -33,6 +36,7 @@ impl ErrorClass {
             ErrorClass::InvalidPayload => "invalid_payload",
             ErrorClass::Internal => "internal",
             ErrorClass::DeliveryExhausted => "delivery_exhausted",
+            ErrorClass::LeaseExpired => "lease_expired",
         }
     }
 
@@ -44,7 +48,8 @@ impl ErrorClass {
             | ErrorClass::RateLimited
             | ErrorClass::ServerError
             | ErrorClass::Network
-            | ErrorClass::Internal => true,
+            | ErrorClass::Internal
+            | ErrorClass::LeaseExpired => true,
             ErrorClass::ClientError
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
@@ -200,11 +205,19 @@ mod tests {
             InvalidPayload,
             Internal,
             DeliveryExhausted,
+            LeaseExpired,
         ];
         let retryable: Vec<_> = all.into_iter().filter(|c| c.retryable()).collect();
         assert_eq!(
             retryable,
-            [Timeout, RateLimited, ServerError, Network, Internal]
+            [
+                Timeout,
+                RateLimited,
+                ServerError,
+                Network,
+                Internal,
+                LeaseExpired
+            ]
         );
         for c in all {
             assert_eq!(

@@ -35,6 +35,8 @@ struct Row {
     dlq: &'static str,
     queue_binding: &'static str,
     dlq_binding: &'static str,
+    lease_secs: u32,
+    admit_priority: Option<u8>,
 }
 
 impl Family {
@@ -58,6 +60,8 @@ impl Family {
                 dlq: "jobs-high-dlq",
                 queue_binding: "QUEUE_HIGH",
                 dlq_binding: "DLQ_HIGH",
+                lease_secs: 300,
+                admit_priority: Some(90),
             },
             Family::Default => &Row {
                 name: "default",
@@ -69,6 +73,8 @@ impl Family {
                 dlq: "jobs-default-dlq",
                 queue_binding: "QUEUE_DEFAULT",
                 dlq_binding: "DLQ_DEFAULT",
+                lease_secs: 300,
+                admit_priority: Some(70),
             },
             // Concurrency 3 is a hard limit: each headless browser needs its own memory/slot.
             Family::Screenshot => &Row {
@@ -81,6 +87,8 @@ impl Family {
                 dlq: "jobs-screenshot-dlq",
                 queue_binding: "QUEUE_SCREENSHOT",
                 dlq_binding: "DLQ_SCREENSHOT",
+                lease_secs: 300,
+                admit_priority: None,
             },
             Family::Low => &Row {
                 name: "low",
@@ -92,6 +100,8 @@ impl Family {
                 dlq: "jobs-low-dlq",
                 queue_binding: "QUEUE_LOW",
                 dlq_binding: "DLQ_LOW",
+                lease_secs: 900,
+                admit_priority: Some(50),
             },
             Family::Bulk => &Row {
                 name: "bulk",
@@ -103,6 +113,8 @@ impl Family {
                 dlq: "jobs-bulk-dlq",
                 queue_binding: "QUEUE_BULK",
                 dlq_binding: "DLQ_BULK",
+                lease_secs: 900,
+                admit_priority: None,
             },
         }
     }
@@ -150,6 +162,41 @@ impl Family {
 
     pub fn dlq_binding(self) -> &'static str {
         self.row().dlq_binding
+    }
+
+    /// How long a claimed attempt owns its job before the sweep may rescue it (seed 004's
+    /// 5 minutes; seed 002's 15 for the families whose types may run 5 minutes). The
+    /// consumer's claim and the sweep's rescuer both read it here, so they always agree.
+    pub fn lease_secs(self) -> u32 {
+        self.row().lease_secs
+    }
+
+    pub fn lease_ms(self) -> i64 {
+        i64::from(self.lease_secs()) * 1000
+    }
+
+    /// The family a starving job of this one moves up to: bulk -> low -> default -> high.
+    /// Screenshot jobs need its browser slots and nothing else may take them.
+    pub fn next_up(self) -> Option<Family> {
+        match self {
+            Family::Bulk => Some(Family::Low),
+            Family::Low => Some(Family::Default),
+            Family::Default => Some(Family::High),
+            Family::High | Family::Screenshot => None,
+        }
+    }
+
+    /// The priority a waiting job needs to be promoted into this family (seed 002's aging
+    /// raises it); `None`: no job is promoted into it.
+    pub fn admit_priority(self) -> Option<u8> {
+        self.row().admit_priority
+    }
+
+    /// The family a job waiting here with `priority` is promoted to, if any: one step up,
+    /// once the priority reaches that family's threshold.
+    pub fn promotion(self, priority: i64) -> Option<Family> {
+        let up = self.next_up()?;
+        (priority >= i64::from(up.admit_priority()?)).then_some(up)
     }
 
     /// Which family a consumer batch came from, and whether it is the DLQ.
@@ -215,6 +262,39 @@ mod tests {
         assert_eq!(Family::Screenshot.escalation(), Escalation::Chat);
         assert_eq!(Family::Low.escalation(), Escalation::Digest);
         assert_eq!(Family::Bulk.escalation(), Escalation::Digest);
+    }
+
+    #[test]
+    fn leases_outlast_every_attempt_in_the_family() {
+        for t in crate::JobType::ALL {
+            let family = t.family();
+            assert!(
+                family.lease_ms() >= 2 * i64::from(t.spec().timeout_ms),
+                "{family:?} lease vs {t:?} timeout"
+            );
+        }
+        assert_eq!(Family::High.lease_secs(), 300);
+        assert_eq!(Family::Bulk.lease_secs(), 900);
+    }
+
+    #[test]
+    fn promotion_climbs_one_family_at_its_threshold() {
+        assert_eq!(Family::Bulk.promotion(49), None);
+        assert_eq!(Family::Bulk.promotion(50), Some(Family::Low));
+        assert_eq!(Family::Low.promotion(70), Some(Family::Default));
+        assert_eq!(Family::Default.promotion(89), None);
+        assert_eq!(Family::Default.promotion(90), Some(Family::High));
+        assert_eq!(Family::High.promotion(100), None);
+        assert_eq!(Family::Screenshot.promotion(100), None);
+        // Nothing but screenshot jobs enters the browser family, and bulk is never a target.
+        for f in Family::ALL {
+            assert_ne!(f.next_up(), Some(Family::Screenshot));
+            assert_ne!(f.next_up(), Some(Family::Bulk));
+            if let Some(up) = f.next_up() {
+                assert!(up.priority() < f.priority(), "{f:?} -> {up:?} moves up");
+                assert!(up.admit_priority().is_some());
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,22 @@ pub fn job_id(now_ms: i64, random: u128) -> String {
     Ulid::from_parts(ms, random).to_string()
 }
 
+/// A random (version 4) UUID in its textual form, from 16 random bytes; RSS sources use these
+/// ids, as seed 000 does.
+pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,5 +49,11 @@ mod tests {
         let c = job_id(1_700_000_000_001, 1);
         assert_eq!(a.len(), 26);
         assert!(a < b && b < c);
+    }
+
+    #[test]
+    fn uuid_v4_sets_version_and_variant() {
+        assert_eq!(uuid_v4([0xff; 16]), "ffffffff-ffff-4fff-bfff-ffffffffffff");
+        assert_eq!(uuid_v4([0; 16]), "00000000-0000-4000-8000-000000000000");
     }
 }

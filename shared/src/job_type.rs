@@ -66,6 +66,10 @@ pub enum Handler {
     /// Delivered as a signed request to the owning app's endpoint, named by the
     /// env var [`JobType::env_key`].
     Forward,
+    /// Built in: RSS/Atom refresh into D1 (seed 000 section 10).
+    RssRefresh,
+    /// Built in: HEAD/GET checks of links, state in D1.
+    LinkHealth,
 }
 
 impl JobType {
@@ -181,6 +185,8 @@ impl JobType {
         match self {
             JobType::Http => Handler::Http,
             JobType::Noop => Handler::Noop,
+            JobType::RssFeedRefresh => Handler::RssRefresh,
+            JobType::LinkHealthCheck => Handler::LinkHealth,
             _ => Handler::Forward,
         }
     }
@@ -296,7 +302,9 @@ mod tests {
             .into_iter()
             .filter(|t| t.handler() == Handler::Forward)
             .count();
-        assert_eq!(forwarded, 14);
+        assert_eq!(forwarded, 12);
+        assert_eq!(JobType::LinkHealthCheck.handler(), Handler::LinkHealth);
+        assert_eq!(JobType::RssFeedRefresh.handler(), Handler::RssRefresh);
         assert_eq!(
             JobType::RssFeedRefresh.env_key(),
             "ENDPOINT_RSS_FEED_REFRESH"

@@ -147,10 +147,19 @@ impl Payload for SocialRefreshPayload {
 pub struct LinkHealthCheckPayload {
     /// Links to check; the whole directory when omitted (the weekly run).
     pub urls: Option<Vec<String>>,
+    /// Links checked at once (default [`crate::DEFAULT_LINK_CONCURRENCY`]).
+    pub concurrency: Option<u32>,
+    /// Consecutive failures that make a link dead (default [`crate::DEFAULT_DEAD_AFTER`]).
+    pub dead_after: Option<u32>,
 }
 
 impl Payload for LinkHealthCheckPayload {
     fn check(&self) -> Result<(), FieldError> {
+        check_range("concurrency", self.concurrency, 1..=20)?;
+        check_range("dead_after", self.dead_after, 1..=100)?;
+        if self.urls.as_ref().is_some_and(|u| u.len() > 500) {
+            return Err(FieldError::new("urls", "at most 500 links per job"));
+        }
         each("urls", self.urls.as_deref(), |field, url| {
             check_url(field, url)
         })
@@ -382,7 +391,7 @@ fn check_uuid(field: &str, value: &str) -> Result<(), FieldError> {
 /// Deliberately not a full parser: the `url` crate would add a lot to every
 /// Worker's WASM, and this already catches the mistakes that matter here (a
 /// wrong scheme, a missing host, a pasted space); fetch() rejects the rest.
-fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
+pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
     let rest = ["https://", "http://"].iter().find_map(|scheme| {
         let head = url.get(..scheme.len())?;
         head.eq_ignore_ascii_case(scheme)

@@ -16,7 +16,8 @@ export async function startAppServer() {
       const step = script.length > 1 ? script.shift() : script[0];
       const respond = () => {
         res.writeHead(step.status, { "content-type": "application/json", ...(step.headers ?? {}) });
-        res.end(JSON.stringify(step.body ?? {}));
+        // `raw` is sent as is (a feed, a page); `body` as JSON.
+        res.end(step.raw ?? JSON.stringify(step.body ?? {}));
       };
       step.delayMs ? setTimeout(respond, step.delayMs) : respond();
     });

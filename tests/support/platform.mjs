@@ -10,7 +10,7 @@ export const ROOT = resolve(import.meta.dirname, "..", "..");
 export const TOKENS = { enqueue: "test-enqueue-token", admin: "test-admin-token" };
 export const SIGNING_SECRET = "test-signing-secret";
 
-function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = false } = {}) {
+export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = false } = {}) {
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(configPath);
   const config = readFileSync(configPath, "utf8");
   const name = /^name\s*=\s*"([^"]+)"/m.exec(config)[1];
@@ -29,16 +29,25 @@ function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = f
  * Starts both workers. `consumerBindings` adds vars (ENDPOINT_*) to the consumer.
  * `manualDelivery` leaves the family queues without a consumer, so the test delivers each batch
  * itself through the consumer's `queue` handler and sees every ack and retry decision.
+ * `onLog` receives every console line of both workers ({timestamp, level, message}).
+ * `producerBindings` adds vars to the producer; `extraWorkers` are more Miniflare workers
+ * (e.g. a producer variant) sharing the same D1 and queues.
  */
-export async function startPlatform({ consumerBindings = {}, manualDelivery = false } = {}) {
+export async function startPlatform({
+  consumerBindings = {},
+  producerBindings = {},
+  manualDelivery = false,
+  onLog,
+  extraWorkers = [],
+} = {}) {
   const producer = workerFromConfig(join(ROOT, "wrangler.toml"), {
-    bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin },
+    bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin, ...producerBindings },
   });
   const consumer = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"), {
     bindings: { SIGNING_SECRET, ...consumerBindings },
     withoutQueueConsumers: manualDelivery,
   });
-  const mf = new Miniflare({ workers: [producer, consumer] });
+  const mf = new Miniflare({ workers: [producer, consumer, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
   await mf.ready;
   const db = await mf.getD1Database("DB", producer.name);
   for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {

@@ -1,11 +1,15 @@
 //! The job handlers: what runs for each type. Built-in types run here; the seed types without
 //! one are forwarded to their app's endpoint.
 
+mod fetch_timeout;
 mod forward;
 mod http;
+mod link_health;
+mod rss_refresh;
 mod signed_request;
 
-use jobs_shared::{Handler, JobError, JobType};
+use jobs_shared::{ErrorClass, Handler, JobError, JobType};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use worker::Env;
 
@@ -17,5 +21,18 @@ pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<V
         Handler::Noop => Ok(None),
         Handler::Http => http::run(job, job_type, env).await,
         Handler::Forward => forward::run(job, job_type, env).await,
+        Handler::RssRefresh => rss_refresh::run(job, env).await,
+        Handler::LinkHealth => link_health::run(job, env).await,
     }
+}
+
+/// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).
+fn payload<P: DeserializeOwned>(job: &Claimed) -> Result<P, JobError> {
+    serde_json::from_str(&job.payload)
+        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("payload: {e}")))
+}
+
+/// D1 failing under a handler is the platform's fault, and usually passes: retried.
+fn d1_error(e: worker::Error) -> JobError {
+    JobError::new(ErrorClass::Internal, format!("D1: {e}"))
 }

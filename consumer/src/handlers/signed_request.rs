@@ -2,12 +2,11 @@
 //! "<timestamp>.<body>" in X-Jobs-Signature, a timeout, and the response classified
 //! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final).
 
-use std::time::Duration;
-
-use futures::future::{select, Either};
 use jobs_shared::{classify_http_status, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
 use serde_json::{json, Value};
-use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+use worker::{Env, Headers, Method, Request, RequestInit};
+
+use super::fetch_timeout;
 
 use crate::claim_store::Claimed;
 
@@ -65,27 +64,7 @@ pub async fn send(
     }
     let request = Request::new_with_init(out.url, &init).map_err(invalid)?;
 
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let fetch = Fetch::Request(request);
-    let sending = Box::pin(fetch.send_with_signal(&signal));
-    let timer = Box::pin(Delay::from(Duration::from_millis(out.timeout_ms.into())));
-    let mut response = match select(sending, timer).await {
-        Either::Left((Ok(response), _)) => response,
-        Either::Left((Err(e), _)) => {
-            return Err(JobError::new(
-                ErrorClass::Network,
-                format!("request failed: {e}"),
-            ))
-        }
-        Either::Right(_) => {
-            controller.abort();
-            return Err(JobError::new(
-                ErrorClass::Timeout,
-                format!("no response within {} ms", out.timeout_ms),
-            ));
-        }
-    };
+    let mut response = fetch_timeout::fetch(request, out.timeout_ms).await?;
     let status = response.status_code();
     let retry_after = response.headers().get("retry-after").ok().flatten();
     classify_http_status(status, retry_after.as_deref(), crate::now_ms())?;

@@ -1,0 +1,34 @@
+//! One outbound fetch bounded by a timeout (the request is aborted when it runs out), with
+//! transport failures classified: every handler that calls out goes through here.
+
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use jobs_shared::{ErrorClass, JobError};
+use worker::{AbortController, Delay, Fetch, Request, Response};
+
+pub async fn fetch(request: Request, timeout_ms: u32) -> Result<Response, JobError> {
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let sending = Box::pin(fetch.send_with_signal(&signal));
+    let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms.into())));
+    let finished = match select(sending, timer).await {
+        Either::Left((result, _)) => Some(result),
+        Either::Right(_) => None,
+    };
+    match finished {
+        Some(Ok(response)) => Ok(response),
+        Some(Err(e)) => Err(JobError::new(
+            ErrorClass::Network,
+            format!("request failed: {e}"),
+        )),
+        None => {
+            controller.abort();
+            Err(JobError::new(
+                ErrorClass::Timeout,
+                format!("no response within {timeout_ms} ms"),
+            ))
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `link_health_check`: checks the payload's URLs, or the links table's, a bounded number at a
+//! time. Each check is a HEAD (a GET when HEAD is refused with 405/501), following redirects by
+//! hand up to a limit so the final URL is known; it records status, latency, final URL and the
+//! start of a failing streak, and marks a link dead after N consecutive failures.
+//! D1: one read and one write per job. The job itself succeeds: broken links are its findings.
+
+use std::collections::HashMap;
+
+use futures::stream::{self, StreamExt};
+use jobs_shared::{
+    after_check, head_refused, healthy, is_redirect, JobError, LinkHealthCheckPayload, LinkState,
+    LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
+};
+use serde_json::{json, Value};
+use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
+
+use super::fetch_timeout;
+use crate::claim_store::Claimed;
+use crate::link_store::{self, Checked};
+
+const CHECK_TIMEOUT_MS: u32 = 10_000;
+
+pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
+    let payload: LinkHealthCheckPayload = super::payload(job)?;
+    let db = env.d1("DB").map_err(super::d1_error)?;
+    let known = link_store::states(&db, payload.urls.as_deref())
+        .await
+        .map_err(super::d1_error)?;
+    let mut states: HashMap<String, LinkState> =
+        known.into_iter().map(|row| (row.url, row.state)).collect();
+    let urls: Vec<String> = match payload.urls {
+        Some(mut urls) => {
+            urls.dedup();
+            urls
+        }
+        None => states.keys().cloned().collect(),
+    };
+    let dead_after = payload.dead_after.unwrap_or(DEFAULT_DEAD_AFTER);
+    let concurrency = payload.concurrency.unwrap_or(DEFAULT_LINK_CONCURRENCY) as usize;
+    let probes: Vec<Probe> = stream::iter(urls.iter())
+        .map(|url| check(url))
+        .buffered(concurrency)
+        .collect()
+        .await;
+
+    let now = crate::now_ms();
+    let checked: Vec<Checked> = urls
+        .into_iter()
+        .zip(probes)
+        .map(|(url, probe)| {
+            let prev = states.remove(&url).unwrap_or_default();
+            let (state, status) = after_check(prev, probe.ok(), now, dead_after);
+            Checked {
+                final_url: probe.final_url.unwrap_or_else(|| url.clone()),
+                url,
+                status: status.as_str(),
+                status_code: probe.status,
+                error: probe.error,
+                latency_ms: probe.latency_ms,
+                consecutive_failures: state.consecutive_failures,
+                first_failure_at: state.first_failure_at,
+            }
+        })
+        .collect();
+    if !checked.is_empty() {
+        link_store::save(&db, &checked, now)
+            .await
+            .map_err(super::d1_error)?;
+    }
+    let count = |s: LinkStatus| checked.iter().filter(|c| c.status == s.as_str()).count();
+    Ok(Some(json!({
+        "checked": checked.len(),
+        "ok": count(LinkStatus::Ok),
+        "failing": count(LinkStatus::Failing),
+        "dead": count(LinkStatus::Dead),
+        "links": checked,
+    })))
+}
+
+/// One link's check.
+struct Probe {
+    status: Option<u16>,
+    error: Option<String>,
+    final_url: Option<String>,
+    latency_ms: i64,
+}
+
+impl Probe {
+    fn ok(&self) -> bool {
+        self.error.is_none() && self.status.is_some_and(healthy)
+    }
+}
+
+async fn check(url: &str) -> Probe {
+    let started = crate::now_ms();
+    let (status, error, final_url) = match follow(url).await {
+        Ok((status, final_url)) => {
+            let error = (!healthy(status)).then(|| format!("HTTP {status}"));
+            (Some(status), error, Some(final_url))
+        }
+        Err((status, error)) => (status, Some(error), None),
+    };
+    Probe {
+        status,
+        error,
+        final_url,
+        latency_ms: crate::now_ms() - started,
+    }
+}
+
+/// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
+async fn follow(url: &str) -> Result<(u16, String), (Option<u16>, String)> {
+    let mut current = Url::parse(url).map_err(|e| (None, format!("bad URL: {e}")))?;
+    for _ in 0..=MAX_REDIRECTS {
+        let mut response = request(&current, Method::Head).await?;
+        if head_refused(response.status_code()) {
+            response = request(&current, Method::Get).await?;
+        }
+        let status = response.status_code();
+        if !is_redirect(status) {
+            return Ok((status, current.to_string()));
+        }
+        let location = response.headers().get("location").ok().flatten();
+        let Some(next) = location.and_then(|l| current.join(&l).ok()) else {
+            return Err((
+                Some(status),
+                format!("HTTP {status} without a usable Location"),
+            ));
+        };
+        current = next;
+    }
+    Err((None, format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+async fn request(url: &Url, method: Method) -> Result<worker::Response, (Option<u16>, String)> {
+    let headers = Headers::new();
+    let _ = headers.set("user-agent", "cf-jobs-link-check/1");
+    let mut init = RequestInit::new();
+    init.with_method(method)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
+    let request = Request::new_with_init(url.as_str(), &init).map_err(|e| (None, e.to_string()))?;
+    fetch_timeout::fetch(request, CHECK_TIMEOUT_MS)
+        .await
+        .map_err(|e| (None, e.message))
+}

@@ -1,0 +1,66 @@
+//! SQL of link_health_check: one read of the links' states, one upsert of every result.
+
+use jobs_shared::LinkState;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+use worker::D1Database;
+
+/// Links one job checks from the table, least recently checked first.
+const MAX_TABLE_LINKS: u32 = 500;
+
+#[derive(Deserialize)]
+pub struct LinkRow {
+    pub url: String,
+    #[serde(flatten)]
+    pub state: LinkState,
+}
+
+/// The known state of `urls`, or of the table's links when `urls` is `None`.
+pub async fn states(db: &D1Database, urls: Option<&[String]>) -> worker::Result<Vec<LinkRow>> {
+    let urls = urls.map(|u| serde_json::to_string(u).unwrap_or_default());
+    db.prepare(format!(
+        "SELECT url, consecutive_failures, first_failure_at FROM links \
+         WHERE ?1 IS NULL OR url IN (SELECT value FROM json_each(?1)) \
+         ORDER BY last_checked_at NULLS FIRST LIMIT {MAX_TABLE_LINKS}"
+    ))
+    .bind(&[urls.map_or(JsValue::NULL, JsValue::from)])?
+    .all()
+    .await?
+    .results()
+}
+
+/// One check's outcome, as stored.
+#[derive(Serialize)]
+pub struct Checked {
+    pub url: String,
+    pub status: &'static str,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub latency_ms: i64,
+    pub final_url: String,
+    pub consecutive_failures: u32,
+    pub first_failure_at: Option<i64>,
+}
+
+/// Upserts every result in one statement.
+pub async fn save(db: &D1Database, checked: &[Checked], now_ms: i64) -> worker::Result<()> {
+    let rows = serde_json::to_string(checked).unwrap_or_default();
+    db.prepare(
+        "INSERT INTO links (url, status, last_status_code, last_error, latency_ms, final_url, \
+         consecutive_failures, first_failure_at, last_checked_at, created_at) \
+         SELECT json_extract(value, '$.url'), json_extract(value, '$.status'), \
+         json_extract(value, '$.status_code'), json_extract(value, '$.error'), \
+         json_extract(value, '$.latency_ms'), json_extract(value, '$.final_url'), \
+         json_extract(value, '$.consecutive_failures'), json_extract(value, '$.first_failure_at'), \
+         ?2, ?2 FROM json_each(?1) WHERE true \
+         ON CONFLICT (url) DO UPDATE SET status = excluded.status, \
+         last_status_code = excluded.last_status_code, last_error = excluded.last_error, \
+         latency_ms = excluded.latency_ms, final_url = excluded.final_url, \
+         consecutive_failures = excluded.consecutive_failures, \
+         first_failure_at = excluded.first_failure_at, last_checked_at = excluded.last_checked_at",
+    )
+    .bind(&[rows.into(), JsValue::from_f64(now_ms as f64)])?
+    .run()
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,290 @@
+// The operator dashboard: plain DOM, no framework. Every number comes from the admin API with
+// the token kept in this tab's sessionStorage; text is always set with textContent.
+"use strict";
+
+const TOKEN_KEY = "cf-jobs-admin-token";
+const STATUSES = ["scheduled", "queued", "running", "retrying", "succeeded", "dead", "cancelled", "skipped"];
+const $ = (sel) => document.querySelector(sel);
+let timer = null;
+let searchCursor = null;
+let searchSeq = 0; // a slower, older search must not overwrite a newer one
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message ?? `HTTP ${status}`);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const parsed = await res.json().catch(() => null);
+  if (res.status === 401 || res.status === 403) signOut("That token cannot use the admin API.");
+  if (!res.ok) throw new ApiError(res.status, parsed);
+  return parsed;
+}
+
+/** A <td> (or `tag`) holding `text`, with optional class and data-field. */
+function cell(text, { cls, field, tag = "td" } = {}) {
+  const el = document.createElement(tag);
+  el.textContent = text ?? "—";
+  if (cls) el.className = cls;
+  if (field) el.dataset.field = field;
+  return el;
+}
+
+function row(cells, data = {}) {
+  const tr = document.createElement("tr");
+  Object.assign(tr.dataset, data);
+  tr.append(...cells);
+  return tr;
+}
+
+function jobLink(id) {
+  const td = document.createElement("td");
+  const a = document.createElement("a");
+  a.className = "id";
+  a.textContent = id;
+  a.addEventListener("click", () => showJob(id));
+  td.append(a);
+  return td;
+}
+
+function button(label, onClick, data = {}) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = label;
+  Object.assign(b.dataset, data);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+const pct = (x) => (x == null ? "—" : `${(x * 100).toFixed(1)} %`);
+const ms = (x) => (x == null ? "—" : x < 1000 ? `${x} ms` : `${(x / 1000).toFixed(1)} s`);
+const secs = (s) => (s == null ? "—" : s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
+const when = (t) => (t ? new Date(t).toLocaleString() : "—");
+const errorText = (e) => (e ? `${e.class}: ${e.message ?? ""}` : "");
+
+/** Shows a failed call, unless it was the token's fault (the sign-in form says so already). */
+function report(prefix, e) {
+  if (e.status !== 401 && e.status !== 403) setStatus(`${prefix}: ${e.message}`, true);
+}
+
+function setStatus(text, failed = false) {
+  const el = $("#status");
+  el.textContent = text;
+  el.classList.toggle("failed", failed);
+}
+
+async function refresh() {
+  try {
+    const [stats, failures, dead] = await Promise.all([
+      api("GET", "/v1/admin/stats"),
+      api("GET", "/v1/admin/failures?limit=15"),
+      api("GET", "/v1/admin/dead-letters?limit=50"),
+    ]);
+    renderStats(stats);
+    renderFailures(failures.failures);
+    renderDead(dead);
+    await renderSchedules();
+    setStatus(`updated ${new Date().toLocaleTimeString()}`);
+  } catch (e) {
+    report("refresh failed", e);
+  }
+}
+
+function familyCells(name, f, paused) {
+  const h = f.last_hour;
+  const failure = h.failure_rate;
+  return [
+    cell(name, { field: "family", cls: paused ? "paused" : "" }),
+    cell(String(f.backlog), { field: "backlog", cls: "num" }),
+    cell(secs(f.oldest_waiting_secs), { field: "oldest", cls: "num" }),
+    cell(String(f.counts.running), { field: "running", cls: "num" }),
+    cell(h.throughput_per_min.toFixed(1), { field: "throughput", cls: "num" }),
+    cell(pct(failure), { field: "failure_rate", cls: failure > 0.1 ? "num bad" : "num" }),
+    cell(`${ms(h.p50_ms)} / ${ms(h.p95_ms)}`, { field: "latency", cls: "num" }),
+    cell(ms(h.avg_wait_ms), { field: "avg_wait", cls: "num" }),
+    cell(String(f.counts.dead), { field: "dead", cls: "num" }),
+  ];
+}
+
+function renderStats(stats) {
+  $("#generated-at").textContent = `as of ${when(stats.generated_at)}`;
+  const body = $("#families tbody");
+  body.replaceChildren(
+    ...Object.entries(stats.families).map(([name, f]) => {
+      const action = document.createElement("td");
+      action.append(
+        f.paused
+          ? button("resume", () => act("DELETE", `/v1/admin/pauses/family/${name}`), { resume: name })
+          : button("pause", () => act("POST", "/v1/admin/pauses", { kind: "family", name }), { pause: name }),
+      );
+      return row([...familyCells(name, f, f.paused), action], { family: name });
+    }),
+  );
+  const totals = familyCells("all", stats.totals, false);
+  $("#families tfoot").replaceChildren(row([...totals, cell("")], { family: "all" }));
+}
+
+function renderFailures(failures) {
+  $("#failures tbody").replaceChildren(
+    ...failures.map((f) =>
+      row(
+        [cell(when(f.finished_at)), jobLink(f.job_id), cell(f.type), cell(String(f.run)), cell(f.outcome),
+          cell(errorText(f.error), { cls: "error" })],
+        { jobId: f.job_id },
+      ),
+    ),
+  );
+}
+
+function renderDead(dead) {
+  $("#dead-count").textContent = `${dead.dead_letters.length}${dead.next_cursor ? "+" : ""}`;
+  $("#dead-letters tbody").replaceChildren(
+    ...dead.dead_letters.map((j) => {
+      const action = document.createElement("td");
+      action.append(button("replay", () => act("POST", `/v1/admin/dead-letters/${j.id}/replay`), { replay: j.id }));
+      return row(
+        [jobLink(j.id), cell(j.type), cell(j.family), cell(String(j.runs)), cell(errorText(j.error), { cls: "error" }),
+          cell(when(j.finished_at)), action],
+        { jobId: j.id },
+      );
+    }),
+  );
+}
+
+/** Schedules exist once the schedules API answers; until then the section stays hidden. */
+async function renderSchedules() {
+  let list;
+  try {
+    list = (await api("GET", "/v1/admin/schedules")).schedules;
+  } catch (e) {
+    if (e.status === 404 || e.status === 405) return;
+    throw e;
+  }
+  $("#schedules-section").hidden = false;
+  $("#schedules tbody").replaceChildren(
+    ...list.map((s) => {
+      const toggle = document.createElement("input");
+      toggle.type = "checkbox";
+      toggle.checked = s.enabled;
+      toggle.dataset.schedule = s.id;
+      toggle.addEventListener("change", () => act("POST", `/v1/admin/schedules/${s.id}/toggle`));
+      const td = document.createElement("td");
+      td.append(toggle);
+      return row([cell(s.name), cell(s.type), cell(s.cron_expression, { cls: "id" }), cell(when(s.next_run_at)), td]);
+    }),
+  );
+}
+
+/** An action, then a refresh so the page shows its effect. */
+async function act(method, path, body) {
+  try {
+    await api(method, path, body);
+    setStatus(`${method} ${path}: done`);
+  } catch (e) {
+    report(`${method} ${path}`, e);
+  }
+  await refresh();
+  if (!$("#detail").hidden) await showJob($("#detail-id").textContent);
+}
+
+async function search(append) {
+  const form = new FormData($("#search"));
+  const params = new URLSearchParams([...form].filter(([, v]) => v !== ""));
+  params.set("limit", "50");
+  if (append && searchCursor) params.set("cursor", searchCursor);
+  const seq = ++searchSeq;
+  try {
+    const page = await api("GET", `/v1/admin/jobs?${params}`);
+    if (seq !== searchSeq) return;
+    const rows = page.jobs.map((j) =>
+      row(
+        [jobLink(j.id), cell(j.type), cell(j.family), cell(j.status, { field: "status" }), cell(String(j.priority), { cls: "num" }),
+          cell(`${j.attempts}/${j.max_attempts}`, { cls: "num" }), cell(when(j.created_at)), cell(errorText(j.error), { cls: "error" })],
+        { jobId: j.id },
+      ),
+    );
+    if (append) $("#jobs tbody").append(...rows);
+    else $("#jobs tbody").replaceChildren(...rows);
+    searchCursor = page.next_cursor;
+    $("#more").hidden = !searchCursor;
+  } catch (e) {
+    report("search", e);
+  }
+}
+
+async function showJob(id) {
+  const job = await api("GET", `/v1/admin/jobs/${encodeURIComponent(id)}`);
+  $("#detail").hidden = false;
+  $("#detail-id").textContent = job.id;
+  const fields = [
+    ["status", job.status], ["type", job.type], ["family", job.family], ["priority", job.priority],
+    ["attempts", `${job.attempts}/${job.max_attempts}`], ["run at", when(job.run_at)], ["created", when(job.created_at)],
+    ["finished", when(job.finished_at)], ["error", errorText(job.error)], ["payload", JSON.stringify(job.payload)],
+    ["result", job.result == null ? "—" : JSON.stringify(job.result)],
+  ];
+  $("#detail-fields").replaceChildren(...fields.flatMap(([k, v]) => [cell(k, { tag: "dt" }), cell(String(v), { tag: "dd", field: k })]));
+  const path = `/v1/admin/jobs/${job.id}`;
+  $("#detail-actions").replaceChildren(
+    button("retry", () => act("POST", `${path}/retry`)),
+    button("cancel", () => act("POST", `${path}/cancel`)),
+    button("boost +10", () => act("POST", `${path}/boost`, { by: 10 })),
+  );
+  $("#runs tbody").replaceChildren(
+    ...job.runs.map((r) =>
+      row([cell(String(r.run)), cell(String(r.attempt)), cell(when(r.started_at)), cell(ms(r.duration_ms), { cls: "num" }),
+        cell(r.outcome), cell(errorText(r.error), { cls: "error" })]),
+    ),
+  );
+  $("#detail").scrollIntoView({ block: "nearest" });
+}
+
+function schedule() {
+  clearInterval(timer);
+  const every = Number($("#refresh-every").value);
+  if (every > 0) timer = setInterval(refresh, every);
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  clearInterval(timer);
+  $("#app").hidden = true;
+  $("#sign-out").hidden = true;
+  $("#login").hidden = false;
+  setStatus(message ?? "", Boolean(message));
+}
+
+function start() {
+  $("#login").hidden = true;
+  $("#app").hidden = false;
+  $("#sign-out").hidden = false;
+  refresh();
+  search(false);
+  schedule();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const statusSelect = $("#search select[name=status]");
+  statusSelect.append(...STATUSES.map((s) => Object.assign(document.createElement("option"), { value: s, textContent: s })));
+  const familySelect = $("#search select[name=family]");
+  familySelect.append(...["high", "default", "screenshot", "low", "bulk"].map((f) => Object.assign(document.createElement("option"), { value: f, textContent: f })));
+  $("#login").addEventListener("submit", (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("#token").value.trim());
+    $("#token").value = "";
+    start();
+  });
+  $("#sign-out").addEventListener("click", () => signOut());
+  $("#search").addEventListener("submit", (e) => {
+    e.preventDefault();
+    search(false);
+  });
+  $("#more").addEventListener("click", () => search(true));
+  $("#refresh-every").addEventListener("change", schedule);
+  if (sessionStorage.getItem(TOKEN_KEY)) start();
+  else signOut();
+});

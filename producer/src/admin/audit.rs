@@ -1,0 +1,46 @@
+//! GET /v1/admin/audit: every admin action, newest first, paged by cursor.
+
+use jobs_shared::{page_cursor, rfc3339, ApiError};
+use serde_json::{json, Value};
+use worker::{Env, Request, Response};
+
+use super::audit_store;
+use super::d1;
+use crate::respond;
+
+pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
+    let pairs = d1::query(req)?;
+    if let Some((key, _)) = pairs.iter().find(|(k, _)| k != "cursor" && k != "limit") {
+        return Err(ApiError::new(
+            422,
+            "unknown_field",
+            format!("unknown parameter {key:?}; known: cursor, limit"),
+        )
+        .with_field(key.as_str()));
+    }
+    let limit = page_cursor::limit(d1::param(&pairs, "limit"), 50, 200)?;
+    let before = d1::param(&pairs, "cursor")
+        .map(page_cursor::decode)
+        .transpose()?
+        .map(|(id, _)| id);
+    let db = d1::database(env)?;
+    let mut rows = audit_store::list(&db, before, limit).await?;
+    let next_cursor = super::page_end(&mut rows, limit, audit_store::cursor);
+    let entries: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "at": rfc3339(r.at),
+                "actor": r.actor,
+                "action": r.action,
+                "target": serde_json::from_str::<Value>(&r.target).unwrap_or(Value::Null),
+                "affected": r.affected,
+            })
+        })
+        .collect();
+    respond::json(
+        200,
+        &json!({ "entries": entries, "next_cursor": next_cursor }),
+    )
+}

@@ -1,0 +1,77 @@
+//! The little the admin stores share: binding values to runtime SQL, running one batch (one D1
+//! round trip), reading rows, and the query string.
+
+use jobs_shared::{ApiError, SqlValue};
+use serde::de::DeserializeOwned;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, D1Result, Env, Request};
+
+use crate::respond;
+
+pub fn database(env: &Env) -> Result<D1Database, ApiError> {
+    env.d1("DB").map_err(|e| respond::internal(&e))
+}
+
+/// A statement with its `?` placeholders bound in order.
+pub fn statement(
+    db: &D1Database,
+    sql: &str,
+    values: &[SqlValue],
+) -> Result<D1PreparedStatement, ApiError> {
+    let values: Vec<JsValue> = values
+        .iter()
+        .map(|v| match v {
+            SqlValue::Text(s) => JsValue::from_str(s),
+            SqlValue::Int(n) => JsValue::from_f64(*n as f64),
+            SqlValue::Null => JsValue::NULL,
+        })
+        .collect();
+    db.prepare(sql)
+        .bind(&values)
+        .map_err(|e| respond::internal(&e))
+}
+
+/// Every statement in one round trip and one transaction.
+pub async fn batch(
+    db: &D1Database,
+    statements: Vec<D1PreparedStatement>,
+) -> Result<Vec<D1Result>, ApiError> {
+    db.batch(statements)
+        .await
+        .map_err(|e| respond::internal(&e))
+}
+
+pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> {
+    result.results().map_err(|e| respond::internal(&e))
+}
+
+pub fn text(s: impl Into<String>) -> SqlValue {
+    SqlValue::Text(s.into())
+}
+
+/// The query string as (key, value) pairs; a repeated key is a 422 rather than a silent pick.
+pub fn query(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
+    let url = req.url().map_err(|e| respond::internal(&e))?;
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    for (i, (key, _)) in pairs.iter().enumerate() {
+        if pairs[..i].iter().any(|(k, _)| k == key) {
+            return Err(ApiError::new(
+                422,
+                "invalid_field",
+                format!("{key} is given more than once"),
+            )
+            .with_field(key.as_str()));
+        }
+    }
+    Ok(pairs)
+}
+
+pub fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}

@@ -1,0 +1,189 @@
+//! Operator actions on jobs: set status, priority, boost, retry and cancel, one job at a time
+//! or in bulk (by ids or by filter, with a dry run), and the dead-letter replay. A requeued
+//! job's message is sent at once (it is in the outbox already, so a failed send is re-sent by
+//! the sweep).
+
+use jobs_shared::{
+    check_move, operator_sources, parse_int, parse_target, ApiError, BulkRequest, JobStatus,
+    Selection,
+};
+use serde_json::json;
+use worker::{Env, Request, Response};
+
+use super::d1;
+use super::job_actions_store::{self, Changed};
+use super::jobs::summary;
+use super::jobs_store::SummaryRow;
+use super::Admin;
+use crate::dispatch::{self, Outgoing};
+use crate::{body, respond};
+
+/// A move: the states it may start from, where it goes, and its audit name.
+#[derive(Clone)]
+pub struct Move {
+    sources: Vec<JobStatus>,
+    to: JobStatus,
+    action: &'static str,
+}
+
+impl Move {
+    /// Any move the operator may make, as the state machine allows it.
+    pub fn to(to: JobStatus, action: &'static str) -> Move {
+        Move {
+            sources: operator_sources(to),
+            to,
+            action,
+        }
+    }
+
+    /// Replay: a requeue of dead jobs only.
+    pub fn replay(action: &'static str) -> Move {
+        Move {
+            sources: vec![JobStatus::Dead],
+            to: JobStatus::Queued,
+            action,
+        }
+    }
+
+    /// 409 naming both states.
+    fn refusal(&self, from: JobStatus) -> Result<(), ApiError> {
+        check_move(from, self.to)?;
+        Err(ApiError::new(
+            409,
+            "illegal_transition",
+            format!(
+                "cannot move a job from {from} to {}: {} applies to {} jobs only",
+                self.to,
+                self.action,
+                jobs_shared::sql_in_list(&self.sources).replace('\'', "")
+            ),
+        ))
+    }
+}
+
+/// POST /v1/admin/jobs/{id}/status `{"status": "queued" | "cancelled" | "skipped"}`
+pub async fn set_status(
+    req: &mut Request,
+    admin: &Admin<'_>,
+    id: &str,
+) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    jobs_shared::only_fields(&body, &["status"])?;
+    let to = parse_target(&body)?;
+    move_one(admin, id, Move::to(to, "job.set_status")).await
+}
+
+/// One job's move (retry, cancel, replay).
+pub async fn move_one(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
+    let db = d1::database(admin.env)?;
+    let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
+    let changed = job_actions_store::move_one(&db, id, (&mv.sources, mv.to), &entry).await?;
+    if let Some(job) = &changed.job {
+        if mv.to == JobStatus::Queued {
+            send(admin.env, std::slice::from_ref(job)).await;
+        }
+    }
+    answer(changed, id, |from| mv.refusal(from))
+}
+
+/// POST /v1/admin/jobs/{id}/priority `{"priority": 0-100}`
+pub async fn priority(
+    req: &mut Request,
+    admin: &Admin<'_>,
+    id: &str,
+) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    jobs_shared::only_fields(&body, &["priority"])?;
+    let value = parse_int(&body, "priority", 0..=100)?;
+    change_priority(admin, id, value, false).await
+}
+
+/// POST /v1/admin/jobs/{id}/boost `{"by": 1-100}`: raises the priority, capped at 100.
+pub async fn boost(req: &mut Request, admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    jobs_shared::only_fields(&body, &["by"])?;
+    let by = parse_int(&body, "by", 1..=100)?;
+    change_priority(admin, id, by, true).await
+}
+
+async fn change_priority(
+    admin: &Admin<'_>,
+    id: &str,
+    value: i64,
+    boost: bool,
+) -> Result<Response, ApiError> {
+    let db = d1::database(admin.env)?;
+    let (action, target) = if boost {
+        ("job.boost", json!({ "id": id, "by": value }))
+    } else {
+        ("job.priority", json!({ "id": id, "priority": value }))
+    };
+    let entry = admin.entry(action, target);
+    let changed = job_actions_store::set_priority(&db, id, value, boost, &entry).await?;
+    answer(changed, id, |from| {
+        Err(ApiError::new(
+            409,
+            "not_live",
+            format!("the job is {from}: only a live job's priority can change"),
+        ))
+    })
+}
+
+/// The changed job, or why not: 404 for no such job, else `refused(prior status)`.
+fn answer(
+    changed: Changed,
+    id: &str,
+    refused: impl Fn(JobStatus) -> Result<(), ApiError>,
+) -> Result<Response, ApiError> {
+    match (changed.job, changed.prior) {
+        (Some(job), _) => respond::json(200, &json!({ "job": summary(&job) })),
+        (None, None) => {
+            Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id"))
+        }
+        (None, Some(from)) => {
+            refused(from)?;
+            // Only reached if the job moved between the read and the guarded write.
+            Err(ApiError::new(
+                409,
+                "conflict",
+                format!("job {id} changed while the action ran; reload and retry"),
+            ))
+        }
+    }
+}
+
+/// Bulk retry, cancel or replay: by ids or filter; `dry_run` counts what would move without
+/// moving it. At most MAX_BULK jobs move per request; `remaining` says how many still match.
+pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let request = BulkRequest::parse(&body)?;
+    let db = d1::database(admin.env)?;
+    if request.dry_run {
+        let count = job_actions_store::count(&db, &request.selection, &mv.sources).await?;
+        return respond::json(200, &json!({ "dry_run": true, "count": count }));
+    }
+    let target = match &request.selection {
+        Selection::Ids(ids) => json!({ "ids": ids, "to": mv.to }),
+        Selection::Filter(_) => json!({ "filter": body.get("filter"), "to": mv.to }),
+    };
+    let entry = admin.entry(mv.action, target);
+    let moved =
+        job_actions_store::move_many(&db, &request.selection, (&mv.sources, mv.to), &entry).await?;
+    if mv.to == JobStatus::Queued {
+        send(admin.env, &moved.jobs).await;
+    }
+    let ids: Vec<&str> = moved.jobs.iter().map(|j| j.id.as_str()).collect();
+    respond::json(
+        200,
+        &json!({ "dry_run": false, "count": ids.len(), "ids": ids, "remaining": moved.remaining }),
+    )
+}
+
+/// Messages for requeued jobs, due now.
+async fn send(env: &Env, jobs: &[SummaryRow]) {
+    let outgoing = jobs
+        .iter()
+        .filter_map(|job| Outgoing::stored(&job.id, &job.job_type, &job.family, 0))
+        .collect();
+    dispatch::send_all(env, outgoing).await;
+}

@@ -1,0 +1,86 @@
+//! Pause and resume a job type or a family. While paused, the consumer claims none of its jobs
+//! (no attempt is spent): it acks their messages and marks them held. Resume sends every held
+//! job's message again, due when the job is due.
+
+use jobs_shared::{plan_delivery_at, rfc3339, ApiError, Delivery, PauseTarget};
+use serde_json::json;
+use worker::{Request, Response};
+
+use super::d1;
+use super::pauses_store;
+use super::Admin;
+use crate::dispatch::{self, Outgoing};
+use crate::{body, env_config, respond};
+
+/// GET /v1/admin/pauses
+pub async fn list(admin: &Admin<'_>) -> Result<Response, ApiError> {
+    let rows = pauses_store::list(&d1::database(admin.env)?).await?;
+    let pauses: Vec<_> = rows
+        .iter()
+        .map(|p| {
+            json!({
+                "kind": p.kind,
+                "name": p.name,
+                "paused_at": rfc3339(p.paused_at),
+                "paused_by": p.paused_by,
+                "reason": p.reason,
+                "held": p.held,
+            })
+        })
+        .collect();
+    respond::json(200, &json!({ "pauses": pauses }))
+}
+
+/// POST /v1/admin/pauses `{"kind": "type" | "family", "name", "reason"?}`: 201 when paused
+/// now, 200 when it was paused already.
+pub async fn pause(req: &mut Request, admin: &Admin<'_>) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let (target, reason) = PauseTarget::from_body(&body)?;
+    let entry = admin.entry("pause", json!({ "kind": target.kind, "name": target.name }));
+    let created = pauses_store::pause(
+        &d1::database(admin.env)?,
+        &target,
+        reason.as_deref(),
+        &entry,
+    )
+    .await?;
+    respond::json(
+        if created { 201 } else { 200 },
+        &json!({ "kind": target.kind, "name": target.name, "paused": true, "created": created }),
+    )
+}
+
+/// DELETE /v1/admin/pauses/{kind}/{name}: resumes, and re-sends the held jobs.
+pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Response, ApiError> {
+    let target = PauseTarget::parse(kind, name)?;
+    let entry = admin.entry(
+        "resume",
+        json!({ "kind": target.kind, "name": target.name }),
+    );
+    let (existed, released) =
+        pauses_store::resume(&d1::database(admin.env)?, &target, &entry).await?;
+    let now = env_config::now_ms();
+    let outgoing = released
+        .iter()
+        .filter_map(|job| match plan_delivery_at(job.run_at, now) {
+            Delivery::Send { delay_secs } => {
+                Outgoing::stored(&job.id, &job.job_type, &job.family, delay_secs)
+            }
+            // Due beyond the queue's delay limit: the sweep sends it from the outbox.
+            Delivery::Hold { .. } => None,
+        })
+        .collect();
+    dispatch::send_all(admin.env, outgoing).await;
+    if !existed {
+        return Err(ApiError::new(
+            404,
+            "not_found",
+            format!("{} {} is not paused", target.kind, target.name),
+        )
+        .with_field("name"));
+    }
+    respond::json(
+        200,
+        &json!({ "kind": target.kind, "name": target.name, "paused": false, "released": released.len() }),
+    )
+}

@@ -1,0 +1,88 @@
+//! GET /v1/admin/stats: what an operator watches. Per family and overall: job counts by
+//! status, the waiting backlog (due and not running) and how long its oldest job has waited,
+//! and the last hour of attempts (succeeded, retried, dead, success and failure rate, p50/p95
+//! execution time, average wait from enqueue to first start, throughput over the last 5 min).
+
+use jobs_shared::{rfc3339, ApiError, Family, JobStatus};
+use serde_json::{json, Map, Value};
+use worker::Response;
+
+use super::stats_store::{self, Snapshot, WindowRow};
+use super::{d1, Admin};
+use crate::{env_config, respond};
+
+const WINDOW_MS: i64 = 60 * 60 * 1000;
+const RECENT_MS: i64 = 5 * 60 * 1000;
+
+pub async fn get(admin: &Admin<'_>) -> Result<Response, ApiError> {
+    let now = env_config::now_ms();
+    let db = d1::database(admin.env)?;
+    let snapshot = stats_store::snapshot(&db, now, WINDOW_MS, RECENT_MS).await?;
+    let mut families = Map::new();
+    for family in Family::ALL {
+        families.insert(
+            family.as_str().to_string(),
+            group(&snapshot, Some(family.as_str()), now),
+        );
+    }
+    let pauses: Vec<Value> = snapshot
+        .pauses
+        .iter()
+        .map(|p| json!({ "kind": p.kind, "name": p.name }))
+        .collect();
+    respond::json(
+        200,
+        &json!({
+            "generated_at": rfc3339(now),
+            "window_secs": WINDOW_MS / 1000,
+            "families": families,
+            "totals": group(&snapshot, None, now),
+            "pauses": pauses,
+        }),
+    )
+}
+
+/// One family's figures, or (None) everything's.
+fn group(s: &Snapshot, family: Option<&str>, now: i64) -> Value {
+    let in_group = |f: &str| family.is_none_or(|want| want == f);
+    let mut counts: Map<String, Value> = JobStatus::ALL
+        .iter()
+        .map(|st| (st.as_str().to_string(), Value::from(0)))
+        .collect();
+    for row in s.counts.iter().filter(|r| in_group(&r.family)) {
+        let n = counts.get(&row.status).and_then(Value::as_i64).unwrap_or(0);
+        counts.insert(row.status.clone(), Value::from(n + row.count));
+    }
+    let waiting: Vec<_> = s.waiting.iter().filter(|r| in_group(&r.family)).collect();
+    let oldest = waiting.iter().filter_map(|r| r.oldest_run_at).min();
+    let window = s
+        .window
+        .iter()
+        .find(|w| w.family == family.unwrap_or("all"))
+        .cloned()
+        .unwrap_or_default();
+    json!({
+        "counts": counts,
+        "backlog": waiting.iter().map(|r| r.backlog).sum::<i64>(),
+        "held": waiting.iter().map(|r| r.held).sum::<i64>(),
+        "oldest_waiting_secs": oldest.map(|at| (now - at).max(0) / 1000),
+        "paused": family.is_some_and(|f| s.pauses.iter().any(|p| p.kind == "family" && p.name == f)),
+        "last_hour": last_hour(&window),
+    })
+}
+
+fn last_hour(w: &WindowRow) -> Value {
+    let rate = |n: i64| (w.finished > 0).then(|| n as f64 / w.finished as f64);
+    json!({
+        "finished": w.finished,
+        "succeeded": w.succeeded,
+        "retried": w.retried,
+        "dead": w.dead,
+        "success_rate": rate(w.succeeded),
+        "failure_rate": rate(w.retried + w.dead),
+        "p50_ms": w.p50_ms,
+        "p95_ms": w.p95_ms,
+        "avg_wait_ms": w.avg_wait_ms.map(|ms| ms.round() as i64),
+        "throughput_per_min": w.finished_recent as f64 * 60_000.0 / RECENT_MS as f64,
+    })
+}

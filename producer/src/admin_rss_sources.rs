@@ -1,0 +1,151 @@
+//! /v1/admin/rss-sources: the RSS sources the `rss_feed_refresh` handler reads. List them with
+//! their counters and errors, add one, and re-enable (or disable) one; re-enabling clears the
+//! error streak that disabled it (seed 000's troubleshooting step).
+
+use jobs_shared::{rfc3339, uuid_v4, validate_new_source, ApiError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{Env, Method, Request, Response};
+
+use crate::{body, env_config, respond};
+
+#[derive(Deserialize)]
+struct SourceRow {
+    id: String,
+    name: String,
+    url: String,
+    refresh_interval_minutes: i64,
+    is_active: i64,
+    error_count: i64,
+    last_error_message: Option<String>,
+    last_fetched_at: Option<i64>,
+    retry_after_until: Option<i64>,
+    items_new: i64,
+    items_duplicate: i64,
+    items_skipped: i64,
+    created_at: i64,
+}
+
+const COLUMNS: &str = "id, name, url, refresh_interval_minutes, is_active, error_count, \
+     last_error_message, last_fetched_at, retry_after_until, items_new, items_duplicate, \
+     items_skipped, created_at";
+
+/// `rest` is the path after /v1/admin/rss-sources.
+pub async fn route(
+    req: &mut Request,
+    env: &Env,
+    rest: &[&str],
+    method: Method,
+) -> Result<Response, ApiError> {
+    match (rest, method) {
+        ([], Method::Get) => list(env).await,
+        ([], Method::Post) => add(req, env).await,
+        ([id], Method::Patch) => set_active(req, env, id).await,
+        ([] | [_], method) => Err(ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{method:?} is not allowed here"),
+        )),
+        _ => Err(ApiError::new(404, "not_found", "no such rss-sources route")),
+    }
+}
+
+async fn list(env: &Env) -> Result<Response, ApiError> {
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let rows: Vec<SourceRow> = db
+        .prepare(format!(
+            "SELECT {COLUMNS} FROM rss_sources ORDER BY created_at, id"
+        ))
+        .all()
+        .await
+        .and_then(|r| r.results())
+        .map_err(|e| respond::internal(&e))?;
+    respond::json(
+        200,
+        &json!({ "sources": rows.iter().map(view).collect::<Vec<_>>() }),
+    )
+}
+
+async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let source = validate_new_source(&body::json(req).await?)?;
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
+    let now = env_config::now_ms() as f64;
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let row: Option<SourceRow> = db
+        .prepare(format!(
+            "INSERT INTO rss_sources (id, name, url, refresh_interval_minutes, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING RETURNING {COLUMNS}"
+        ))
+        .bind(&[
+            uuid_v4(bytes).into(),
+            source.name.as_str().into(),
+            source.url.as_str().into(),
+            source.refresh_interval_minutes.into(),
+            now.into(),
+        ])
+        .map_err(|e| respond::internal(&e))?
+        .first(None)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    match row {
+        Some(row) => respond::json(201, &view(&row)),
+        None => {
+            Err(ApiError::new(409, "conflict", "a source with this url exists").with_field("url"))
+        }
+    }
+}
+
+/// PATCH `{"is_active": true|false}`.
+async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let active = match body.as_object().map(|o| (o.len(), o.get("is_active"))) {
+        Some((1, Some(Value::Bool(active)))) => *active,
+        _ => {
+            return Err(
+                ApiError::new(422, "invalid_field", "send {\"is_active\": true|false}")
+                    .with_field("is_active"),
+            )
+        }
+    };
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let row: Option<SourceRow> = db
+        .prepare(format!(
+            "UPDATE rss_sources SET is_active = ?2, updated_at = ?3, \
+             error_count = CASE WHEN ?2 = 1 THEN 0 ELSE error_count END, \
+             last_error_message = CASE WHEN ?2 = 1 THEN NULL ELSE last_error_message END, \
+             retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END \
+             WHERE id = ?1 RETURNING {COLUMNS}"
+        ))
+        .bind(&[
+            id.into(),
+            (if active { 1 } else { 0 }).into(),
+            (env_config::now_ms() as f64).into(),
+        ])
+        .map_err(|e| respond::internal(&e))?
+        .first(None)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    match row {
+        Some(row) => respond::json(200, &view(&row)),
+        None => {
+            Err(ApiError::new(404, "not_found", format!("no rss source {id}")).with_field("id"))
+        }
+    }
+}
+
+fn view(row: &SourceRow) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "url": row.url,
+        "refresh_interval_minutes": row.refresh_interval_minutes,
+        "is_active": row.is_active != 0,
+        "error_count": row.error_count,
+        "last_error_message": row.last_error_message,
+        "last_fetched_at": row.last_fetched_at.map(rfc3339),
+        "retry_after_until": row.retry_after_until.map(rfc3339),
+        "items": { "new": row.items_new, "duplicate": row.items_duplicate, "skipped": row.items_skipped },
+        "created_at": rfc3339(row.created_at),
+    })
+}

@@ -1,0 +1,59 @@
+//! GET /dashboard/...: the operator's page, from the Worker's static assets (`[assets]` in
+//! wrangler.toml, directory producer/dashboard). The page holds no data and no secret: it asks
+//! for an admin token, keeps it in sessionStorage, and reads everything through the admin API,
+//! which checks the token on every call. Served with a strict CSP and never framed.
+
+use jobs_shared::ApiError;
+use worker::{Env, Headers, Request, Response};
+
+use crate::respond;
+
+/// The files the page is made of; anything else under /dashboard is a 404.
+const FILES: [(&str, &str); 3] = [
+    ("index.html", "text/html; charset=utf-8"),
+    ("app.js", "text/javascript; charset=utf-8"),
+    ("style.css", "text/css; charset=utf-8"),
+];
+
+pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
+    let path = req.path();
+    let name = match path.trim_start_matches("/dashboard").trim_matches('/') {
+        "" => "index.html",
+        other => other,
+    };
+    let (file, content_type) = FILES
+        .iter()
+        .find(|(f, _)| *f == name)
+        .ok_or_else(|| ApiError::new(404, "not_found", format!("no route for {path}")))?;
+    let assets = env.assets("ASSETS").map_err(|e| respond::internal(&e))?;
+    let mut asset = assets
+        .fetch(format!("https://assets.local/{file}"), None)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    if asset.status_code() != 200 {
+        return Err(respond::internal(&format!(
+            "asset {file} answered {}",
+            asset.status_code()
+        )));
+    }
+    let bytes = asset.bytes().await.map_err(|e| respond::internal(&e))?;
+    let headers = Headers::new();
+    for (name, value) in [
+        ("content-type", *content_type),
+        (
+            "content-security-policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-cache"),
+    ] {
+        headers
+            .set(name, value)
+            .map_err(|e| respond::internal(&e))?;
+    }
+    Ok(Response::from_bytes(bytes)
+        .map_err(|e| respond::internal(&e))?
+        .with_headers(headers))
+}

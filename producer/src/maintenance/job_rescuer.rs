@@ -1,0 +1,95 @@
+//! Lease rescue (seed 004's release of expired leases, seed 002's reset of stuck jobs): a
+//! `running` job whose lease ran out lost its worker. The lost attempt gets its run record
+//! (`lease_expired`); the job goes back to its queue, or `dead` if that was its last attempt.
+//! The lease length is the family's (shared `Family::lease_secs`), the same one the consumer
+//! claims with. A late outcome from a worker that was only slow is refused by the consumer's
+//! (status, run) guard.
+
+use jobs_shared::{Family, JobMessage, JobStatus, MESSAGE_VERSION};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{console_error, BatchMessageBuilder, Env, MessageBuilder};
+
+use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::Tick;
+use crate::job_store::num;
+
+const LOST: &str = "the lease expired before an outcome was recorded (the worker died or hung)";
+
+#[derive(Deserialize)]
+struct Rescued {
+    #[serde(flatten)]
+    job: Unsent,
+    status: String,
+}
+
+pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    let running = JobStatus::Running.as_str();
+    let (queued, dead) = (JobStatus::Queued.as_str(), JobStatus::Dead.as_str());
+    let expired = format!(
+        "SELECT id FROM jobs WHERE status = '{running}' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2"
+    );
+    let out_of_attempts = "attempts >= max_attempts";
+    let params = [num(tick.now_ms), num(tick.config.batch.into())];
+    let record_run = tick
+        .db
+        .prepare(format!(
+            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
+             error_message, duration_ms) \
+             SELECT id, runs, attempts, COALESCE(started_at, ?1), ?1, \
+             CASE WHEN {out_of_attempts} THEN 'dead' ELSE 'retrying' END, 'lease_expired', '{LOST}', \
+             ?1 - COALESCE(started_at, ?1) FROM jobs WHERE id IN ({expired}) ON CONFLICT DO NOTHING"
+        ))
+        .bind(&params)?;
+    let release = tick
+        .db
+        .prepare(format!(
+            "UPDATE jobs SET status = CASE WHEN {out_of_attempts} THEN '{dead}' ELSE '{queued}' END, \
+             finished_at = CASE WHEN {out_of_attempts} THEN ?1 END, run_at = ?1, lease_until = NULL, \
+             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST}', updated_at = ?1 \
+             WHERE id IN ({expired}) AND status = '{running}' RETURNING {UNSENT_COLUMNS}, status"
+        ))
+        .bind(&params)?;
+    let results = tick.db.batch(vec![record_run, release]).await?;
+    let rescued: Vec<Rescued> = results[1].results()?;
+    let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
+        rescued.into_iter().partition(|r| r.status == dead);
+    let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
+    let sent = job_sender::send(tick.env, tick.db, &requeued, tick.now_ms).await?;
+    dead_letter(tick.env, &dead_jobs).await;
+    Ok(json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }))
+}
+
+/// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.
+async fn dead_letter(env: &Env, jobs: &[Rescued]) {
+    for family in Family::ALL {
+        let messages: Vec<_> = jobs
+            .iter()
+            .filter(|r| r.job.family == family.as_str())
+            .map(|r| {
+                MessageBuilder::new(JobMessage {
+                    v: MESSAGE_VERSION,
+                    id: r.job.id.clone(),
+                    job_type: r.job.job_type.clone(),
+                })
+                .build()
+            })
+            .collect();
+        if messages.is_empty() {
+            continue;
+        }
+        let sent = match env.queue(family.dlq_binding()) {
+            Ok(dlq) => {
+                dlq.send_batch(BatchMessageBuilder::new().messages(messages).build())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
+            console_error!(
+                "rescuer: DLQ send for {} failed (the jobs are dead in D1): {e}",
+                family.as_str()
+            );
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Delayed release: a job due further out than a queue can delay a message (12 h) waits in
+//! D1 with no message: `scheduled` from enqueue, or `retrying` after a long backoff. Once it
+//! is due within the limit it is sent with the delay that remains, so any delay works, an
+//! hour or a year. `scheduled` becomes `queued` before the send (a failed send leaves it in
+//! the outbox for the re-sender); a held `retrying` job stays `retrying`, claimable as is,
+//! and is sent again by the next tick until a send is recorded.
+
+use jobs_shared::{JobStatus, QUEUE_DELAY_LIMIT_SECS};
+use serde_json::{json, Value};
+
+use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::Tick;
+use crate::job_store::num;
+
+pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    let (scheduled, queued) = (JobStatus::Scheduled.as_str(), JobStatus::Queued.as_str());
+    let retrying = JobStatus::Retrying.as_str();
+    debug_assert!(jobs_shared::can_transition(
+        JobStatus::Scheduled,
+        JobStatus::Queued
+    ));
+    let horizon = tick.now_ms + QUEUE_DELAY_LIMIT_SECS as i64 * 1000;
+    let params = [
+        num(tick.now_ms),
+        num(horizon),
+        num(tick.config.batch.into()),
+    ];
+    let release = tick
+        .db
+        .prepare(format!(
+            "UPDATE jobs SET status = '{queued}', updated_at = ?1 WHERE id IN \
+             (SELECT id FROM jobs WHERE status = '{scheduled}' AND sent_at IS NULL AND run_at <= ?2 \
+             ORDER BY run_at LIMIT ?3) AND status = '{scheduled}' AND sent_at IS NULL \
+             RETURNING {UNSENT_COLUMNS}"
+        ))
+        .bind(&params)?;
+    let held_retries = tick
+        .db
+        .prepare(format!(
+            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{retrying}' AND sent_at IS NULL \
+             AND run_at <= ?1 ORDER BY run_at LIMIT ?2"
+        ))
+        .bind(&params[1..])?;
+    let results = tick.db.batch(vec![release, held_retries]).await?;
+    let mut due: Vec<Unsent> = results[0].results()?;
+    let released = due.len();
+    due.extend(results[1].results::<Unsent>()?);
+    let sent = job_sender::send(tick.env, tick.db, &due, tick.now_ms).await?;
+    Ok(json!({ "scheduled": released, "retrying": due.len() - released, "sent": sent }))
+}

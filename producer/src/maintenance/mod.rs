@@ -1,0 +1,68 @@
+//! The maintenance sweep, run by the producer's cron trigger every minute. Each service does
+//! one job, handles at most `SweepConfig::batch` rows per tick (a backlog takes more ticks),
+//! costs a fixed number of D1 round trips, and is safe when ticks overlap or repeat: every
+//! write is a compare-and-set on the state it read.
+
+mod job_cleaner;
+mod job_rescuer;
+mod job_scheduler;
+mod job_sender;
+mod outbox_resender;
+mod periodic_job_enqueuer;
+mod priority_aging;
+
+use jobs_shared::SweepConfig;
+use serde_json::{Map, Value};
+use worker::{console_error, console_log, D1Database, Env};
+
+use crate::env_config;
+
+/// What every service gets: the bindings, the config and the tick's time (the event's
+/// scheduled time, so tests choose it).
+pub struct Tick<'a> {
+    pub env: &'a Env,
+    pub db: &'a D1Database,
+    pub config: SweepConfig,
+    pub now_ms: i64,
+}
+
+/// Runs every service once; one failing (D1 hiccup) does not stop the others. Logs one line.
+pub async fn run(env: &Env, now_ms: i64) {
+    let db = match env.d1("DB") {
+        Ok(db) => db,
+        Err(e) => return console_error!("sweep skipped, no D1: {e}"),
+    };
+    let (config, warnings) = SweepConfig::from_vars(|name| env_config::string(env, name));
+    for warning in warnings {
+        console_error!("sweep config: {warning}");
+    }
+    let tick = Tick {
+        env,
+        db: &db,
+        config,
+        now_ms,
+    };
+    let mut report = Map::new();
+    report.insert("event".into(), "sweep.completed".into());
+    report.insert("at".into(), jobs_shared::rfc3339(now_ms).into());
+    // Rescue first, so a job a dead worker held is back in a queue this tick.
+    let results = [
+        ("rescued", job_rescuer::run(&tick).await),
+        ("schedules_run", periodic_job_enqueuer::run(&tick).await),
+        ("released", job_scheduler::run(&tick).await),
+        ("resent", outbox_resender::run(&tick).await),
+        ("aged", priority_aging::run(&tick).await),
+        ("deleted", job_cleaner::run(&tick).await),
+    ];
+    for (name, result) in results {
+        let value = match result {
+            Ok(value) => value,
+            Err(e) => {
+                console_error!("sweep: {name} failed, retried next tick: {e}");
+                Value::String(format!("error: {e}"))
+            }
+        };
+        report.insert(name.into(), value);
+    }
+    console_log!("{}", Value::Object(report));
+}

@@ -1,0 +1,227 @@
+//! /v1/admin/schedules: recurring jobs (seed 002's scheduled-job CRUD and toggle). Every write
+//! is validated whole (the job as an enqueue would be, the cron expression parsed) before D1
+//! sees it; `next_run_at` is computed here, from the request's time.
+
+use jobs_shared::{merge_patch, page_cursor, rfc3339, validate_schedule, ApiError, ScheduleSpec};
+use serde_json::{json, Value};
+use worker::{D1Database, Env, Method, Request, Response};
+
+use crate::env_config::now_ms;
+use crate::job_view::parse_json;
+use crate::schedule_store::{self, ScheduleRow};
+use crate::{body, respond};
+
+const PAGE: u32 = 50;
+const MAX_PAGE: u32 = 100;
+const RECENT_RUNS: u32 = 20;
+
+/// Routes below /v1/admin/schedules (the caller checked the admin scope).
+pub async fn route(
+    req: &mut Request,
+    env: &Env,
+    rest: &[&str],
+    method: Method,
+) -> Result<Response, ApiError> {
+    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    match (rest, method) {
+        ([], Method::Get) => list(req, &db).await,
+        ([], Method::Post) => create(req, &db).await,
+        ([id], Method::Get) => get(&db, id).await,
+        ([id], Method::Put) => replace(req, &db, id, false).await,
+        ([id], Method::Patch) => replace(req, &db, id, true).await,
+        ([id], Method::Delete) => delete(&db, id).await,
+        ([id, "toggle"], Method::Post) => toggle(req, &db, id).await,
+        ([] | [_] | [_, "toggle"], method) => Err(ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{method:?} is not allowed here"),
+        )),
+        _ => Err(ApiError::new(404, "not_found", "no such schedule route")),
+    }
+}
+
+async fn list(req: &Request, db: &D1Database) -> Result<Response, ApiError> {
+    let url = req.url().map_err(|e| respond::internal(&e))?;
+    let query = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let limit = page_cursor::limit(query("limit").as_deref(), PAGE, MAX_PAGE)?;
+    let after = match query("cursor") {
+        Some(cursor) => page_cursor::decode(&cursor)?.0,
+        None => 0,
+    };
+    let mut rows = schedule_store::list(db, after, limit)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = match rows.last() {
+        Some(last) if more => Some(page_cursor::encode(last.id, &last.name)),
+        _ => None,
+    };
+    let schedules: Vec<Value> = rows.iter().map(view).collect();
+    respond::json(
+        200,
+        &json!({ "schedules": schedules, "next_cursor": next_cursor }),
+    )
+}
+
+async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError> {
+    let spec = validate_schedule(&body::json(req).await?)?;
+    let now = now_ms();
+    let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
+    match schedule_store::insert(db, &spec, next, now)
+        .await
+        .map_err(|e| respond::internal(&e))?
+    {
+        Some(row) => respond::json(201, &view(&row)),
+        None => Err(name_taken(&spec.name)),
+    }
+}
+
+async fn get(db: &D1Database, id: &str) -> Result<Response, ApiError> {
+    let row = found(db, id).await?;
+    let runs = schedule_store::recent_runs(db, row.id, RECENT_RUNS)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    let mut body = view(&row);
+    body["recent_runs"] = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "due_at": rfc3339(r.due_at),
+                "fired_at": rfc3339(r.fired_at),
+                "job_id": r.job_id,
+                "missed": r.missed,
+            })
+        })
+        .collect();
+    respond::json(200, &body)
+}
+
+/// PUT (the whole schedule) or PATCH (the given fields over the stored ones).
+async fn replace(
+    req: &mut Request,
+    db: &D1Database,
+    id: &str,
+    patch: bool,
+) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let current = found(db, id).await?;
+    let input = if patch {
+        merge_patch(&writable(&current), &body)?
+    } else {
+        body
+    };
+    save(db, &current, validate_schedule(&input)?).await
+}
+
+/// Flips `enabled`, or sets it from a JSON body `{"enabled": bool}`.
+async fn toggle(req: &mut Request, db: &D1Database, id: &str) -> Result<Response, ApiError> {
+    // A body is announced by its content type (body::json insists on JSON).
+    let has_body = req.headers().get("content-type").ok().flatten().is_some();
+    let current = found(db, id).await?;
+    let enabled = if has_body {
+        let body = body::json(req).await?;
+        match body.as_object().map(|o| (o.len(), o.get("enabled"))) {
+            Some((1, Some(Value::Bool(enabled)))) => *enabled,
+            _ => {
+                return Err(ApiError::new(
+                    422,
+                    "invalid_field",
+                    "the body may only be {\"enabled\": true|false}",
+                )
+                .with_field("enabled"))
+            }
+        }
+    } else {
+        current.enabled == 0
+    };
+    let input = merge_patch(&writable(&current), &json!({ "enabled": enabled }))?;
+    save(db, &current, validate_schedule(&input)?).await
+}
+
+async fn delete(db: &D1Database, id: &str) -> Result<Response, ApiError> {
+    let row = found(db, id).await?;
+    if !schedule_store::delete(db, row.id)
+        .await
+        .map_err(|e| respond::internal(&e))?
+    {
+        return Err(not_found(id));
+    }
+    Ok(Response::empty()
+        .map_err(|e| respond::internal(&e))?
+        .with_status(204))
+}
+
+/// Writes an update. The next run is recomputed, from now, when the expression changes or
+/// the schedule is (re-)enabled: time spent disabled is not caught up.
+async fn save(
+    db: &D1Database,
+    current: &ScheduleRow,
+    spec: ScheduleSpec,
+) -> Result<Response, ApiError> {
+    let now = now_ms();
+    let replan =
+        spec.enabled && (current.enabled == 0 || current.cron_expression != spec.cron_expression);
+    let next = replan.then(|| spec.cron.next_after(now)).flatten();
+    match schedule_store::update(db, current, &spec, next, now).await {
+        Ok(Some(row)) => respond::json(200, &view(&row)),
+        Ok(None) => Err(ApiError::new(
+            409,
+            "conflict",
+            "the schedule changed while this request was made; read it again and retry",
+        )),
+        Err(e) if e.to_string().contains("UNIQUE") => Err(name_taken(&spec.name)),
+        Err(e) => Err(respond::internal(&e)),
+    }
+}
+
+async fn found(db: &D1Database, id: &str) -> Result<ScheduleRow, ApiError> {
+    schedule_store::find(db, id)
+        .await
+        .map_err(|e| respond::internal(&e))?
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::new(404, "not_found", format!("no schedule {id}")).with_field("id")
+}
+
+fn name_taken(name: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "conflict",
+        format!("a schedule named \"{name}\" exists"),
+    )
+    .with_field("name")
+}
+
+/// The fields a client may write, as they are stored (the base of a PATCH).
+fn writable(row: &ScheduleRow) -> Value {
+    json!({
+        "name": row.name,
+        "description": row.description,
+        "type": row.job_type,
+        "payload": parse_json(&row.payload),
+        "cron_expression": row.cron_expression,
+        "enabled": row.enabled != 0,
+        "priority": row.priority,
+        "max_attempts": row.max_attempts,
+        "dedup_key": row.dedup_key,
+        "created_by": row.created_by,
+    })
+}
+
+fn view(row: &ScheduleRow) -> Value {
+    let mut body = writable(row);
+    body["id"] = row.id.into();
+    body["next_run_at"] = row.next_run_at.map(rfc3339).into();
+    body["last_run_at"] = row.last_run_at.map(rfc3339).into();
+    body["missed_runs"] = row.missed_runs.into();
+    body["created_at"] = rfc3339(row.created_at).into();
+    body["updated_at"] = rfc3339(row.updated_at).into();
+    body
+}

@@ -1,0 +1,263 @@
+//! Job chains (seed 000 future work 3, seed 003's scrape -> generate -> test): a job may carry
+//! the steps that follow it, and a handler may return follow-up jobs. Steps run one after the
+//! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
+//! the consumer writes them in the batch that records the step's outcome.
+
+use crate::api_error::ApiError;
+use crate::enqueue::validate_enqueue;
+use crate::field_error::join;
+use serde_json::Value;
+
+/// Steps one chain may carry (the chain is a workflow, not a bulk loader).
+pub const MAX_STEPS: usize = 20;
+
+/// A step may not set these: a step is due when the one before it ends, has no key of its own
+/// to dedup on, and cannot nest a chain inside the chain.
+const STEP_FORBIDDEN: [&str; 3] = ["run_at", "dedup_key", "steps"];
+
+/// Key of a handler's result that holds follow-up jobs; for delivered types the app answers
+/// `{"follow_up": [...]}` and the key is found inside the stored response body.
+pub const FOLLOW_UP_KEY: &str = "follow_up";
+
+/// Checks a list of step specs (enqueue request bodies) and returns them as compact JSON.
+/// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
+/// `POST /v1/jobs` checks a job, so a chain never stalls on a step that could not be enqueued.
+pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+    let invalid = |at: String, message: &str| {
+        ApiError::new(422, "invalid_field", message.to_string()).with_field(at)
+    };
+    let Some(list) = steps.as_array() else {
+        return Err(invalid(field.to_string(), "must be an array of job specs"));
+    };
+    if list.is_empty() || list.len() > MAX_STEPS {
+        return Err(invalid(
+            field.to_string(),
+            &format!("must hold 1 to {MAX_STEPS} steps"),
+        ));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let at = format!("{field}[{i}]");
+            let Some(object) = step.as_object() else {
+                return Err(invalid(at, "each step must be a JSON object"));
+            };
+            if let Some(key) = STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)) {
+                return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
+                    .with_field(join(&at, key)));
+            }
+            validate_enqueue(step, String::new(), now_ms).map_err(|e| ApiError {
+                field: Some(join(&at, e.field.as_deref().unwrap_or_default())),
+                ..e
+            })?;
+            Ok(step.clone())
+        })
+        .collect()
+}
+
+/// Follow-up jobs in a handler's result: `result.follow_up`, or `result.body.follow_up` for a
+/// delivered type whose app answered with them.
+pub fn follow_ups(result: Option<&Value>) -> Option<&Value> {
+    let result = result?;
+    result
+        .get(FOLLOW_UP_KEY)
+        .or_else(|| result.get("body")?.get(FOLLOW_UP_KEY))
+        .filter(|v| !v.is_null())
+}
+
+/// Where a job stands in a chain, as its row says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainPosition<'a> {
+    pub job_id: &'a str,
+    pub parent_id: Option<&'a str>,
+    /// 0 for the chain's first job.
+    pub step: u32,
+    /// Steps still to come, JSON.
+    pub next_steps: Option<&'a str>,
+    /// Set on a chain's first job (the parent) only.
+    pub chain_status: Option<&'a str>,
+}
+
+impl ChainPosition<'_> {
+    fn in_chain(&self) -> bool {
+        self.parent_id.is_some() || self.chain_status.is_some()
+    }
+
+    /// The chain's parent: the first job.
+    pub fn parent(&self) -> &str {
+        self.parent_id.unwrap_or(self.job_id)
+    }
+}
+
+/// What a finished attempt does to its chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainMove {
+    /// Not in a chain, and nothing follows.
+    None,
+    /// Enqueue `step` (a validated spec) as step number `index`, carrying `rest`.
+    Next {
+        parent_id: String,
+        index: u32,
+        step: Value,
+        rest: Vec<Value>,
+    },
+    /// The last step succeeded.
+    Done { parent_id: String },
+    /// A step went dead: the chain stops and the parent is failed, naming the step.
+    Failed { parent_id: String, message: String },
+}
+
+/// After a step succeeds: its follow-ups run first, then the steps it carried.
+pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
+    let carried: Vec<Value> = at
+        .next_steps
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let mut upcoming = follow_ups.into_iter().chain(carried);
+    match upcoming.next() {
+        Some(step) => ChainMove::Next {
+            parent_id: at.parent().to_string(),
+            index: at.step + 1,
+            step,
+            rest: upcoming.collect(),
+        },
+        None if at.in_chain() => ChainMove::Done {
+            parent_id: at.parent().to_string(),
+        },
+        None => ChainMove::None,
+    }
+}
+
+/// After a step went dead: the chain stops there.
+pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove {
+    if !at.in_chain() {
+        return ChainMove::None;
+    }
+    ChainMove::Failed {
+        parent_id: at.parent().to_string(),
+        message: format!("step {} ({job_type}) went dead: {error}", at.step),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    fn pos<'a>(
+        parent: Option<&'a str>,
+        step: u32,
+        next: Option<&'a str>,
+        status: Option<&'a str>,
+    ) -> ChainPosition<'a> {
+        ChainPosition {
+            job_id: "J",
+            parent_id: parent,
+            step,
+            next_steps: next,
+            chain_status: status,
+        }
+    }
+
+    #[test]
+    fn steps_are_checked_like_jobs_and_name_the_field() {
+        let ok = json!([{"type": "noop"}, {"type": "http", "payload": {"url": "https://a.io"}}]);
+        assert_eq!(validate_steps("steps", &ok, NOW).unwrap().len(), 2);
+        let bad = json!([{"type": "noop"}, {"type": "http", "payload": {"url": "nope"}}]);
+        let e = validate_steps("steps", &bad, NOW).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("steps[1].payload.url"));
+        let e =
+            validate_steps("steps", &json!([{"type": "noop", "run_at": "x"}]), NOW).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("unknown_field", Some("steps[0].run_at"))
+        );
+        let e = validate_steps("follow_up", &json!([{"type": "nah"}]), NOW).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("follow_up[0].type"));
+        for empty in [json!([]), json!({}), json!([1])] {
+            assert!(validate_steps("steps", &empty, NOW).is_err(), "{empty}");
+        }
+        let many = Value::Array(vec![json!({"type": "noop"}); MAX_STEPS + 1]);
+        assert!(validate_steps("steps", &many, NOW).is_err());
+    }
+
+    #[test]
+    fn follow_ups_come_from_the_result_or_the_apps_body() {
+        let direct = json!({"follow_up": [{"type": "noop"}]});
+        let body = json!({"status": 200, "body": {"follow_up": [{"type": "noop"}]}});
+        assert!(follow_ups(Some(&direct)).is_some());
+        assert!(follow_ups(Some(&body)).is_some());
+        assert!(follow_ups(Some(&json!({"status": 200, "body": "x"}))).is_none());
+        assert!(follow_ups(None).is_none());
+    }
+
+    #[test]
+    fn the_parent_runs_step_one_then_each_step_the_next() {
+        let steps = json!([{"type": "noop"}, {"type": "http"}]).to_string();
+        let first = after_success(&pos(None, 0, Some(&steps), Some("running")), vec![]);
+        assert_eq!(
+            first,
+            ChainMove::Next {
+                parent_id: "J".into(),
+                index: 1,
+                step: json!({"type": "noop"}),
+                rest: vec![json!({"type": "http"})],
+            }
+        );
+        let last = after_success(&pos(Some("P"), 2, Some("[]"), None), vec![]);
+        assert_eq!(
+            last,
+            ChainMove::Done {
+                parent_id: "P".into()
+            }
+        );
+    }
+
+    #[test]
+    fn follow_ups_run_before_the_carried_steps_and_start_a_chain() {
+        let carried = json!([{"type": "http"}]).to_string();
+        let m = after_success(
+            &pos(Some("P"), 1, Some(&carried), None),
+            vec![json!({"type": "noop"})],
+        );
+        let ChainMove::Next {
+            index, step, rest, ..
+        } = m
+        else {
+            panic!("{m:?}")
+        };
+        assert_eq!(
+            (index, step, rest),
+            (2, json!({"type": "noop"}), vec![json!({"type": "http"})])
+        );
+        // A lone job that returns follow-ups becomes the parent of a new chain.
+        let m = after_success(&pos(None, 0, None, None), vec![json!({"type": "noop"})]);
+        assert!(matches!(m, ChainMove::Next { ref parent_id, index: 1, .. } if parent_id == "J"));
+        assert_eq!(
+            after_success(&pos(None, 0, None, None), vec![]),
+            ChainMove::None
+        );
+    }
+
+    #[test]
+    fn a_dead_step_fails_the_parent_naming_the_step() {
+        let m = after_death(
+            &pos(Some("P"), 2, None, None),
+            "generate",
+            "client_error: HTTP 404",
+        );
+        assert_eq!(
+            m,
+            ChainMove::Failed {
+                parent_id: "P".into(),
+                message: "step 2 (generate) went dead: client_error: HTTP 404".into()
+            }
+        );
+        assert_eq!(
+            after_death(&pos(None, 0, None, None), "http", "x"),
+            ChainMove::None
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! The maintenance sweep's pure decisions: its configuration (vars with defaults), seed 002's
+//! priority aging, and the id of the job a schedule enqueues for one due time.
+
+use sha2::{Digest, Sha256};
+
+use crate::ids::job_id;
+
+/// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to 100.
+pub const AGING_AFTER_MS: i64 = 3_600_000;
+pub const AGING_EVERY_MS: i64 = 300_000;
+pub const AGING_STEP: i64 = 10;
+pub const MAX_PRIORITY: i64 = 100;
+
+pub fn aged_priority(priority: i64) -> i64 {
+    (priority + AGING_STEP).min(MAX_PRIORITY)
+}
+
+/// The sweep's knobs. Every one is a var with a default, so none must be set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepConfig {
+    /// `OUTBOX_GRACE_SECS`: how long a `queued` job may sit with no send recorded before the
+    /// sweep re-sends it. The happy path records none until a consumer claims the job, so
+    /// this must exceed the usual time from enqueue to claim.
+    pub outbox_grace_ms: i64,
+    /// `RETAIN_SUCCEEDED_DAYS`: succeeded, cancelled and skipped jobs (with their runs) are
+    /// deleted this long after they finished (seed 000: 90 days).
+    pub retain_succeeded_ms: i64,
+    /// `RETAIN_DEAD_DAYS`: dead jobs are kept longer, for investigation.
+    pub retain_dead_ms: i64,
+    /// `SWEEP_BATCH`: rows each service handles per tick at most; a backlog takes more ticks.
+    pub batch: u32,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+impl SweepConfig {
+    pub const DEFAULT: SweepConfig = SweepConfig {
+        outbox_grace_ms: 300_000,
+        retain_succeeded_ms: 90 * DAY_MS,
+        retain_dead_ms: 180 * DAY_MS,
+        batch: 100,
+    };
+
+    /// Reads the vars through `var`; an unset, blank or unusable value keeps its default and
+    /// is reported in the returned warnings (a misconfigured var never stops the sweep).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (SweepConfig, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut read = |name: &str, default: i64, unit_ms: i64, max: i64| -> i64 {
+            let Some(text) = var(name).filter(|v| !v.trim().is_empty()) else {
+                return default;
+            };
+            match text.trim().parse::<i64>() {
+                Ok(n) if (1..=max).contains(&n) => n * unit_ms,
+                _ => {
+                    warnings.push(format!(
+                        "{name}={text:?} is not 1 to {max}; using the default"
+                    ));
+                    default
+                }
+            }
+        };
+        let d = SweepConfig::DEFAULT;
+        let config = SweepConfig {
+            outbox_grace_ms: read("OUTBOX_GRACE_SECS", d.outbox_grace_ms, 1000, 86_400),
+            retain_succeeded_ms: read("RETAIN_SUCCEEDED_DAYS", d.retain_succeeded_ms, DAY_MS, 3650),
+            retain_dead_ms: read("RETAIN_DEAD_DAYS", d.retain_dead_ms, DAY_MS, 3650),
+            batch: read("SWEEP_BATCH", d.batch.into(), 1, 1000) as u32,
+        };
+        (config, warnings)
+    }
+}
+
+/// The job a schedule enqueues for the run due at `due_ms`: the same id however often a tick
+/// repeats, so the jobs table's primary key makes the run exactly-once.
+pub fn scheduled_job_id(schedule_id: i64, due_ms: i64) -> String {
+    let digest = Sha256::digest(format!("schedule:{schedule_id}:{due_ms}").as_bytes());
+    let mut random = [0u8; 16];
+    random.copy_from_slice(&digest[..16]);
+    job_id(due_ms, u128::from_le_bytes(random))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn aging_caps_at_100() {
+        assert_eq!(aged_priority(0), 10);
+        assert_eq!(aged_priority(95), 100);
+        assert_eq!(aged_priority(100), 100);
+    }
+
+    #[test]
+    fn config_defaults_and_overrides() {
+        let (config, warnings) = SweepConfig::from_vars(|_| None);
+        assert_eq!(config, SweepConfig::DEFAULT);
+        assert!(warnings.is_empty());
+        let vars: HashMap<&str, &str> = [
+            ("OUTBOX_GRACE_SECS", "60"),
+            ("RETAIN_SUCCEEDED_DAYS", "7"),
+            ("RETAIN_DEAD_DAYS", "abc"),
+            ("SWEEP_BATCH", " "),
+        ]
+        .into();
+        let (config, warnings) =
+            SweepConfig::from_vars(|name| vars.get(name).map(|v| v.to_string()));
+        assert_eq!(config.outbox_grace_ms, 60_000);
+        assert_eq!(config.retain_succeeded_ms, 7 * DAY_MS);
+        assert_eq!(config.retain_dead_ms, SweepConfig::DEFAULT.retain_dead_ms);
+        assert_eq!(config.batch, 100);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("RETAIN_DEAD_DAYS"), "{warnings:?}");
+    }
+
+    #[test]
+    fn scheduled_job_ids_are_stable_per_run() {
+        let a = scheduled_job_id(7, 1_741_600_800_000);
+        assert_eq!(a, scheduled_job_id(7, 1_741_600_800_000));
+        assert_ne!(a, scheduled_job_id(8, 1_741_600_800_000));
+        assert_ne!(a, scheduled_job_id(7, 1_741_600_860_000));
+        assert_eq!(a.len(), 26);
+        assert!(
+            a < scheduled_job_id(7, 1_741_600_860_000),
+            "sorts by due time"
+        );
+    }
+}

@@ -1,0 +1,338 @@
+// Issue 5: the operator's admin API on the built WASM workers (local workerd, real D1 and
+// queues), every response checked against /openapi.json.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+import { adminApi } from "./support/admin_api.mjs";
+
+let app;
+before(async () => {
+  app = await startAppServer();
+  app.script("/gone", [{ status: 400, body: { error: "bad request" } }]);
+});
+after(() => app.close());
+
+const msg = (job) => ({ body: { v: 1, id: job.id, type: job.type } });
+
+describe("admin API (messages delivered by the test)", () => {
+  let p, api;
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true });
+    api = await adminApi(p);
+  });
+  after(() => p.dispose());
+
+  /** Enqueues and returns {id, type}. */
+  async function enqueue(job) {
+    const res = await p.enqueue(job);
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    return { id: res.body.id, type: job.type };
+  }
+  /** An http job that the app answers 400: dead at once (client_error). */
+  async function deadHttpJob(extra = {}) {
+    const job = await enqueue({ type: "http", payload: { url: app.url("/gone") }, ...extra });
+    await p.deliver("jobs-default", [msg(job)]);
+    assert.equal((await p.getJob(job.id)).body.status, "dead");
+    return job;
+  }
+  const status = async (id) => (await p.getJob(id)).body;
+
+  test("every admin route refuses a missing token (401) and an enqueue token (403)", async () => {
+    const routes = [
+      ["GET", "/v1/admin/stats"], ["GET", "/v1/admin/jobs"], ["GET", "/v1/admin/jobs/{id}"],
+      ["POST", "/v1/admin/jobs/{id}/status"], ["POST", "/v1/admin/jobs/{id}/priority"], ["POST", "/v1/admin/jobs/{id}/boost"],
+      ["POST", "/v1/admin/jobs/{id}/retry"], ["POST", "/v1/admin/jobs/{id}/cancel"], ["POST", "/v1/admin/jobs/retry"],
+      ["POST", "/v1/admin/jobs/cancel"], ["GET", "/v1/admin/failures"], ["GET", "/v1/admin/dead-letters"],
+      ["POST", "/v1/admin/dead-letters/{id}/replay"], ["POST", "/v1/admin/dead-letters/replay"], ["GET", "/v1/admin/pauses"],
+      ["POST", "/v1/admin/pauses"], ["DELETE", "/v1/admin/pauses/{kind}/{name}"], ["GET", "/v1/admin/audit"],
+    ];
+    for (const [method, template] of routes) {
+      const params = { id: "01JNOPE", kind: "family", name: "low" };
+      const json = method === "POST" ? { ids: ["x"] } : undefined;
+      const forbidden = await api.call(method, template, { params, json, token: TOKENS.enqueue });
+      assert.equal(forbidden.status, 403, `${method} ${template}`);
+      assert.equal(forbidden.body.error.code, "forbidden");
+      const anonymous = await api.call(method, template, { params, json, token: null });
+      assert.equal(anonymous.status, 401, `${method} ${template}`);
+    }
+    assert.equal((await p.count("SELECT COUNT(*) FROM audit_log")), 0, "refused calls are not actions");
+  });
+
+  test("job list: filters, a stable order (priority, then age) and cursor pages", async () => {
+    const ids = [];
+    for (const priority of [5, 50, 5, 90, 50]) {
+      ids.push((await enqueue({ type: "noop", payload: {}, priority, dedup_key: `list-${ids.length}` })).id);
+    }
+    const expected = ids
+      .map((id, i) => ({ id, priority: [5, 50, 5, 90, 50][i] }))
+      .sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : 1))
+      .map((j) => j.id);
+    const seen = [];
+    let cursor = null;
+    do {
+      const res = await api.call("GET", "/v1/admin/jobs", { query: `?type=noop&status=queued&limit=2${cursor ? `&cursor=${cursor}` : ""}` });
+      assert.equal(res.status, 200);
+      assert.ok(res.body.jobs.length <= 2);
+      seen.push(...res.body.jobs.map((j) => j.id));
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    assert.deepEqual(seen.filter((id) => ids.includes(id)), expected);
+
+    const bad = [
+      ["?status=failed", "status"], ["?family=huge", "family"], ["?created_after=yesterday", "created_after"],
+      ["?colour=red", "colour"], ["?cursor=zz", "cursor"], ["?limit=0", "limit"], ["?type=http&type=noop", "type"],
+    ];
+    for (const [query, field] of bad) {
+      const res = await api.call("GET", "/v1/admin/jobs", { query });
+      assert.equal(res.status, 422, query);
+      assert.equal(res.body.error.field, field, query);
+    }
+    const detail = await api.call("GET", "/v1/admin/jobs/{id}", { params: { id: ids[0] } });
+    assert.equal(detail.body.id, ids[0]);
+    assert.deepEqual(detail.body.runs, []);
+    assert.equal((await api.call("GET", "/v1/admin/jobs/{id}", { params: { id: "01JNOPE" } })).status, 404);
+  });
+
+  test("set status, priority and boost: allowed moves, 409 naming both states, 422 for bad input", async () => {
+    const queued = await enqueue({ type: "noop", payload: {} });
+    const moved = await api.call("POST", "/v1/admin/jobs/{id}/status", { params: queued, json: { status: "skipped" } });
+    assert.equal(moved.status, 200);
+    assert.equal(moved.body.job.status, "skipped");
+    const again = await api.call("POST", "/v1/admin/jobs/{id}/status", { params: queued, json: { status: "queued" } });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.message, "cannot move a job from skipped to queued");
+
+    for (const [json, code, field] of [
+      [{ status: "succeeded" }, "invalid_field", "status"], [{}, "invalid_field", "status"], [{ status: "cancelled", why: 1 }, "unknown_field", "why"],
+    ]) {
+      const res = await api.call("POST", "/v1/admin/jobs/{id}/status", { params: queued, json });
+      assert.deepEqual([res.status, res.body.error.code, res.body.error.field], [422, code, field]);
+    }
+    const notJson = await api.call("POST", "/v1/admin/jobs/{id}/status", { params: queued, body: "{", headers: { "content-type": "application/json" } });
+    assert.equal(notJson.status, 400);
+    assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/status", { params: { id: "01JNOPE" }, json: { status: "cancelled" } })).status, 404);
+
+    const live = await enqueue({ type: "noop", payload: {}, priority: 10 });
+    assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/priority", { params: live, json: { priority: 70 } })).body.job.priority, 70);
+    assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/boost", { params: live, json: { by: 20 } })).body.job.priority, 90);
+    assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/boost", { params: live, json: { by: 20 } })).body.job.priority, 100, "capped");
+    const range = await api.call("POST", "/v1/admin/jobs/{id}/priority", { params: live, json: { priority: 101 } });
+    assert.deepEqual([range.status, range.body.error.code, range.body.error.field], [422, "out_of_range", "priority"]);
+    assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/boost", { params: live, json: { by: 0 } })).status, 422);
+    const terminal = await api.call("POST", "/v1/admin/jobs/{id}/priority", { params: queued, json: { priority: 1 } });
+    assert.equal(terminal.status, 409);
+    assert.match(terminal.body.error.message, /skipped/);
+
+    const cancelled = await api.call("POST", "/v1/admin/jobs/{id}/cancel", { params: live });
+    assert.equal(cancelled.body.job.status, "cancelled");
+    const twice = await api.call("POST", "/v1/admin/jobs/{id}/cancel", { params: live });
+    assert.equal(twice.status, 409);
+    assert.equal(twice.body.error.message, "cannot move a job from cancelled to cancelled");
+  });
+
+  test("retry one: attempts reset, the history kept, the next attempt is a new run", async () => {
+    const job = await deadHttpJob();
+    const succeeded = await enqueue({ type: "noop", payload: {} });
+    await p.deliver("jobs-default", [msg(succeeded)]);
+    const refused = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: succeeded });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.message, "cannot move a job from succeeded to queued");
+
+    const res = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: job });
+    assert.equal(res.status, 200);
+    assert.deepEqual([res.body.job.status, res.body.job.attempts, res.body.job.runs], ["queued", 0, 1]);
+    app.script("/gone", [{ status: 200 }, { status: 400 }]);
+    await p.deliver("jobs-default", [msg(job)]);
+    const after = await status(job.id);
+    assert.equal(after.status, "succeeded");
+    assert.equal(after.attempts, 1);
+    assert.deepEqual(after.runs.map((r) => [r.run, r.attempt, r.outcome]), [[1, 1, "dead"], [2, 1, "succeeded"]]);
+  });
+
+  test("bulk retry by filter moves exactly the matching jobs; the dry run only counts them", async () => {
+    const http = [await deadHttpJob(), await deadHttpJob()];
+    const other = await enqueue({ type: "weather_refresh", payload: { kind: "alerts" } }); // no endpoint: dead, not_configured
+    await p.deliver("jobs-default", [msg(other)]);
+    assert.equal((await status(other.id)).status, "dead");
+    const filter = { type: "http", error_class: "client_error", status: "dead" };
+    const matching = await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead' AND error_class = 'client_error'");
+    assert.ok(matching >= 2);
+
+    const dry = await api.call("POST", "/v1/admin/jobs/retry", { json: { filter, dry_run: true } });
+    assert.deepEqual(dry.body, { dry_run: true, count: matching });
+    assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead' AND error_class = 'client_error'"), matching, "dry run moved nothing");
+
+    const real = await api.call("POST", "/v1/admin/jobs/retry", { json: { filter } });
+    assert.equal(real.body.count, matching);
+    assert.equal(real.body.remaining, 0);
+    for (const j of http) assert.ok(real.body.ids.includes(j.id));
+    for (const j of http) assert.deepEqual([(await status(j.id)).status, (await status(j.id)).attempts], ["queued", 0]);
+    assert.equal((await status(other.id)).status, "dead", "the non-matching dead job stays");
+
+    for (const [json, field] of [[{}, "ids"], [{ ids: ["a"], filter: {} }, "filter"], [{ filter: { status: "nope" } }, "filter.status"], [{ ids: [] }, "ids"], [{ filter: {}, dry_run: 1 }, "dry_run"]]) {
+      const res = await api.call("POST", "/v1/admin/jobs/retry", { json });
+      assert.equal(res.status, 422, JSON.stringify(json));
+      assert.equal(res.body.error.field, field);
+    }
+  });
+
+  test("bulk cancel by ids only moves the ids the state machine lets cancel", async () => {
+    const a = await enqueue({ type: "noop", payload: {} });
+    const b = await enqueue({ type: "noop", payload: {} });
+    const done = await enqueue({ type: "noop", payload: {} });
+    await p.deliver("jobs-default", [msg(done)]);
+    const dry = await api.call("POST", "/v1/admin/jobs/cancel", { json: { ids: [a.id, b.id, done.id, "01JNOPE"], dry_run: true } });
+    assert.equal(dry.body.count, 2);
+    const res = await api.call("POST", "/v1/admin/jobs/cancel", { json: { ids: [a.id, b.id, done.id, "01JNOPE"] } });
+    assert.deepEqual([res.body.count, [...res.body.ids].sort()], [2, [a.id, b.id].sort()]);
+    assert.equal((await status(done.id)).status, "succeeded");
+    const refused = await api.call("POST", "/v1/admin/jobs/cancel", { json: { ids: [a.id] } });
+    assert.equal(refused.body.count, 0);
+  });
+
+  test("dead letters: list with filters, replay one and by filter (dry run first), only dead jobs", async () => {
+    const one = await deadHttpJob();
+    const two = await deadHttpJob();
+    const list = await api.call("GET", "/v1/admin/dead-letters", { query: "?type=http&error_class=client_error" });
+    const listed = list.body.dead_letters.map((j) => j.id);
+    assert.ok(listed.includes(one.id) && listed.includes(two.id));
+    assert.ok(list.body.dead_letters.every((j) => j.status === "dead" && j.type === "http" && j.dlq));
+    assert.equal((await api.call("GET", "/v1/admin/dead-letters", { query: "?family=nope" })).status, 422);
+
+    const replayed = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: one });
+    assert.equal(replayed.body.job.status, "queued");
+    const notDead = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: one });
+    assert.equal(notDead.status, 409);
+    assert.match(notDead.body.error.message, /queued/);
+    assert.equal((await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: { id: "01JNOPE" } })).status, 404);
+
+    const deadHttp = () => p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead'");
+    const before = await deadHttp();
+    const dry = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { filter: { type: "http" }, dry_run: true } });
+    assert.deepEqual(dry.body, { dry_run: true, count: before });
+    assert.equal(await deadHttp(), before);
+    const queuedBefore = await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued'");
+    const real = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { filter: { type: "http", status: ["queued", "dead"] } } });
+    assert.equal(real.body.count, before);
+    assert.equal(await deadHttp(), 0);
+    assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued'"), queuedBefore + before, "queued jobs were not touched");
+    assert.ok(real.body.ids.includes(two.id));
+    const byIds = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { ids: [one.id] } });
+    assert.equal(byIds.body.count, 0, "a queued job is no dead letter");
+  });
+
+  test("stats match D1: counts, backlog, the last hour's outcomes and percentiles", async () => {
+    const res = await api.call("GET", "/v1/admin/stats");
+    assert.equal(res.status, 200);
+    const d = res.body.families.default;
+    for (const s of ["queued", "succeeded", "dead", "cancelled", "skipped"]) {
+      assert.equal(d.counts[s], await p.count("SELECT COUNT(*) FROM jobs WHERE family = 'default' AND status = ?", s), s);
+    }
+    assert.equal(d.backlog, await p.count("SELECT COUNT(*) FROM jobs WHERE family = 'default' AND status IN ('queued','retrying','scheduled')"));
+    assert.ok(d.oldest_waiting_secs >= 0);
+    const runs = await p.count("SELECT COUNT(*) FROM job_runs");
+    assert.equal(d.last_hour.finished, runs);
+    assert.equal(d.last_hour.succeeded, await p.count("SELECT COUNT(*) FROM job_runs WHERE outcome = 'succeeded'"));
+    assert.equal(d.last_hour.dead, await p.count("SELECT COUNT(*) FROM job_runs WHERE outcome = 'dead'"));
+    assert.ok(d.last_hour.p50_ms <= d.last_hour.p95_ms);
+    assert.equal(res.body.totals.last_hour.finished, runs);
+    assert.equal(res.body.totals.counts.queued, await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued'"));
+    const failures = await api.call("GET", "/v1/admin/failures", { query: "?limit=5" });
+    assert.ok(failures.body.failures.length > 0);
+    assert.ok(failures.body.failures.every((f) => f.outcome !== "succeeded" && f.error.class));
+    assert.equal((await api.call("GET", "/v1/admin/failures", { query: "?limit=abc" })).status, 422);
+  });
+
+  test("pauses: bad targets are 422, resume of nothing is 404, list shows what is paused", async () => {
+    for (const [json, field] of [[{ kind: "queue", name: "low" }, "kind"], [{ kind: "type", name: "nope" }, "name"], [{ kind: "family", name: "low", reason: 3 }, "reason"]]) {
+      const res = await api.call("POST", "/v1/admin/pauses", { json });
+      assert.deepEqual([res.status, res.body.error.field], [422, field]);
+    }
+    const created = await api.call("POST", "/v1/admin/pauses", { json: { kind: "family", name: "low", reason: "maintenance" } });
+    assert.equal(created.status, 201);
+    assert.equal((await api.call("POST", "/v1/admin/pauses", { json: { kind: "family", name: "low" } })).status, 200);
+    const list = await api.call("GET", "/v1/admin/pauses");
+    assert.deepEqual(list.body.pauses.map((x) => [x.kind, x.name, x.reason]), [["family", "low", "maintenance"]]);
+    assert.equal((await api.call("GET", "/v1/admin/stats")).body.families.low.paused, true);
+    assert.equal((await api.call("DELETE", "/v1/admin/pauses/{kind}/{name}", { params: { kind: "family", name: "low" } })).status, 200);
+    const gone = await api.call("DELETE", "/v1/admin/pauses/{kind}/{name}", { params: { kind: "family", name: "low" } });
+    assert.equal(gone.status, 404);
+    assert.equal((await api.call("DELETE", "/v1/admin/pauses/{kind}/{name}", { params: { kind: "colour", name: "low" } })).status, 422);
+  });
+
+  test("the audit log names who did what, when, and to how many", async () => {
+    const res = await api.call("GET", "/v1/admin/audit", { query: "?limit=200" });
+    const actions = res.body.entries.map((e) => e.action);
+    for (const a of ["job.set_status", "job.priority", "job.boost", "job.cancel", "job.retry", "jobs.retry", "jobs.cancel",
+      "dead_letter.replay", "dead_letters.replay", "pause", "resume"]) {
+      assert.ok(actions.includes(a), `${a} is audited`);
+    }
+    const bulk = res.body.entries.find((e) => e.action === "dead_letters.replay" && e.target.filter);
+    assert.equal(bulk.affected, 1, "the filtered replay moved the one dead http job left");
+    assert.deepEqual(bulk.target.filter, { type: "http", status: ["queued", "dead"] });
+    assert.ok(res.body.entries.every((e) => e.actor === res.body.entries[0].actor && !e.actor.includes(TOKENS.admin)));
+    assert.equal(await p.count("SELECT COUNT(*) FROM audit_log WHERE action = 'pause'"), 1, "a no-op re-pause is not logged");
+    const page = await api.call("GET", "/v1/admin/audit", { query: "?limit=1" });
+    const next = await api.call("GET", "/v1/admin/audit", { query: `?limit=1&cursor=${page.body.next_cursor}` });
+    assert.ok(next.body.entries[0].id < page.body.entries[0].id);
+    assert.equal((await api.call("GET", "/v1/admin/audit", { query: "?who=me" })).status, 422);
+  });
+
+  test("OpenAPI 3.1 documents every route, and every admin operation was exercised against it", async () => {
+    assert.equal(api.doc.openapi, "3.1.0");
+    const res = await p.request("GET", "/openapi.json", { token: null });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /application\/json/);
+    const documented = Object.entries(api.doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    const missing = documented.filter((op) => op.includes("/v1/admin/") && !op.includes("schedules") && !api.covered.has(op));
+    assert.deepEqual(missing, []);
+    // The public routes, checked once here.
+    const enq = await p.enqueue({ type: "noop", payload: {} });
+    api.check("POST", "/v1/jobs", enq);
+    api.check("GET", "/v1/jobs/{id}", await p.getJob(enq.body.id));
+    api.check("POST", "/v1/jobs/batch", await p.request("POST", "/v1/jobs/batch", { json: { jobs: [{ type: "noop", payload: {} }] } }));
+    api.check("POST", "/v1/jobs", await p.enqueue({ type: "nope", payload: {} }));
+    api.check("GET", "/healthz", await p.request("GET", "/healthz", { token: null }));
+    // Issue 4's schedules, documented here too.
+    const schedules = await p.request("GET", "/v1/admin/schedules", { token: TOKENS.admin });
+    api.check("GET", "/v1/admin/schedules", schedules);
+    const first = schedules.body.schedules[0];
+    api.check("GET", "/v1/admin/schedules/{id}", await p.request("GET", `/v1/admin/schedules/${first.id}`, { token: TOKENS.admin }));
+  });
+});
+
+describe("pause holds jobs without spending attempts; resume runs them (real queues)", () => {
+  let p, api;
+  before(async () => {
+    p = await startPlatform();
+    api = await adminApi(p);
+  });
+  after(() => p.dispose());
+
+  test("a paused type is held, not run; resume releases it and it runs", async () => {
+    await api.call("POST", "/v1/admin/pauses", { json: { kind: "type", name: "noop", reason: "test" } });
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push((await p.enqueue({ type: "noop", payload: {} })).body.id);
+    const other = (await p.enqueue({ type: "http", payload: { url: app.url("/fine") } })).body.id;
+    await p.waitForStatus(other, "succeeded");
+    await p.waitFor(async () => (await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'noop' AND held_at IS NOT NULL")) === 3, { what: "held noop jobs" });
+    for (const id of held) {
+      const job = (await p.getJob(id)).body;
+      assert.deepEqual([job.status, job.attempts, job.runs.length], ["queued", 0, 0]);
+    }
+    const pauses = await api.call("GET", "/v1/admin/pauses");
+    assert.equal(pauses.body.pauses[0].held, 3);
+    assert.equal((await api.call("GET", "/v1/admin/stats")).body.families.default.held, 3);
+
+    const resumed = await api.call("DELETE", "/v1/admin/pauses/{kind}/{name}", { params: { kind: "type", name: "noop" } });
+    assert.deepEqual([resumed.status, resumed.body.released], [200, 3]);
+    for (const id of held) {
+      const job = await p.waitForStatus(id, "succeeded");
+      assert.equal(job.attempts, 1, "the held time spent no attempt");
+      assert.equal(job.runs.length, 1);
+    }
+    const audit = (await api.call("GET", "/v1/admin/audit")).body.entries.find((e) => e.action === "resume");
+    assert.equal(audit.affected, 3);
+  });
+});

@@ -1,0 +1,95 @@
+// Issue 5: the operator dashboard in real headless Chromium (Debian's, driven by playwright-core)
+// against the built workers on local workerd: the numbers match the API, and replaying a dead
+// job by clicking takes it off the dead list.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+
+const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+let app, p, browser, base;
+before(async () => {
+  app = await startAppServer();
+  app.script("/gone", [{ status: 400 }]);
+  p = await startPlatform({ manualDelivery: true });
+  base = String(await p.mf.ready);
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+});
+after(async () => {
+  await browser?.close();
+  await p?.dispose();
+  await app?.close();
+});
+
+const admin = async (path) => (await p.request("GET", path, { token: TOKENS.admin })).body;
+
+test("the page is served from static assets with a strict CSP and no data", async () => {
+  const res = await fetch(new URL("/dashboard/", base));
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /text\/html/);
+  assert.match(res.headers.get("content-security-policy"), /frame-ancestors 'none'/);
+  assert.equal((await fetch(new URL("/dashboard/app.js", base))).status, 200);
+  assert.equal((await fetch(new URL("/dashboard/secrets.txt", base))).status, 404);
+});
+
+test("load the dashboard, see the API's numbers, replay a dead job by clicking", async () => {
+  const dead = [];
+  for (let i = 0; i < 2; i++) {
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/gone") } });
+    await p.deliver("jobs-default", [{ body: { v: 1, id: enq.body.id, type: "http" } }]);
+    dead.push(enq.body.id);
+  }
+  await p.enqueue({ type: "noop", payload: {} }); // one waiting in the backlog
+  const stats = await admin("/v1/admin/stats");
+
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(new URL("/dashboard/", base).href);
+  await page.fill("#token", TOKENS.admin);
+  await page.click("#login button[type=submit]");
+
+  const familyCell = (family, field) => page.locator(`#families tr[data-family="${family}"] td[data-field="${field}"]`);
+  await familyCell("default", "backlog").waitFor();
+  assert.equal(await familyCell("default", "backlog").textContent(), String(stats.families.default.backlog));
+  assert.equal(await familyCell("default", "dead").textContent(), String(stats.families.default.counts.dead));
+  assert.equal(await familyCell("all", "dead").textContent(), String(stats.totals.counts.dead));
+  assert.equal(await familyCell("default", "failure_rate").textContent(), `${(stats.families.default.last_hour.failure_rate * 100).toFixed(1)} %`);
+
+  const deadRow = (id) => page.locator(`#dead-letters tr[data-job-id="${id}"]`);
+  for (const id of dead) await deadRow(id).waitFor();
+  await page.locator(`#failures tr[data-job-id="${dead[0]}"]`).first().waitFor();
+
+  await page.click(`button[data-replay="${dead[0]}"]`);
+  await deadRow(dead[0]).waitFor({ state: "detached" });
+  assert.equal(await deadRow(dead[1]).count(), 1, "the other dead job is still listed");
+  assert.equal((await p.getJob(dead[0])).body.status, "queued");
+  const audit = await admin("/v1/admin/audit");
+  assert.equal(audit.entries[0].action, "dead_letter.replay");
+
+  // Search and a job's detail with its runs.
+  await page.selectOption("#search select[name=status]", "dead");
+  await page.click("#search button[type=submit]");
+  // The filtered result replaces the first, unfiltered one: the replayed job leaves it.
+  await page.locator(`#jobs tr[data-job-id="${dead[0]}"]`).waitFor({ state: "detached" });
+  await page.locator(`#jobs tr[data-job-id="${dead[1]}"]`).waitFor();
+  assert.ok((await page.locator("#jobs td[data-field=status]").allTextContents()).every((s) => s === "dead"));
+  await page.click(`#jobs tr[data-job-id="${dead[1]}"] a`);
+  await page.locator("#runs tbody tr").first().waitFor();
+  assert.equal(await page.locator("#detail-id").textContent(), dead[1]);
+  assert.equal(await page.locator("#runs tbody tr").count(), 1);
+  assert.deepEqual(errors, []);
+});
+
+test("a wrong token is refused and the page asks again", async () => {
+  const page = await browser.newPage();
+  await page.goto(new URL("/dashboard/", base).href);
+  await page.fill("#token", TOKENS.enqueue);
+  await page.click("#login button[type=submit]");
+  await page.locator("#login").waitFor({ state: "visible" });
+  assert.match(await page.locator("#status").textContent(), /cannot use the admin API/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("cf-jobs-admin-token")), null);
+});

@@ -1,0 +1,104 @@
+// link_health_check (issue 6): the built-in handler against a real local server: HEAD with a GET
+// fallback, redirects followed by hand, dead after N consecutive failures, bounded concurrency.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPlatform } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+
+let app;
+let p;
+before(async () => {
+  app = await startAppServer();
+  p = await startPlatform();
+});
+after(async () => {
+  await p.dispose();
+  await app.close();
+});
+
+async function check(payload) {
+  const enq = await p.enqueue({ type: "link_health_check", payload });
+  assert.equal(enq.status, 202, JSON.stringify(enq.body));
+  const job = await p.waitForStatus(enq.body.id, ["succeeded", "dead"]);
+  assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+  return job.result;
+}
+
+const link = (url) => p.db.prepare("SELECT * FROM links WHERE url = ?").bind(url).first();
+const byUrl = (result) => Object.fromEntries(result.links.map((l) => [l.url, l]));
+
+describe("link_health_check", () => {
+  test("HEAD, GET when HEAD is refused, redirects to the final URL, and failures", async () => {
+    app.script("/l/ok", [{ status: 200 }]);
+    app.script("/l/nohead", [{ status: 405 }, { status: 200 }]);
+    app.script("/l/moved", [{ status: 301, headers: { location: "/l/ok" } }]);
+    app.script("/l/loop", [{ status: 302, headers: { location: "/l/loop" } }]);
+    app.script("/l/broken", [{ status: 500 }]);
+    const urls = ["/l/ok", "/l/nohead", "/l/moved", "/l/loop", "/l/broken"].map(app.url);
+    const result = await check({ urls, dead_after: 3 });
+    assert.deepEqual([result.checked, result.ok, result.failing, result.dead], [5, 3, 2, 0]);
+    const r = byUrl(result);
+    assert.equal(r[app.url("/l/ok")].status_code, 200);
+    assert.deepEqual(
+      app.requests("/l/nohead").map((q) => q.method),
+      ["HEAD", "GET"],
+    );
+    assert.equal(r[app.url("/l/nohead")].status, "ok");
+    assert.equal(r[app.url("/l/moved")].final_url, app.url("/l/ok"));
+    assert.equal(r[app.url("/l/moved")].status_code, 200);
+    assert.match(r[app.url("/l/loop")].error, /more than 5 redirects/);
+    assert.equal(app.requests("/l/loop").length, 6);
+    assert.equal(r[app.url("/l/broken")].status_code, 500);
+    assert.ok(r[app.url("/l/ok")].latency_ms >= 0);
+
+    const broken = await link(app.url("/l/broken"));
+    assert.equal(broken.status, "failing");
+    assert.equal(broken.consecutive_failures, 1);
+    assert.equal(broken.last_status_code, 500);
+    assert.ok(broken.first_failure_at > 0);
+    const moved = await link(app.url("/l/moved"));
+    assert.equal(moved.final_url, app.url("/l/ok"));
+    assert.equal(moved.first_failure_at, null);
+  });
+
+  test("dead after N consecutive failures; the streak keeps its first-failure time; a success resets", async () => {
+    const url = app.url("/l/broken");
+    const first = (await link(url)).first_failure_at;
+    // Without urls, the job checks every link in the table.
+    const second = await check({ dead_after: 3 });
+    assert.equal(second.checked, 5);
+    assert.equal(byUrl(second)[url].status, "failing");
+    const third = await check({ urls: [url], dead_after: 3 });
+    assert.equal(third.links[0].status, "dead");
+    const dead = await link(url);
+    assert.equal(dead.status, "dead");
+    assert.equal(dead.consecutive_failures, 3);
+    assert.equal(dead.first_failure_at, first);
+
+    app.script("/l/broken", [{ status: 204 }]);
+    const fixed = await check({ urls: [url] });
+    assert.equal(fixed.links[0].status, "ok");
+    const healthy = await link(url);
+    assert.equal(healthy.consecutive_failures, 0);
+    assert.equal(healthy.first_failure_at, null);
+  });
+
+  test("concurrency is bounded per job", async () => {
+    const paths = Array.from({ length: 6 }, (_, i) => `/l/slow-${i}`);
+    for (const path of paths) app.script(path, [{ status: 200, delayMs: 300 }]);
+    const result = await check({ urls: paths.map(app.url), concurrency: 2 });
+    assert.equal(result.ok, 6);
+    const arrivals = paths.map((path) => app.requests(path)[0].at).sort((a, b) => a - b);
+    for (let i = 0; i + 2 < arrivals.length; i++) {
+      assert.ok(arrivals[i + 2] - arrivals[i] >= 250, `at most 2 in flight: ${arrivals.map((a) => a - arrivals[0])}`);
+    }
+  });
+
+  test("a bad payload is refused at enqueue", async () => {
+    const res = await p.enqueue({ type: "link_health_check", payload: { urls: ["nope"], concurrency: 2 } });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.field, "payload.urls[0]");
+    const res2 = await p.enqueue({ type: "link_health_check", payload: { concurrency: 50 } });
+    assert.equal(res2.body.error.field, "payload.concurrency");
+  });
+});

@@ -1,0 +1,170 @@
+// Issue 4: the maintenance sweep on the built producer (its real `scheduled` handler, at chosen
+// times), with real D1, real local queues and the built consumer. Where a test needs time to
+// have passed for a job (a dead worker's lease, an old finished job) it moves that job's own
+// timestamps back, which is all the sweep reads.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPlatform } from "./support/platform.mjs";
+import { tick, unsentProducer, requestTo, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
+
+const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
+const set = (p, id, sql, ...params) => p.db.prepare(`UPDATE jobs SET ${sql} WHERE id = ?`).bind(...params, id).run();
+
+describe("delays, outbox, rescue and retention on the real queues", () => {
+  let p;
+  before(async () => {
+    p = await startPlatform({ extraWorkers: [unsentProducer()] });
+  });
+  after(() => p.dispose());
+
+  test("a job delayed beyond the queue's 12 h limit is released within the limit and runs when due", async () => {
+    const now = Date.now();
+    const enq = await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 });
+    assert.equal(enq.body.status, "scheduled");
+    await tick(p, now);
+    assert.equal((await row(p, enq.body.id)).status, "scheduled", "13 h out: held in D1");
+    await tick(p, now + 2 * HOUR);
+    const released = await row(p, enq.body.id);
+    assert.equal(released.status, "queued", "11 h out: sent with the remaining delay");
+    assert.ok(released.sent_at);
+
+    // A year out, once due (its run_at now in the past), runs through the real queue.
+    const year = await p.enqueue({ type: "noop", delay_seconds: 365 * 86_400 });
+    assert.equal(year.body.status, "scheduled");
+    await set(p, year.body.id, "run_at = ?", Date.now() - 1000);
+    await tick(p, Date.now());
+    const done = await p.waitForStatus(year.body.id, "succeeded");
+    assert.equal(done.attempts, 1);
+  });
+
+  test("a retry held in D1 (backoff beyond 12 h) is sent when due and stays retrying until claimed", async () => {
+    const enq = await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 });
+    await set(p, enq.body.id, "status = 'retrying', attempts = 1, runs = 1, run_at = ?", Date.now() + 11 * HOUR);
+    await tick(p, Date.now() - 2 * HOUR);
+    assert.equal((await row(p, enq.body.id)).sent_at, null, "13 h ahead of that tick: not yet");
+    await set(p, enq.body.id, "run_at = ?", Date.now() - 1000);
+    await tick(p, Date.now());
+    const done = await p.waitForStatus(enq.body.id, "succeeded");
+    assert.equal(done.attempts, 2);
+  });
+
+  test("a failed send leaves the job in the outbox; after the grace a tick sends it", async () => {
+    const unsent = "jobs-producer-unsent";
+    const enq = await requestTo(p, unsent, "POST", "/v1/jobs", { json: { type: "noop" } });
+    assert.equal(enq.status, 202, "202: D1 holds the job even though the send failed");
+    const { id } = enq.body;
+    const t0 = Date.now();
+    await tick(p, t0 + 10 * MINUTE, unsent); // its re-send fails too
+    let job = await row(p, id);
+    assert.deepEqual([job.status, job.sent_at], ["queued", null]);
+    assert.equal(job.attempts, 0);
+
+    await tick(p, t0 + MINUTE); // within the 5-minute grace: left alone
+    assert.equal((await row(p, id)).sent_at, null);
+    await tick(p, t0 + 6 * MINUTE);
+    job = await row(p, id);
+    assert.ok(job.sent_at, "re-sent, and the send recorded");
+    const done = await p.waitForStatus(id, "succeeded");
+    assert.equal(done.runs.length, 1);
+  });
+
+  test("an expired lease is rescued: back to the queue, or dead on the last attempt", async () => {
+    const now = Date.now();
+    // Jobs a worker claimed and then died on (their own messages are an hour away).
+    const [retry, last, alive] = await Promise.all(
+      [5, 1, 5].map((max_attempts) => p.enqueue({ type: "noop", delay_seconds: 3600, max_attempts })),
+    );
+    for (const [enq, leaseEnd] of [[retry, now - MINUTE], [last, now - MINUTE], [alive, now + 4 * MINUTE]]) {
+      await set(p, enq.body.id, "status = 'running', attempts = 1, runs = 1, started_at = ?, lease_until = ?", now - 6 * MINUTE, leaseEnd);
+    }
+    await tick(p, now);
+
+    const rescued = await p.waitForStatus(retry.body.id, "succeeded");
+    assert.deepEqual(rescued.runs.map((r) => r.outcome), ["retrying", "succeeded"]);
+    assert.equal(rescued.runs[0].error.class, "lease_expired");
+    assert.equal(rescued.attempts, 2);
+
+    const dead = (await p.getJob(last.body.id)).body;
+    assert.equal(dead.status, "dead");
+    assert.equal(dead.error.class, "lease_expired");
+    assert.deepEqual(dead.runs.map((r) => r.outcome), ["dead"]);
+    await p.waitFor(() => p.count("SELECT count(*) FROM dead_letters WHERE job_id = ?", last.body.id), {
+      what: "the DLQ arrival",
+    });
+
+    assert.equal((await row(p, alive.body.id)).status, "running", "a live lease is left alone");
+    await tick(p, now); // a repeated tick changes nothing
+    assert.equal((await p.getJob(last.body.id)).body.runs.length, 1);
+  });
+
+  test("retention deletes only old finished jobs (and their runs)", async () => {
+    const now = Date.now();
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push((await p.enqueue({ type: "noop" })).body.id);
+    await Promise.all(ids.slice(0, 4).map((id) => p.waitForStatus(id, "succeeded")));
+    const [oldDone, newDone, oldDead, ancientDead] = ids;
+    await set(p, oldDone, "finished_at = ?", now - 91 * DAY);
+    await set(p, newDone, "finished_at = ?", now - 89 * DAY);
+    await set(p, oldDead, "status = 'dead', finished_at = ?", now - 100 * DAY);
+    await set(p, ancientDead, "status = 'dead', finished_at = ?", now - 181 * DAY);
+    const live = (await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 })).body.id;
+    await set(p, live, "created_at = ?, finished_at = ?", now - 400 * DAY, now - 400 * DAY);
+
+    await tick(p, now);
+    const left = async (id) => Boolean(await row(p, id));
+    assert.equal(await left(oldDone), false, "succeeded, 91 days ago: deleted");
+    assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", oldDone), 0, "with its runs");
+    assert.equal(await left(newDone), true, "succeeded, 89 days ago: kept");
+    assert.equal(await left(oldDead), true, "dead, 100 days ago: kept (180 days for dead)");
+    assert.equal(await left(ancientDead), false, "dead, 181 days ago: deleted");
+    assert.equal(await left(live), true, "live jobs are never deleted");
+    assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", newDone), 1);
+  });
+});
+
+describe("priority aging and promotion", () => {
+  let p;
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true });
+  });
+  after(() => p.dispose());
+
+  const message = (id, type = "noop") => ({ body: { v: 1, id, type } });
+
+  test("a job waiting over an hour gains +10 every 5 minutes and moves up a family at its threshold", async () => {
+    const now = Date.now();
+    const waiting = (await p.enqueue({ type: "noop", priority: 75 })).body.id;
+    const bulk = (await p.enqueue({ type: "ai_tagging", priority: 0 })).body.id;
+
+    await tick(p, now + 30 * MINUTE);
+    assert.equal((await row(p, waiting)).priority, 75, "waiting under an hour: unchanged");
+
+    await tick(p, now + 61 * MINUTE);
+    let job = await row(p, waiting);
+    assert.deepEqual([job.priority, job.family], [85, "default"]);
+    await tick(p, now + 61 * MINUTE);
+    await tick(p, now + 63 * MINUTE);
+    assert.equal((await row(p, waiting)).priority, 85, "once per 5 minutes, however often ticks run");
+
+    await tick(p, now + 66 * MINUTE);
+    job = await row(p, waiting);
+    assert.deepEqual([job.priority, job.family], [95, "high"], "90 reaches high's threshold");
+    assert.ok(job.sent_at, "sent to jobs-high");
+    const ai = await row(p, bulk);
+    assert.deepEqual([ai.priority, ai.family], [20, "bulk"], "bulk: raised, below low's threshold of 50");
+
+    await tick(p, now + 71 * MINUTE);
+    assert.equal((await row(p, waiting)).priority, 100);
+    await tick(p, now + 76 * MINUTE);
+    assert.equal((await row(p, waiting)).priority, 100, "capped at 100");
+
+    // The message still in jobs-default is stale: acked without running.
+    const stale = await p.deliver("jobs-default", [{ id: "stale", ...message(waiting) }]);
+    assert.deepEqual(stale.explicitAcks, ["stale"]);
+    job = await row(p, waiting);
+    assert.deepEqual([job.status, job.attempts], ["queued", 0]);
+
+    await p.deliver("jobs-high", [{ id: "fresh", ...message(waiting) }]);
+    assert.equal((await row(p, waiting)).status, "succeeded");
+  });
+});

@@ -1,0 +1,193 @@
+// rss_feed_refresh (issue 6, seed 000 section 10): the built-in handler against a real local
+// feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+
+const RSS = `<?xml version="1.0"?>
+<rss version="2.0"><channel><title>News</title>
+<item><title>One</title><link>https://n.io/1</link><guid>rss-1</guid><description>First</description>
+  <pubDate>Tue, 10 Jun 2025 04:00:00 GMT</pubDate></item>
+<item><title>Two</title><link>https://n.io/2</link><pubDate>Wed, 11 Jun 2025 04:00:00 GMT</pubDate></item>
+<item><title>No link</title><guid>rss-3</guid></item>
+<item><title>One, again</title><link>https://n.io/1</link><guid>rss-1</guid></item>
+</channel></rss>`;
+
+const ATOM = `<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Blog</title><id>urn:blog</id>
+<entry><title>Hello</title><id>urn:atom-1</id><link href="https://b.io/hello"/>
+  <updated>2025-06-10T04:00:00Z</updated><summary>Hi</summary></entry>
+<entry><title>Second</title><id>urn:atom-2</id><link rel="alternate" href="https://b.io/2"/>
+  <published>2025-06-11T04:00:00Z</published></entry>
+</feed>`;
+
+const feed = (xml, extra = {}) => ({ status: 200, raw: xml, headers: { "content-type": "application/rss+xml" }, ...extra });
+
+let app;
+let p;
+before(async () => {
+  app = await startAppServer();
+  p = await startPlatform();
+});
+after(async () => {
+  await p.dispose();
+  await app.close();
+});
+
+const admin = (method, path, json) => p.request(method, `/v1/admin/rss-sources${path}`, { json, token: TOKENS.admin });
+
+async function addSource(name, path, extra = {}) {
+  const res = await admin("POST", "", { name, url: app.url(path), ...extra });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+}
+
+async function refresh(payload, extra = {}) {
+  const enq = await p.enqueue({ type: "rss_feed_refresh", payload, ...extra });
+  assert.equal(enq.status, 202, JSON.stringify(enq.body));
+  return p.waitForStatus(enq.body.id, ["succeeded", "dead"]);
+}
+
+const source = async (id) => (await admin("GET", "")).body.sources.find((s) => s.id === id);
+
+describe("rss_feed_refresh", () => {
+  let news;
+  let blog;
+  let gone;
+
+  test("admin adds sources; bad ones are refused with the field", async () => {
+    news = await addSource("News", "/feeds/news.xml", { refresh_interval_minutes: 15 });
+    blog = await addSource("Blog", "/feeds/blog.atom");
+    gone = await addSource("Gone", "/feeds/gone.xml");
+    assert.match(news.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(news.is_active, true);
+    assert.equal(blog.refresh_interval_minutes, 60);
+    const low = await admin("POST", "", { name: "x", url: app.url("/x"), refresh_interval_minutes: 5 });
+    assert.equal(low.status, 422);
+    assert.equal(low.body.error.field, "refresh_interval_minutes");
+    const dup = await admin("POST", "", { name: "again", url: news.url });
+    assert.equal(dup.status, 409);
+    const anon = await p.request("GET", "/v1/admin/rss-sources", { token: TOKENS.enqueue });
+    assert.equal(anon.status, 403);
+    // The 15-1440 bound holds in D1 itself too.
+    await assert.rejects(
+      p.db.prepare("UPDATE rss_sources SET refresh_interval_minutes = 10 WHERE id = ?").bind(news.id).run(),
+    );
+  });
+
+  test("refresh all due: RSS and Atom stored untagged, dedup by GUID, failures counted per source", async () => {
+    app.script("/feeds/news.xml", [feed(RSS)]);
+    app.script("/feeds/blog.atom", [feed(ATOM, { headers: { "content-type": "application/atom+xml" } })]);
+    app.script("/feeds/gone.xml", [{ status: 404 }]);
+    const job = await refresh({});
+    assert.equal(job.status, "succeeded");
+    const by = Object.fromEntries(job.result.sources.map((s) => [s.name, s]));
+    assert.deepEqual(
+      [by.News.outcome, by.News.new, by.News.duplicate, by.News.skipped],
+      ["refreshed", 2, 1, 1],
+    );
+    assert.deepEqual([by.Blog.outcome, by.Blog.new], ["refreshed", 2]);
+    assert.equal(by.Gone.outcome, "failed");
+    assert.match(by.Gone.error, /HTTP 404/);
+
+    const items = (
+      await p.db.prepare("SELECT * FROM feed_items WHERE source_id = ? ORDER BY id").bind(news.id).all()
+    ).results;
+    assert.deepEqual(items.map((i) => i.title), ["One", "Two"]);
+    assert.equal(items[0].item_guid, "rss-1");
+    assert.match(items[1].item_guid, /^hash:[0-9a-f]{64}$/, "no GUID: URL + published hash");
+    assert.equal(items[0].content_hash, createHash("md5").update("OneFirst").digest("hex"));
+    assert.equal(items[0].published_at, Date.parse("2025-06-10T04:00:00Z"));
+    assert.ok(items.every((i) => i.ai_tagged === 0 && i.ai_tags === null), "new items are untagged");
+    assert.equal(await p.count("SELECT count(*) FROM feed_items WHERE item_guid = 'urn:atom-1' AND url = 'https://b.io/hello'"), 1);
+
+    const counters = await source(news.id);
+    assert.deepEqual(counters.items, { new: 2, duplicate: 1, skipped: 1 });
+    assert.equal(counters.error_count, 0);
+    assert.ok(counters.last_fetched_at);
+    const g = await source(gone.id);
+    assert.equal(g.error_count, 1);
+    assert.match(g.last_error_message, /HTTP 404/);
+
+    // Again: refreshed sources are not due yet; the failed one (never fetched) is.
+    const fetchesBefore = app.requests("/feeds/news.xml").length;
+    const again = await refresh({});
+    const by2 = Object.fromEntries(again.result.sources.map((s) => [s.name, s.outcome]));
+    assert.deepEqual(by2, { News: "not_due", Blog: "not_due", Gone: "failed" });
+    assert.equal(app.requests("/feeds/news.xml").length, fetchesBefore);
+    assert.equal((await source(gone.id)).error_count, 2);
+  });
+
+  test("one source, forced: known GUIDs are duplicates, nothing is stored twice", async () => {
+    const job = await refresh({ source_id: news.id, force_refresh: true });
+    assert.equal(job.status, "succeeded");
+    assert.deepEqual(job.result.sources[0], {
+      id: news.id, name: "News", outcome: "refreshed", new: 0, duplicate: 3, skipped: 1,
+    });
+    assert.equal(await p.count("SELECT count(*) FROM feed_items WHERE source_id = ?", news.id), 2);
+    assert.deepEqual((await source(news.id)).items, { new: 2, duplicate: 4, skipped: 2 });
+    const notForced = await refresh({ source_id: news.id });
+    assert.equal(notForced.result.sources[0].outcome, "not_due");
+    const missing = await refresh({ source_id: "00000000-0000-4000-8000-000000000000" });
+    assert.equal(missing.status, "dead");
+    assert.equal(missing.error.class, "invalid_payload");
+  });
+
+  test("a malformed feed is a retryable error counted on the source", async () => {
+    const bad = await addSource("Broken", "/feeds/broken.xml");
+    app.script("/feeds/broken.xml", [feed("<rss><channel><item><title>x</item></channel></rss>")]);
+    const job = await refresh({ source_id: bad.id }, { max_attempts: 1 });
+    assert.equal(job.status, "dead");
+    assert.equal(job.error.class, "server_error");
+    assert.match(job.error.message, /unreadable feed/);
+    const s = await source(bad.id);
+    assert.equal(s.error_count, 1);
+    assert.match(s.last_error_message, /unreadable feed: invalid XML/);
+  });
+
+  test("429 with Retry-After: the job retries after that delay, then succeeds and resets errors", async () => {
+    const limited = await addSource("Limited", "/feeds/limited.xml");
+    app.script("/feeds/limited.xml", [{ status: 429, headers: { "retry-after": "2" } }, feed(RSS.replaceAll("rss-", "lim-").replaceAll("n.io", "l.io"))]);
+    const job = await refresh({ source_id: limited.id });
+    assert.equal(job.status, "succeeded");
+    assert.equal(job.runs[0].error.class, "rate_limited");
+    const [first, ...rest] = app.requests("/feeds/limited.xml");
+    const second = rest.at(-1);
+    assert.ok(second.at - first.at >= 2000, `refetched ${second.at - first.at} ms later`);
+    const s = await source(limited.id);
+    assert.equal(s.error_count, 0);
+    assert.equal(s.last_error_message, null);
+    assert.equal(s.retry_after_until, null);
+    assert.equal(s.items.new, 2);
+  });
+
+  test("5 consecutive failures disable a source; the admin re-enables it", async () => {
+    const flaky = await addSource("Flaky", "/feeds/flaky.xml");
+    app.script("/feeds/flaky.xml", [{ status: 500 }]);
+    for (let i = 1; i <= 5; i++) {
+      const job = await refresh({ source_id: flaky.id, force_refresh: true }, { max_attempts: 1 });
+      assert.equal(job.status, "dead");
+      const s = await source(flaky.id);
+      assert.equal(s.error_count, i);
+      assert.equal(s.is_active, i < 5, `after ${i} failures`);
+    }
+    const fetches = app.requests("/feeds/flaky.xml").length;
+    const skipped = await refresh({ source_id: flaky.id, force_refresh: true });
+    assert.equal(skipped.status, "succeeded");
+    assert.equal(skipped.result.sources[0].outcome, "inactive");
+    assert.equal(app.requests("/feeds/flaky.xml").length, fetches, "a disabled source is not fetched");
+
+    const enabled = await admin("PATCH", `/${flaky.id}`, { is_active: true });
+    assert.equal(enabled.status, 200);
+    assert.equal(enabled.body.is_active, true);
+    assert.equal(enabled.body.error_count, 0);
+    assert.equal(enabled.body.last_error_message, null);
+    app.script("/feeds/flaky.xml", [feed(ATOM.replaceAll("urn:atom", "urn:flaky"))]);
+    const ok = await refresh({ source_id: flaky.id });
+    assert.equal(ok.result.sources[0].new, 2);
+    assert.equal((await admin("PATCH", "/nope", { is_active: true })).status, 404);
+    assert.equal((await admin("PATCH", `/${flaky.id}`, { is_active: "yes" })).status, 422);
+  });
+});

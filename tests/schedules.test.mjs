@@ -1,0 +1,194 @@
+// Issue 4: recurring jobs. The schedules API on the built producer, and the sweep's periodic
+// enqueuer driven through the producer's real `scheduled` handler at chosen times.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { tick, MINUTE, HOUR } from "./support/sweep.mjs";
+
+const admin = { token: TOKENS.admin };
+
+describe("schedules API", () => {
+  let p;
+  before(async () => {
+    p = await startPlatform();
+  });
+  after(() => p.dispose());
+
+  const api = (method, path, json) => p.request(method, `/v1/admin/schedules${path}`, { ...admin, json });
+
+  test("seed 000's cadences are installed, valid, and listed page by page", async () => {
+    const names = [];
+    let cursor = "";
+    for (let pages = 0; pages < 10; pages++) {
+      const res = await api("GET", `?limit=5${cursor}`);
+      assert.equal(res.status, 200);
+      assert.ok(res.body.schedules.length <= 5);
+      names.push(...res.body.schedules.map((s) => s.name));
+      if (!res.body.next_cursor) break;
+      cursor = `&cursor=${res.body.next_cursor}`;
+    }
+    assert.equal(names.length, 14);
+    assert.equal(new Set(names).size, 14);
+    for (const name of ["rss_feed_refresh", "weather_forecast", "weather_alerts", "inbound_email", "ai_tagging"]) {
+      assert.ok(names.includes(name), name);
+    }
+    const market = await api("GET", "/stock_refresh_market_hours");
+    assert.equal(market.status, 200);
+    assert.equal(market.body.type, "stock_refresh");
+    assert.match(market.body.cron_expression, /^CRON_TZ=America\/New_York 30-55\/5 9 \* \* 1-5; \*\/5 10-15/);
+    assert.equal(market.body.next_run_at, null, "planned by the first sweep");
+    // Each default passes the same validation as a client's write: PUT it back unchanged.
+    const all = (await api("GET", "?limit=100")).body.schedules;
+    for (const s of all) {
+      const { name, description, type, payload, cron_expression, enabled, priority, max_attempts, dedup_key, created_by } = s;
+      const put = await api("PUT", `/${s.id}`, { name, description, type, payload, cron_expression, enabled, priority, max_attempts, dedup_key, created_by });
+      assert.equal(put.status, 200, `${name}: ${JSON.stringify(put.body)}`);
+    }
+  });
+
+  test("a bad expression or job is a 422 naming the problem, and nothing is written", async () => {
+    const before = await p.count("SELECT count(*) FROM schedules");
+    const cases = [
+      [{ cron_expression: "61 * * * *" }, "invalid_cron", "cron_expression", /61/],
+      [{ cron_expression: "* * * *" }, "invalid_cron", "cron_expression", /4 fields/],
+      [{ cron_expression: "CRON_TZ=Mars/Base 0 * * * *" }, "invalid_cron", "cron_expression", /unknown time zone/],
+      [{ cron_expression: "@every 10s" }, "invalid_cron", "cron_expression", /shorter than 1m/],
+      [{ cron_expression: "0 0 30 2 *" }, "invalid_cron", "cron_expression", /never/],
+      [{ type: "nope" }, "unknown_type", "type", /nope/],
+      [{ type: "http", payload: { url: "ftp://x" } }, "invalid_payload", "payload.url", /./],
+      [{ priority: 101 }, "out_of_range", "priority", /0 and 100/],
+      [{ surprise: 1 }, "unknown_field", "surprise", /./],
+    ];
+    for (const [override, code, field, message] of cases) {
+      const res = await api("POST", "", { name: "bad", type: "noop", cron_expression: "@hourly", ...override });
+      assert.equal(res.status, 422, JSON.stringify(override));
+      assert.equal(res.body.error.code, code, JSON.stringify(res.body));
+      assert.equal(res.body.error.field, field);
+      assert.match(res.body.error.message, message);
+    }
+    assert.equal(await p.count("SELECT count(*) FROM schedules"), before);
+    const forbidden = await p.request("GET", "/v1/admin/schedules", { token: TOKENS.enqueue });
+    assert.equal(forbidden.status, 403);
+  });
+
+  test("create, get, patch, put, toggle, delete", async () => {
+    const created = await api("POST", "", {
+      name: "nightly_noop",
+      description: "test",
+      type: "noop",
+      cron_expression: "CRON_TZ=Europe/Berlin 0 3 * * *",
+      priority: 20,
+      max_attempts: 2,
+      created_by: "ops@example.com",
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const s = created.body;
+    assert.equal(s.enabled, true);
+    assert.deepEqual([s.priority, s.max_attempts, s.created_by], [20, 2, "ops@example.com"]);
+    const next = new Date(s.next_run_at);
+    assert.ok(next > Date.now() && next - Date.now() <= 25 * HOUR, s.next_run_at);
+    assert.equal(next.getUTCMinutes(), 0);
+    assert.ok([1, 2].includes(next.getUTCHours()), "03:00 Berlin is 01:00 or 02:00 UTC");
+
+    assert.equal((await api("POST", "", { name: "nightly_noop", type: "noop", cron_expression: "@daily" })).status, 409);
+
+    const patched = await api("PATCH", `/${s.id}`, { priority: 30, cron_expression: "@every 90m" });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.equal(patched.body.priority, 30);
+    assert.equal(patched.body.description, "test", "PATCH keeps the other fields");
+    const every = new Date(patched.body.next_run_at) - Date.now();
+    assert.ok(every > 89 * MINUTE && every <= 90 * MINUTE, "re-planned from now");
+    assert.equal((await api("PATCH", `/${s.id}`, { cron_expression: "bad" })).body.error.field, "cron_expression");
+
+    const put = await api("PUT", `/${s.id}`, { name: "nightly_noop", type: "noop", cron_expression: "@every 90m" });
+    assert.equal(put.status, 200);
+    assert.deepEqual([put.body.priority, put.body.description, put.body.max_attempts], [0, null, null], "PUT replaces");
+    assert.equal(put.body.next_run_at, patched.body.next_run_at, "same expression: same plan");
+
+    const off = await p.request("POST", `/v1/admin/schedules/${s.id}/toggle`, admin);
+    assert.equal(off.status, 200);
+    assert.equal(off.body.enabled, false);
+    const on = await api("POST", `/nightly_noop/toggle`, { enabled: true });
+    assert.equal(on.body.enabled, true, "by name, with an explicit value");
+    assert.equal((await api("POST", `/${s.id}/toggle`, { enabled: "yes" })).status, 422);
+
+    assert.equal((await api("GET", `/${s.id}`)).body.name, "nightly_noop");
+    assert.equal((await api("DELETE", `/${s.id}`)).status, 204);
+    assert.equal((await api("GET", `/${s.id}`)).status, 404);
+    assert.equal((await api("DELETE", `/${s.id}`)).status, 404);
+  });
+});
+
+describe("the periodic enqueuer", () => {
+  let p;
+  before(async () => {
+    p = await startPlatform();
+  });
+  after(() => p.dispose());
+
+  const runsOf = (id) => p.count("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?", id);
+  const jobsOf = (id) =>
+    p.count("SELECT count(*) FROM jobs WHERE id IN (SELECT job_id FROM schedule_runs WHERE schedule_id = ?)", id);
+
+  test("the migration's schedules are planned by the first tick, then run", async () => {
+    const t0 = Date.UTC(2030, 0, 7, 14, 2); // a Monday, 09:02 in New York
+    await tick(p, t0);
+    const market = (await p.request("GET", "/v1/admin/schedules/stock_refresh_market_hours", admin)).body;
+    assert.equal(market.next_run_at, new Date(Date.UTC(2030, 0, 7, 14, 30)).toISOString(), "09:30 New York");
+    const inbound = (await p.request("GET", "/v1/admin/schedules/inbound_email", admin)).body;
+    assert.equal(inbound.next_run_at, new Date(t0 + MINUTE).toISOString());
+    assert.equal(await runsOf(inbound.id), 0, "planning does not run it");
+    await tick(p, t0 + MINUTE);
+    assert.equal(await runsOf(inbound.id), 1);
+  });
+
+  test("fires on its ticks, once per due time, and catches up once after a gap", async () => {
+    const created = await p.request("POST", "/v1/admin/schedules", {
+      ...admin,
+      json: { name: "every_ten", type: "noop", payload: { fail_times: 0 }, cron_expression: "*/10 * * * *", priority: 7 },
+    });
+    assert.equal(created.status, 201);
+    const { id } = created.body;
+    const due = Date.parse(created.body.next_run_at);
+    assert.equal(due % (10 * MINUTE), 0);
+
+    await tick(p, due - MINUTE);
+    assert.equal(await runsOf(id), 0, "not before it is due");
+
+    await tick(p, due);
+    assert.equal(await runsOf(id), 1);
+    assert.equal(await jobsOf(id), 1);
+    const job = await p.db
+      .prepare("SELECT * FROM jobs WHERE id = (SELECT job_id FROM schedule_runs WHERE schedule_id = ?)")
+      .bind(id)
+      .first();
+    assert.deepEqual([job.type, job.family, job.priority, job.payload], ["noop", "default", 7, '{"fail_times":0}']);
+    assert.ok(job.sent_at, "sent to its queue");
+
+    await tick(p, due); // the same tick again (a retried or overlapping cron run)
+    await tick(p, due + 30_000);
+    await tick(p, due + MINUTE);
+    assert.equal(await runsOf(id), 1, "never twice for one due time");
+    assert.equal(await jobsOf(id), 1);
+
+    await tick(p, due + 10 * MINUTE);
+    assert.equal(await runsOf(id), 2);
+
+    // Down from due+20m until due+3h15m: one run now, the 17 it missed are recorded.
+    await tick(p, due + 3 * HOUR + 15 * MINUTE);
+    assert.equal(await runsOf(id), 3);
+    const s = (await p.request("GET", `/v1/admin/schedules/${id}`, admin)).body;
+    assert.equal(s.missed_runs, 17);
+    assert.equal(s.recent_runs.length, 3);
+    assert.equal(s.recent_runs[0].missed, 17);
+    assert.equal(s.recent_runs[0].due_at, new Date(due + 20 * MINUTE).toISOString());
+    assert.equal(s.next_run_at, new Date(due + 3 * HOUR + 20 * MINUTE).toISOString());
+    assert.equal(s.last_run_at, new Date(due + 3 * HOUR + 15 * MINUTE).toISOString());
+
+    // Disabled: nothing fires; re-enabled: planned from now, the disabled time not caught up.
+    await p.request("POST", `/v1/admin/schedules/${id}/toggle`, { ...admin, json: { enabled: false } });
+    await tick(p, due + 4 * HOUR);
+    assert.equal(await runsOf(id), 3);
+  });
+
+});
