@@ -60,3 +60,9 @@ INSERT INTO schedules (name, description, type, payload, cron_expression, create
   ('sitemap_generation', 'Sitemap XML, daily at 03:00 UTC', 'sitemap_generation', '{}', '0 3 * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),
   ('click_rollup', 'Hourly click rollup', 'click_rollup', '{}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),
   ('ai_tagging', 'Tag untagged feed items, hourly', 'ai_tagging', '{"trigger":"scheduled"}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000);
+
+-- Types delivered to an app start disabled: until their ENDPOINT_<TYPE> is set they could only
+-- go dead as not_configured, every tick. Enable one with
+-- PATCH /v1/admin/schedules/{name} {"enabled": true} once its endpoint is configured.
+UPDATE schedules SET enabled = 0
+  WHERE type NOT IN ('rss_feed_refresh', 'link_health_check', 'ai_tagging');

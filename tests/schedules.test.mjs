@@ -130,7 +130,12 @@ describe("the periodic enqueuer", () => {
   const jobsOf = (id) =>
     p.count("SELECT count(*) FROM jobs WHERE id IN (SELECT job_id FROM schedule_runs WHERE schedule_id = ?)", id);
 
-  test("the migration's schedules are planned by the first tick, then run", async () => {
+  test("the migration's schedules: app-delivered ones start disabled; planned by the first tick, then run", async () => {
+    const get = async (name) => (await p.request("GET", `/v1/admin/schedules/${name}`, admin)).body;
+    assert.equal((await get("rss_feed_refresh")).enabled, true, "built-in handler: on");
+    assert.equal((await get("inbound_email")).enabled, false, "delivered to an app: off until configured");
+    // As a deployment that ships them on would have them: enabled and never yet planned.
+    await p.db.prepare("UPDATE schedules SET enabled = 1 WHERE name IN ('inbound_email', 'stock_refresh_market_hours')").run();
     const t0 = Date.UTC(2030, 0, 7, 14, 2); // a Monday, 09:02 in New York
     await tick(p, t0);
     const market = (await p.request("GET", "/v1/admin/schedules/stock_refresh_market_hours", admin)).body;
