@@ -36,8 +36,9 @@ CREATE INDEX schedule_runs_fired ON schedule_runs (fired_at);
 -- ms: when priority aging last raised the job (seed 002: +10 every 5 minutes after an hour).
 ALTER TABLE jobs ADD COLUMN aged_at INTEGER;
 
--- The outbox: jobs with no message known to be in a queue (the scheduler and re-sender).
-CREATE INDEX jobs_outbox ON jobs (status, run_at) WHERE sent_at IS NULL;
+-- No index of its own for the outbox (sent_at IS NULL): the scheduler and the re-sender read
+-- jobs_status_run_at by status and due time, and an outbox index would cost every job two more
+-- row writes (on insert, and when its claim sets sent_at) to serve a once-a-minute scan.
 -- The retention cleaner: finished jobs by age.
 CREATE INDEX jobs_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL;
 
@@ -61,8 +62,8 @@ INSERT INTO schedules (name, description, type, payload, cron_expression, create
   ('click_rollup', 'Hourly click rollup', 'click_rollup', '{}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),
   ('ai_tagging', 'Tag untagged feed items, hourly', 'ai_tagging', '{"trigger":"scheduled"}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000);
 
--- Types delivered to an app start disabled: until their ENDPOINT_<TYPE> is set they could only
--- go dead as not_configured, every tick. Enable one with
--- PATCH /v1/admin/schedules/{name} {"enabled": true} once its endpoint is configured.
+-- Schedules whose type needs configuration start disabled: until an app's ENDPOINT_<TYPE> (or,
+-- for ai_tagging, LLM_API_KEY) is set they could only go dead as not_configured, every tick.
+-- Enable one with PATCH /v1/admin/schedules/{name} {"enabled": true} once it is configured.
 UPDATE schedules SET enabled = 0
-  WHERE type NOT IN ('rss_feed_refresh', 'link_health_check', 'ai_tagging');
+  WHERE type NOT IN ('rss_feed_refresh', 'link_health_check');

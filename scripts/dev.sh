@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+bash scripts/install-chromium.sh # screenshot_capture's browser, behind the stand-in
 
 # Local secrets, made once. The consumer reads its own .dev.vars beside its config.
 if [ ! -f .dev.vars ]; then
@@ -33,5 +34,14 @@ cat <<MSG
     curl -s http://localhost:$port/v1/jobs/<id> -H "Authorization: Bearer $token"
 
 MSG
-exec npx wrangler dev -c wrangler.toml -c consumer/wrangler.toml \
+
+# screenshot_capture: a headless Chromium on the port the stand-in's config names, stopped with
+# this script; the consumer runs its local config, whose BROWSER is the stand-in (README
+# "Screenshots").
+chromium_port=$(sed -n 's|^CHROMIUM_URL = "http://127.0.0.1:\([0-9]*\)"|\1|p' dev/browser-standin/wrangler.toml)
+node dev/browser-standin/chromium.mjs "$chromium_port" &
+chromium_pid=$!
+trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
+consumer_config=$(node scripts/local-config.mjs)
+npx wrangler dev -c wrangler.toml -c "$consumer_config" -c dev/browser-standin/wrangler.toml \
   --persist-to .wrangler/state --port "$port" --test-scheduled

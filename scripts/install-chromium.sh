@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium for the dashboard's browser test, once: skipped when present.
+# Installs Debian's chromium (the dashboard's browser test; screenshot_capture's browser behind
+# the Browser Rendering stand-in in dev and tests), once: skipped when present.
 set -euo pipefail
 if [ -x /usr/bin/chromium ]; then
   exit 0

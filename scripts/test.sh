@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-bash scripts/install-chromium.sh # the dashboard's browser test
+bash scripts/install-chromium.sh # the dashboard's browser test and screenshot_capture's browser
 cargo test -p jobs-shared
 node scripts/build.mjs
 node --test --test-concurrency=1 tests/*.test.mjs

@@ -321,7 +321,9 @@ describe("bad input gets a clear error and writes nothing", () => {
       status: "ok",
       d1: true,
       queues: true,
-      auth: { enqueue_tokens: true, admin_tokens: true },
+      auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false },
+      // No channel configured: nothing is ever sent (tests/observability.test.mjs sets them).
+      escalation: { pagerduty: false, slack: false, digest: false, dashboard_links: false },
     });
   });
 });

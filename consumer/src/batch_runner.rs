@@ -1,6 +1,7 @@
 //! One queue batch, start to end: claim every job in one D1 round trip, run the handlers
 //! concurrently, record every outcome in a second round trip, then ack, retry or dead-letter
-//! each message. Every message leaves with an explicit ack or retry.
+//! each message. Every message leaves with an explicit ack or retry. What it tells the outside
+//! (log lines, Analytics Engine) goes through crate::job_events.
 
 use std::collections::HashMap;
 
@@ -11,10 +12,11 @@ use jobs_shared::{
 };
 use serde_json::Value;
 use worker::js_sys::Math;
-use worker::{console_error, console_log, D1Database, Env};
+use worker::{console_error, D1Database, Env};
 
 use crate::claim_store::{self, Claimed, Finished, Seen};
 use crate::delivery::Delivery;
+use crate::job_events::{self, correlation, Recorded};
 use crate::{chain, dead_letters, handlers, now_ms};
 
 /// When D1 itself fails, the whole batch comes back after this long.
@@ -48,21 +50,7 @@ pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
     if let Err(e) = run_jobs(&db, family, &valid, env, &mut stats).await {
         d1_failed(&valid, &e);
     }
-    log_batch(queue, valid.len(), &stats, now_ms() - started);
-}
-
-/// One line per batch: its size, wall time and D1 work (what the benchmark counts).
-fn log_batch(queue: &str, messages: usize, stats: &D1Stats, duration_ms: i64) {
-    let line = serde_json::json!({
-        "event": "batch.completed",
-        "queue": queue,
-        "messages": messages,
-        "duration_ms": duration_ms,
-        "d1.round_trips": stats.round_trips,
-        "d1.rows_read": stats.rows_read,
-        "d1.rows_written": stats.rows_written,
-    });
-    console_log!("{line}");
+    job_events::batch_completed(queue, valid.len(), &stats, now_ms() - started);
 }
 
 async fn run_jobs(
@@ -85,7 +73,10 @@ async fn run_jobs(
         match claimed.remove(id) {
             Some(job) => runs.push((delivery, job)),
             // Paused: held in D1 without spending an attempt; the resume re-sends it.
-            None if claim.held.iter().any(|h| h.id == id) => delivery.ack(),
+            None if claim.held.iter().any(|h| h.id == id) => {
+                job_events::skipped(delivery, family, "paused", None);
+                delivery.ack()
+            }
             None => settle_unclaimed(delivery, family, seen.get(id).copied(), now),
         }
     }
@@ -93,6 +84,9 @@ async fn run_jobs(
         return Ok(());
     }
 
+    for (delivery, job) in &runs {
+        job_events::started(job, family, delivery);
+    }
     let mut attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
     let decisions: Vec<Decision> = runs
         .iter()
@@ -136,6 +130,7 @@ async fn run_jobs(
                 .ok()
                 .and_then(|r| r.as_ref())
                 .map(Value::to_string),
+            cost_cents: attempt.cost_cents,
             chain,
         })
         .collect();
@@ -147,23 +142,33 @@ async fn run_jobs(
         return Ok(());
     }
 
+    let recorded: Vec<Recorded> = finished
+        .iter()
+        .map(|f| Recorded {
+            job: f.job,
+            decision: f.decision,
+            duration_ms: f.finished_at - f.started_at,
+            cost_cents: f.cost_cents,
+        })
+        .collect();
+    job_events::recorded(family, &recorded, env);
     let mut dead = Vec::new();
     for ((delivery, job), decision) in runs.iter().zip(&decisions) {
-        log_outcome(job, delivery, decision);
         match decision {
             Decision::Succeed | Decision::Hold { .. } => delivery.ack(),
             Decision::Retry { delay_secs, .. } => delivery.retry((*delay_secs).into()),
             Decision::Dead { .. } => dead.push((
                 *delivery,
-                JobMessage {
-                    v: jobs_shared::MESSAGE_VERSION,
-                    id: job.id.clone(),
-                    job_type: job.job_type.clone(),
-                },
+                JobMessage::stored(&job.id, &job.job_type, Some(correlation(job))),
             )),
         }
     }
-    let next_steps: Vec<_> = plans.iter().filter_map(|p| p.next.as_ref()).collect();
+    // A chain's next step inherits the step's correlation id.
+    let next_steps: Vec<_> = plans
+        .iter()
+        .zip(&runs)
+        .filter_map(|(p, (_, job))| Some((p.next.as_ref()?, correlation(job))))
+        .collect();
     futures::join!(
         dead_letters::send(family, &dead, env),
         chain::send(env, &next_steps)
@@ -176,60 +181,66 @@ struct Attempt {
     started_at: i64,
     finished_at: i64,
     outcome: Result<Option<Value>, JobError>,
+    /// What the attempt spent (see handlers::HandlerRun).
+    cost_cents: f64,
     /// Checked follow-up jobs the handler returned (see crate::chain).
     follow_ups: Vec<Value>,
 }
 
 async fn execute(job: &Claimed, env: &Env) -> Attempt {
     let started_at = now_ms();
-    let outcome = match JobType::parse(&job.job_type) {
-        Some(job_type) => handlers::run(job, job_type, env).await,
-        None => Err(JobError::new(
-            ErrorClass::InvalidPayload,
-            format!("unknown job type {}", job.job_type),
-        )),
+    let ran = match JobType::parse(&job.job_type) {
+        Some(job_type) => handlers::run(job, job_type, env, started_at).await,
+        None => handlers::HandlerRun {
+            outcome: Err(JobError::new(
+                ErrorClass::InvalidPayload,
+                format!("unknown job type {}", job.job_type),
+            )),
+            cost_cents: 0.0,
+        },
     };
     let finished_at = now_ms();
-    let (outcome, follow_ups) = chain::take_follow_ups(outcome, finished_at);
+    let (outcome, follow_ups) = chain::take_follow_ups(ran.outcome, finished_at);
     Attempt {
         started_at,
         finished_at,
         outcome,
+        cost_cents: ran.cost_cents,
         follow_ups,
     }
 }
 
 /// A message whose job was not claimed: say why, and ack or retry it accordingly.
 fn settle_unclaimed(delivery: &Delivery, family: Family, seen: Option<&Seen>, now: i64) {
+    let ack = |reason: &str| {
+        job_events::skipped(delivery, family, reason, None);
+        delivery.ack()
+    };
+    let retry = |reason: &str, secs: u64| {
+        job_events::skipped(delivery, family, reason, Some(secs));
+        delivery.retry(secs)
+    };
     let Some(seen) = seen else {
-        console_log!(
-            "ack: no job {} (deleted, or never written)",
-            delivery.job_id().unwrap_or_default()
-        );
-        return delivery.ack();
+        return ack("not_found"); // deleted, or never written
     };
     if seen.family != family.as_str() {
         // Priority aging promoted the job and sent it to its new family's queue.
-        console_log!(
-            "ack: job {} moved to {}; this {} message is superseded",
-            seen.id,
-            seen.family,
-            family.as_str()
-        );
-        return delivery.ack();
+        return ack("superseded");
     }
     match JobStatus::parse(&seen.status) {
         // Another attempt holds the lease; if its worker died, this message takes over after.
-        Some(JobStatus::Running) => {
-            delivery.retry(secs_until(seen.lease_until.unwrap_or(now), now))
-        }
+        Some(JobStatus::Running) => retry(
+            "lease_held",
+            secs_until(seen.lease_until.unwrap_or(now), now),
+        ),
         // Delivered early: wait until due.
         Some(JobStatus::Queued | JobStatus::Retrying) if seen.run_at > now => {
-            delivery.retry(secs_until(seen.run_at, now))
+            retry("not_due", secs_until(seen.run_at, now))
         }
         // Finished already, held in D1 for the sweep, or a duplicate of a message this batch
         // just claimed: nothing to run.
-        _ => delivery.ack(),
+        Some(status) if status.is_terminal() => ack("finished"),
+        _ => ack("duplicate"),
     }
 }
 
@@ -240,19 +251,4 @@ fn secs_until(at_ms: i64, now: i64) -> u64 {
 fn d1_failed(deliveries: &[&Delivery], e: &dyn std::fmt::Display) {
     console_error!("D1 unavailable, batch retried in {D1_RETRY_SECS} s: {e}");
     deliveries.iter().for_each(|d| d.retry(D1_RETRY_SECS));
-}
-
-fn log_outcome(job: &Claimed, delivery: &Delivery, decision: &Decision) {
-    let line = serde_json::json!({
-        "event": match decision {
-            Decision::Succeed => "job.completed",
-            Decision::Retry { .. } | Decision::Hold { .. } => "job.retry_scheduled",
-            Decision::Dead { .. } => "job.exhausted",
-        },
-        "job.id": job.id,
-        "job.type": job.job_type,
-        "job.attempt": job.attempts,
-        "delivery.attempts": delivery.delivery_attempts,
-    });
-    console_log!("{line}");
 }

@@ -142,8 +142,8 @@ pub fn statements(
                 .prepare(format!(
                     "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \
                      attempts, max_attempts, run_at, created_at, updated_at, parent_id, chain_step, \
-                     next_steps) \
-                     SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15 \
+                     next_steps, correlation_id) \
+                     SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16 \
                      WHERE {STEP_WRITTEN}"
                 ))
                 .bind(&guarded(vec![
@@ -159,6 +159,8 @@ pub fn statements(
                     JsValue::from_str(parent_id),
                     num((*index).into()),
                     rest.map_or(JsValue::NULL, |r| JsValue::from_str(&r)),
+                    // Chains inherit the correlation id of the request that started them.
+                    JsValue::from_str(crate::job_events::correlation(job)),
                 ]))?;
             // A chain a handler started, or one an operator's retry revived, runs (again).
             vec![insert, parent(parent_id, "running", None)?]
@@ -171,14 +173,15 @@ pub fn statements(
     })
 }
 
-/// Sends each next step's message (the step is already in D1; a failed send leaves it in the
-/// outbox for the sweep).
-pub async fn send(env: &Env, jobs: &[&NewJob]) {
-    join_all(jobs.iter().map(|job| async move {
+/// Sends each next step's message with its correlation id (the step is already in D1; a
+/// failed send leaves it in the outbox for the sweep).
+pub async fn send(env: &Env, jobs: &[(&NewJob, &str)]) {
+    join_all(jobs.iter().map(|(job, cid)| async move {
         let Delivery::Send { delay_secs } = job.delivery else {
             return;
         };
-        let message = MessageBuilder::new(JobMessage::new(&job.id, job.job_type))
+        let message = JobMessage::stored(&job.id, job.job_type.as_str(), Some(cid));
+        let message = MessageBuilder::new(message)
             .delay_seconds(delay_secs)
             .build();
         let sent = match env.queue(job.family.queue_binding()) {

@@ -26,6 +26,8 @@ pub struct Claimed {
     pub chain_step: Option<u32>,
     pub next_steps: Option<String>,
     pub chain_status: Option<String>,
+    /// The enqueue request's correlation id (NULL on jobs written without one).
+    pub correlation_id: Option<String>,
 }
 
 /// A job's state as it was before the claim, to explain each message that claimed nothing.
@@ -77,7 +79,7 @@ pub async fn claim(
              AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
-             parent_id, chain_step, next_steps, chain_status"
+             parent_id, chain_step, next_steps, chain_status, correlation_id"
         ))
         .bind(&[
             ids_json.clone(),
@@ -116,6 +118,8 @@ pub struct Finished<'a> {
     pub finished_at: i64,
     pub decision: &'a Decision,
     pub result: Option<String>,
+    /// What the attempt spent, in cents (job_runs.cost_cents).
+    pub cost_cents: f64,
     pub chain: &'a Planned,
 }
 
@@ -134,8 +138,8 @@ pub async fn record(
         statements.push(
             db.prepare(
                 "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
-                 error_class, error_message, duration_ms) \
-                 SELECT ?1, ?2, attempts, ?3, ?4, ?5, ?6, ?7, ?8 FROM jobs \
+                 error_class, error_message, duration_ms, cost_cents) \
+                 SELECT ?1, ?2, attempts, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM jobs \
                  WHERE id = ?1 AND status = 'running' AND runs = ?2",
             )
             .bind(&[
@@ -147,13 +151,14 @@ pub async fn record(
                 opt_str(outcome.error_class),
                 opt_str(outcome.error_message.as_deref()),
                 num(f.finished_at - f.started_at),
+                JsValue::from_f64(f.cost_cents),
             ])?,
         );
         statements.push(
             db.prepare(
                 "UPDATE jobs SET status = ?3, result = ?4, error_class = ?5, last_error = ?6, \
                  run_at = COALESCE(?7, run_at), sent_at = ?8, finished_at = ?9, lease_until = NULL, \
-                 updated_at = ?10 \
+                 updated_at = ?10, escalated_at = NULL \
                  WHERE id = ?1 AND status = 'running' AND runs = ?2",
             )
             .bind(&[

@@ -50,26 +50,34 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
     let arrivals = JsValue::from_str(&Value::Array(arrivals).to_string());
     let now = JsValue::from_f64(now_ms() as f64);
     let live = sql_in_list(&JobStatus::live());
-    let written = async {
-        let db = env.d1("DB")?;
-        let mark_dead = db
-            .prepare(format!(
-                "UPDATE jobs SET status = 'dead', error_class = 'delivery_exhausted', \
+    let written =
+        async {
+            let db = env.d1("DB")?;
+            let mark_dead = db
+                .prepare(format!(
+                    "UPDATE jobs SET status = 'dead', error_class = 'delivery_exhausted', \
                  last_error = 'the queue gave up delivering this job (max_retries)', \
-                 finished_at = ?1, updated_at = ?1, lease_until = NULL \
+                 finished_at = ?1, updated_at = ?1, lease_until = NULL, escalated_at = NULL \
                  WHERE id IN (SELECT json_extract(value, '$.id') FROM json_each(?2)) \
                  AND status IN ({live})"
-            ))
-            .bind(&[now.clone(), arrivals.clone()])?;
-        let list = db
-            .prepare(
-                "INSERT INTO dead_letters (job_id, family, arrived_at, delivery_attempts) \
+                ))
+                .bind(&[now.clone(), arrivals.clone()])?;
+            let list = db
+                .prepare(
+                    "INSERT INTO dead_letters (job_id, family, arrived_at, delivery_attempts) \
                  SELECT json_extract(value, '$.id'), ?3, ?1, json_extract(value, '$.attempts') \
                  FROM json_each(?2)",
+                )
+                .bind(&[now, arrivals, family.as_str().into()])?;
+            // GET /metrics' job_dead_letters_total, without counting the table.
+            let count = db
+            .prepare(
+                "INSERT INTO metric_counters (name, label, value) VALUES ('dead_letters', ?1, ?2) \
+                 ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value",
             )
-            .bind(&[now, arrivals, family.as_str().into()])?;
-        db.batch(vec![mark_dead, list]).await
-    };
+            .bind(&[family.as_str().into(), JsValue::from_f64(deliveries.len() as f64)])?;
+            db.batch(vec![mark_dead, list, count]).await
+        };
     match written.await {
         Ok(_) => deliveries.iter().for_each(Delivery::ack),
         Err(e) => {

@@ -6,13 +6,17 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod batch_runner;
+mod budget_store;
+mod cdp_session;
 mod chain;
 mod claim_store;
 mod dead_letters;
 mod delivery;
 mod handlers;
+mod job_events;
 mod link_store;
 mod rss_store;
+mod tagging_store;
 
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};

@@ -265,6 +265,9 @@ function start() {
   refresh();
   search(false);
   schedule();
+  // Escalation messages link to one job: /dashboard/#job=<id>.
+  const linked = /^#job=([0-9A-Za-z]+)$/.exec(location.hash);
+  if (linked) showJob(linked[1]);
 }
 
 document.addEventListener("DOMContentLoaded", () => {

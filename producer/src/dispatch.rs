@@ -5,13 +5,13 @@ use worker::{BatchMessageBuilder, Env, MessageBuilder};
 
 /// Sends each job's message (delayed where the job asked for it). A failed send is logged and
 /// left alone: the job is already in D1 in the outbox, and the sweep re-sends it.
-pub async fn send(env: &Env, jobs: &[&NewJob]) {
+pub async fn send(env: &Env, jobs: &[&NewJob], correlation_id: &str) {
     let outgoing = jobs
         .iter()
         .filter_map(|job| match job.delivery {
             Delivery::Send { delay_secs } => Some(Outgoing {
                 family: job.family,
-                message: JobMessage::new(&job.id, job.job_type),
+                message: JobMessage::stored(&job.id, job.job_type.as_str(), Some(correlation_id)),
                 delay_secs,
             }),
             Delivery::Hold { .. } => None,
@@ -33,11 +33,7 @@ impl Outgoing {
     pub fn stored(id: &str, job_type: &str, family: &str, delay_secs: u32) -> Option<Outgoing> {
         Some(Outgoing {
             family: Family::parse(family)?,
-            message: JobMessage {
-                v: jobs_shared::MESSAGE_VERSION,
-                id: id.to_string(),
-                job_type: job_type.to_string(),
-            },
+            message: JobMessage::stored(id, job_type, None),
             delay_secs,
         })
     }

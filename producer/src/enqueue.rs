@@ -1,5 +1,6 @@
 //! POST /v1/jobs and POST /v1/jobs/batch: validate everything, write to D1 in one batch, then
 //! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
+//! Every job of a request carries the request's correlation id (crate::correlation).
 
 use jobs_shared::{job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob};
 use serde::Serialize;
@@ -7,7 +8,7 @@ use worker::{Env, Request, Response};
 
 use crate::env_config::now_ms;
 use crate::job_store::{self, Written};
-use crate::{body, dispatch, respond};
+use crate::{body, correlation, dispatch, respond};
 
 #[derive(Serialize)]
 struct Accepted<'a> {
@@ -15,18 +16,23 @@ struct Accepted<'a> {
     status: &'a str,
     family: &'static str,
     deduplicated: bool,
+    /// This request's correlation id (also in the X-Request-Id header).
+    correlation_id: &'a str,
 }
 
 pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
     let job = validate_enqueue(&body, job_id(now, random_u128()?), now)?;
-    let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now).await?;
+    let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now, &cid).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
-    with_stats(respond::json(status, &accepted(&job, &written[0]))?, stats)
+    let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
+    correlation::with_header(with_stats(response, stats)?, &cid)
 }
 
 pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
     // Monotonic ULIDs within the request: one random draw, then successors (as the ULID
@@ -38,25 +44,24 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now)?;
-    let (written, stats) = write_and_send(env, &jobs, now).await?;
+    let (written, stats) = write_and_send(env, &jobs, now, &cid).await?;
     let results: Vec<_> = jobs
         .iter()
         .zip(&written)
-        .map(|(job, w)| accepted(job, w))
+        .map(|(job, w)| accepted(job, w, &cid))
         .collect();
-    with_stats(
-        respond::json(202, &serde_json::json!({ "jobs": results }))?,
-        stats,
-    )
+    let response = respond::json(202, &serde_json::json!({ "jobs": results }))?;
+    correlation::with_header(with_stats(response, stats)?, &cid)
 }
 
 async fn write_and_send(
     env: &Env,
     jobs: &[NewJob],
     now: i64,
+    cid: &str,
 ) -> Result<(Vec<Written>, D1Stats), ApiError> {
     let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
-    let (written, stats) = job_store::insert(&db, jobs, now)
+    let (written, stats) = job_store::insert(&db, jobs, now, cid)
         .await
         .map_err(|e| respond::internal(&e))?;
     let fresh: Vec<&NewJob> = jobs
@@ -65,7 +70,7 @@ async fn write_and_send(
         .filter(|(_, w)| !w.deduplicated)
         .map(|(job, _)| job)
         .collect();
-    dispatch::send(env, &fresh).await;
+    dispatch::send(env, &fresh, cid).await;
     Ok((written, stats))
 }
 
@@ -78,12 +83,13 @@ fn with_stats(mut response: Response, stats: D1Stats) -> Result<Response, ApiErr
     Ok(response)
 }
 
-fn accepted<'a>(job: &NewJob, written: &'a Written) -> Accepted<'a> {
+fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Accepted<'a> {
     Accepted {
         id: &written.id,
         status: &written.status,
         family: job.family.as_str(),
         deduplicated: written.deduplicated,
+        correlation_id: cid,
     }
 }
 

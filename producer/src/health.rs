@@ -1,5 +1,7 @@
 //! GET /healthz: liveness plus what is configured, so a missing secret shows before a job fails.
+//! `escalation` says which notification channels are set: an unset one sends nothing.
 
+use jobs_shared::escalation::EscalationConfig;
 use jobs_shared::{ApiError, Family};
 use serde_json::json;
 use worker::{Env, Response};
@@ -14,6 +16,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
     let queues = Family::ALL
         .iter()
         .all(|f| env.queue(f.queue_binding()).is_ok());
+    let escalation = EscalationConfig::from_vars(|name| env_config::string(env, name));
     let body = json!({
         "status": if d1 && queues { "ok" } else { "degraded" },
         "d1": d1,
@@ -21,6 +24,13 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         "auth": {
             "enqueue_tokens": env_config::string(env, "ENQUEUE_TOKENS").is_some(),
             "admin_tokens": env_config::string(env, "ADMIN_TOKENS").is_some(),
+            "metrics_tokens": env_config::string(env, "METRICS_TOKENS").is_some(),
+        },
+        "escalation": {
+            "pagerduty": escalation.pagerduty_routing_key.is_some(),
+            "slack": escalation.slack_webhook_url.is_some(),
+            "digest": escalation.digest_webhook_url.is_some(),
+            "dashboard_links": escalation.dashboard_url.is_some(),
         },
     });
     respond::json(if d1 && queues { 200 } else { 503 }, &body)

@@ -33,13 +33,14 @@ pub async fn insert(
     db: &D1Database,
     jobs: &[NewJob],
     now_ms: i64,
+    correlation_id: &str,
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
     let live = sql_in_list(&JobStatus::live());
     let insert_sql = format!(
         "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-         max_attempts, run_at, created_at, updated_at, next_steps, chain_status) \
+         max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?10, ?11, \
-         CASE WHEN ?11 IS NULL THEN NULL ELSE 'running' END) \
+         CASE WHEN ?11 IS NULL THEN NULL ELSE 'running' END, ?12) \
          ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
     );
     let live_sql = format!(
@@ -60,6 +61,7 @@ pub async fn insert(
             num(job.run_at_ms),
             num(now_ms),
             opt_str(job.steps.as_deref()),
+            correlation_id.into(),
         ])?);
         if let Some(key) = &job.dedup_key {
             statements.push(
@@ -137,6 +139,7 @@ pub struct JobRow {
     pub updated_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    pub correlation_id: Option<String>,
 }
 
 /// One attempt's record.
@@ -161,7 +164,7 @@ pub async fn find(
         JobRow,
         "SELECT id, type AS job_type, family, status, priority, payload, dedup_key, attempts, max_attempts, \
          run_at, error_class, last_error, result, created_at, updated_at, started_at, \
-         finished_at FROM jobs WHERE id = ?",
+         finished_at, correlation_id FROM jobs WHERE id = ?",
         id
     )
     .fetch_optional(conn);

@@ -42,6 +42,7 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "updated_at": rfc3339(job.updated_at),
         "started_at": job.started_at.map(rfc3339),
         "finished_at": job.finished_at.map(rfc3339),
+        "correlation_id": job.correlation_id,
         "runs": runs.iter().map(run_view).collect::<Vec<_>>(),
     })
 }

@@ -1,10 +1,12 @@
 //! The producer Worker: a thin adapter from HTTP, D1 and the queue bindings to the shared crate.
 
 mod admin;
+mod admin_budgets;
 mod admin_rss_sources;
 mod auth;
 mod body;
 mod chain_view;
+mod correlation;
 mod dashboard;
 mod dispatch;
 mod enqueue;
@@ -13,6 +15,7 @@ mod health;
 mod job_store;
 mod job_view;
 mod maintenance;
+mod metrics;
 mod openapi;
 mod respond;
 mod router;

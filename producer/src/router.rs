@@ -4,8 +4,8 @@ use jobs_shared::{ApiError, Scope};
 use worker::{Env, Method, Request, Response, Result};
 
 use crate::{
-    admin, admin_rss_sources, auth, dashboard, enqueue, health, job_view, openapi, respond,
-    schedule_api,
+    admin, admin_budgets, admin_rss_sources, auth, dashboard, enqueue, health, job_view, metrics,
+    openapi, respond, schedule_api,
 };
 
 pub async fn handle(req: Request, env: &Env) -> Result<Response> {
@@ -21,6 +21,8 @@ async fn route(mut req: Request, env: &Env) -> std::result::Result<Response, Api
     let method = req.method();
     match (segments.as_slice(), method.clone()) {
         (["healthz"], Method::Get) => health::get(env).await,
+        // Admin scope or a METRICS_TOKENS token (checked inside).
+        (["metrics"], Method::Get) => metrics::get(&req, env).await,
         (["v1", "jobs"], Method::Post) => {
             auth::require(&req, env, Scope::Enqueue)?;
             enqueue::one(&mut req, env).await
@@ -35,16 +37,25 @@ async fn route(mut req: Request, env: &Env) -> std::result::Result<Response, Api
         }
         (["openapi.json"], Method::Get) => openapi::get(),
         (["dashboard", ..], Method::Get) => dashboard::get(&req, env).await,
-        (["healthz"] | ["v1", "jobs"] | ["v1", "jobs", "batch"] | ["v1", "jobs", _], _) => {
-            Err(ApiError::new(
-                405,
-                "method_not_allowed",
-                format!("{method:?} is not allowed on {path}"),
-            ))
-        }
+        (
+            ["healthz"]
+            | ["metrics"]
+            | ["v1", "jobs"]
+            | ["v1", "jobs", "batch"]
+            | ["v1", "jobs", _],
+            _,
+        ) => Err(ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{method:?} is not allowed on {path}"),
+        )),
         (["v1", "admin", "schedules", rest @ ..], method) => {
             auth::require(&req, env, Scope::Admin)?;
             schedule_api::route(&mut req, env, rest, method).await
+        }
+        (["v1", "admin", "budgets", rest @ ..], method) => {
+            auth::require(&req, env, Scope::Admin)?;
+            admin_budgets::route(&mut req, env, rest, method).await
         }
         (["v1", "admin", "rss-sources", rest @ ..], method) => {
             auth::require(&req, env, Scope::Admin)?;

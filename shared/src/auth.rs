@@ -59,6 +59,15 @@ impl Tokens {
     }
 }
 
+/// Whether `Authorization: Bearer <token>` carries one of the comma-separated tokens in
+/// `secret` (constant time), for a route with its own token list such as METRICS_TOKENS.
+pub fn bearer_in(authorization_header: Option<&str>, secret: Option<&str>) -> bool {
+    let tokens = split_tokens(secret);
+    authorization_header
+        .and_then(bearer_token)
+        .is_some_and(|token| bool::from(matches_any(&tokens, token)))
+}
+
 /// Redacted: tokens must not end up in logs.
 impl fmt::Debug for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -144,6 +153,14 @@ mod tests {
         }
         let e = tokens().authorize(None, Scope::Admin).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("authorization"));
+    }
+
+    #[test]
+    fn bearer_in_a_separate_list() {
+        assert!(bearer_in(Some("Bearer m2"), Some("m1, m2")));
+        assert!(!bearer_in(Some("Bearer m3"), Some("m1,m2")));
+        assert!(!bearer_in(Some("Bearer m1"), None));
+        assert!(!bearer_in(None, Some("m1")));
     }
 
     #[test]

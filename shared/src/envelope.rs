@@ -1,6 +1,8 @@
 //! The queue message. It carries only the job's id and type: the payload and
 //! state live in D1, so a message stays tiny and can never disagree with the row.
 //! Plain fields only: Workers serialise maps into JS `Map`s that arrive empty.
+//! `cid` (the correlation id) is optional and omitted when absent, so version 1 consumers and
+//! producers on either side of a deploy read each other's messages.
 
 use crate::job_type::JobType;
 use serde::{Deserialize, Serialize};
@@ -16,14 +18,23 @@ pub struct JobMessage {
     pub id: String,
     #[serde(rename = "type")]
     pub job_type: String,
+    /// The correlation id of the request that enqueued the job (see crate::correlation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<String>,
 }
 
 impl JobMessage {
     pub fn new(id: &str, job_type: JobType) -> Self {
+        JobMessage::stored(id, job_type.as_str(), None)
+    }
+
+    /// A message for a job as stored (its type by name), carrying its correlation id.
+    pub fn stored(id: &str, job_type: &str, cid: Option<&str>) -> Self {
         JobMessage {
             v: MESSAGE_VERSION,
             id: id.to_string(),
-            job_type: job_type.as_str().to_string(),
+            job_type: job_type.to_string(),
+            cid: cid.map(str::to_string),
         }
     }
 
@@ -58,6 +69,19 @@ mod tests {
     fn parse_round_trips() {
         let m = JobMessage::new("a", JobType::Http);
         assert_eq!(JobMessage::parse(&serde_json::to_value(&m).unwrap()), Ok(m));
+    }
+
+    #[test]
+    fn correlation_id_is_optional_on_the_wire() {
+        let m = JobMessage::stored("a", "noop", Some("4bf9"));
+        let wire = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            wire,
+            json!({"v": 1, "id": "a", "type": "noop", "cid": "4bf9"})
+        );
+        assert_eq!(JobMessage::parse(&wire), Ok(m));
+        let old = JobMessage::parse(&json!({"v": 1, "id": "a", "type": "noop"})).unwrap();
+        assert_eq!(old.cid, None);
     }
 
     #[test]

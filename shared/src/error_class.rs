@@ -22,6 +22,12 @@ pub enum ErrorClass {
     /// The attempt's lease ran out with no outcome recorded (its worker died): the sweep
     /// rescued the job.
     LeaseExpired,
+    /// A page did not load (or reach its wait condition) in time: usually a slow or
+    /// overloaded site, so retried.
+    NavigationTimeout,
+    /// The target's host name does not resolve. Not retried: a name that fails to resolve
+    /// is nearly always a typo or a lapsed domain, and each retry would hold a browser slot.
+    Dns,
 }
 
 impl ErrorClass {
@@ -37,6 +43,8 @@ impl ErrorClass {
             ErrorClass::Internal => "internal",
             ErrorClass::DeliveryExhausted => "delivery_exhausted",
             ErrorClass::LeaseExpired => "lease_expired",
+            ErrorClass::NavigationTimeout => "navigation_timeout",
+            ErrorClass::Dns => "dns",
         }
     }
 
@@ -49,11 +57,13 @@ impl ErrorClass {
             | ErrorClass::ServerError
             | ErrorClass::Network
             | ErrorClass::Internal
-            | ErrorClass::LeaseExpired => true,
+            | ErrorClass::LeaseExpired
+            | ErrorClass::NavigationTimeout => true,
             ErrorClass::ClientError
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
-            | ErrorClass::DeliveryExhausted => false,
+            | ErrorClass::DeliveryExhausted
+            | ErrorClass::Dns => false,
         }
     }
 }
@@ -206,6 +216,8 @@ mod tests {
             Internal,
             DeliveryExhausted,
             LeaseExpired,
+            NavigationTimeout,
+            Dns,
         ];
         let retryable: Vec<_> = all.into_iter().filter(|c| c.retryable()).collect();
         assert_eq!(
@@ -216,7 +228,8 @@ mod tests {
                 ServerError,
                 Network,
                 Internal,
-                LeaseExpired
+                LeaseExpired,
+                NavigationTimeout
             ]
         );
         for c in all {

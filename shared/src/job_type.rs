@@ -1,6 +1,7 @@
 //! The job type registry: for each type its name, family, payload, attempts,
 //! retry policy, timeout and handler. Adding a type means adding it here.
 
+use crate::budget::BudgetSpec;
 use crate::family::Family;
 use crate::payloads::{self, *};
 use crate::retry_policy::RetryPolicy;
@@ -70,6 +71,10 @@ pub enum Handler {
     RssRefresh,
     /// Built in: HEAD/GET checks of links, state in D1.
     LinkHealth,
+    /// Built in: feed items tagged by an LLM under the type's monthly budget.
+    AiTagging,
+    /// Built in: a page captured by the Browser Rendering binding (or REST) into R2.
+    Screenshot,
 }
 
 impl JobType {
@@ -187,7 +192,20 @@ impl JobType {
             JobType::Noop => Handler::Noop,
             JobType::RssFeedRefresh => Handler::RssRefresh,
             JobType::LinkHealthCheck => Handler::LinkHealth,
+            JobType::AiTagging => Handler::AiTagging,
+            JobType::ScreenshotCapture => Handler::Screenshot,
             _ => Handler::Forward,
+        }
+    }
+
+    /// The monthly spend budget a type runs under, if it declares one (seed 000 P10: AI
+    /// tagging, $500 a month). See [`crate::budget`].
+    pub fn budget(self) -> Option<BudgetSpec> {
+        match self {
+            JobType::AiTagging => Some(BudgetSpec {
+                default_limit_cents: 50_000,
+            }),
+            _ => None,
         }
     }
 
@@ -302,9 +320,24 @@ mod tests {
             .into_iter()
             .filter(|t| t.handler() == Handler::Forward)
             .count();
-        assert_eq!(forwarded, 12);
+        assert_eq!(forwarded, 10);
         assert_eq!(JobType::LinkHealthCheck.handler(), Handler::LinkHealth);
         assert_eq!(JobType::RssFeedRefresh.handler(), Handler::RssRefresh);
+        assert_eq!(JobType::AiTagging.handler(), Handler::AiTagging);
+        assert_eq!(JobType::ScreenshotCapture.handler(), Handler::Screenshot);
+        let budgeted: Vec<_> = JobType::ALL
+            .into_iter()
+            .filter_map(|t| t.budget().map(|b| (t, b)))
+            .collect();
+        assert_eq!(
+            budgeted,
+            [(
+                JobType::AiTagging,
+                BudgetSpec {
+                    default_limit_cents: 50_000
+                }
+            )]
+        );
         assert_eq!(
             JobType::RssFeedRefresh.env_key(),
             "ENDPOINT_RSS_FEED_REFRESH"

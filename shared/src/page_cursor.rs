@@ -24,6 +24,16 @@ pub fn decode(cursor: &str) -> Result<(i64, String), ApiError> {
 
 /// A page size from `limit` (default `default`, at most `max`).
 pub fn limit(value: Option<&str>, default: u32, max: u32) -> Result<u32, ApiError> {
+    count_param("limit", value, default, max)
+}
+
+/// A whole-number query parameter `name` from 1 to `max`, `default` when absent.
+pub fn count_param(
+    name: &str,
+    value: Option<&str>,
+    default: u32,
+    max: u32,
+) -> Result<u32, ApiError> {
     match value {
         None => Ok(default),
         Some(v) => v
@@ -31,8 +41,8 @@ pub fn limit(value: Option<&str>, default: u32, max: u32) -> Result<u32, ApiErro
             .ok()
             .filter(|n| (1..=max).contains(n))
             .ok_or_else(|| {
-                ApiError::new(422, "out_of_range", format!("limit must be 1 to {max}"))
-                    .with_field("limit")
+                ApiError::new(422, "out_of_range", format!("{name} must be 1 to {max}"))
+                    .with_field(name)
             }),
     }
 }

@@ -5,6 +5,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
+import { localConsumerConfig, STANDIN_CONFIG } from "../../scripts/local-config.mjs";
 
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 export const TOKENS = { enqueue: "test-enqueue-token", admin: "test-admin-token" };
@@ -31,7 +32,9 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
  * itself through the consumer's `queue` handler and sees every ack and retry decision.
  * `onLog` receives every console line of both workers ({timestamp, level, message}).
  * `producerBindings` adds vars to the producer; `extraWorkers` are more Miniflare workers
- * (e.g. a producer variant) sharing the same D1 and queues.
+ * (e.g. a producer variant) sharing the same D1 and queues. The consumer runs its local config
+ * (scripts/local-config.mjs): BROWSER is the stand-in worker, configured by `standinBindings`
+ * (e.g. CHROMIUM_URL of a Chromium the test started).
  */
 export async function startPlatform({
   consumerBindings = {},
@@ -39,15 +42,17 @@ export async function startPlatform({
   manualDelivery = false,
   onLog,
   extraWorkers = [],
+  standinBindings = {},
 } = {}) {
   const producer = workerFromConfig(join(ROOT, "wrangler.toml"), {
     bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin, ...producerBindings },
   });
-  const consumer = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"), {
+  const consumer = workerFromConfig(localConsumerConfig(), {
     bindings: { SIGNING_SECRET, ...consumerBindings },
     withoutQueueConsumers: manualDelivery,
   });
-  const mf = new Miniflare({ workers: [producer, consumer, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
+  const standin = workerFromConfig(STANDIN_CONFIG, { bindings: standinBindings });
+  const mf = new Miniflare({ workers: [producer, consumer, standin, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
   await mf.ready;
   const db = await mf.getD1Database("DB", producer.name);
   for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {

@@ -1,11 +1,16 @@
 //! The job handlers: what runs for each type. Built-in types run here; the seed types without
 //! one are forwarded to their app's endpoint.
 
+mod ai_tagging;
 mod fetch_timeout;
 mod forward;
 mod http;
 mod link_health;
+mod llm;
 mod rss_refresh;
+mod screenshot;
+mod screenshot_browser;
+mod screenshot_rest;
 mod signed_request;
 
 use jobs_shared::{ErrorClass, Handler, JobError, JobType};
@@ -15,14 +20,27 @@ use worker::Env;
 
 use crate::claim_store::Claimed;
 
-/// Runs one claimed job; `Ok` carries the result JSON stored on the job.
-pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<Value>, JobError> {
-    match job_type.handler() {
+/// A handler's outcome (`Ok` carries the result JSON stored on the job) and what the attempt
+/// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not.
+pub struct HandlerRun {
+    pub outcome: Result<Option<Value>, JobError>,
+    pub cost_cents: f64,
+}
+
+/// Runs one claimed job; `started_at` is the attempt's start (the time a handler reasons in).
+pub async fn run(job: &Claimed, job_type: JobType, env: &Env, started_at: i64) -> HandlerRun {
+    let outcome = match job_type.handler() {
+        Handler::AiTagging => return ai_tagging::run(job, env, started_at).await,
         Handler::Noop => Ok(None),
         Handler::Http => http::run(job, job_type, env).await,
         Handler::Forward => forward::run(job, job_type, env).await,
         Handler::RssRefresh => rss_refresh::run(job, env).await,
         Handler::LinkHealth => link_health::run(job, env).await,
+        Handler::Screenshot => screenshot::run(job, env).await,
+    };
+    HandlerRun {
+        outcome,
+        cost_cents: 0.0,
     }
 }
 

@@ -1,8 +1,13 @@
 //! Signed HTTP delivery, shared by the `http` type and forwarding: HMAC-SHA256 over
 //! "<timestamp>.<body>" in X-Jobs-Signature, a timeout, and the response classified
 //! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final).
+//! Each request carries the job's correlation id (`X-Request-Id`, and a W3C `traceparent` in
+//! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
+//! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
-use jobs_shared::{classify_http_status, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
+use jobs_shared::{
+    classify_http_status, correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER,
+};
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit};
 
@@ -56,6 +61,15 @@ pub async fn send(
     headers
         .set("x-jobs-attempt", &job.attempts.to_string())
         .map_err(invalid)?;
+    let cid = crate::job_events::correlation(job);
+    headers.set("x-request-id", cid).map_err(invalid)?;
+    let mut span = [0u8; 8];
+    // Only the span id is random; without randomness the header is simply left out.
+    if getrandom::getrandom(&mut span).is_ok() {
+        if let Some(traceparent) = correlation::outgoing_traceparent(cid, span) {
+            headers.set("traceparent", &traceparent).map_err(invalid)?;
+        }
+    }
 
     let mut init = RequestInit::new();
     init.with_method(out.method.clone()).with_headers(headers);

@@ -3,8 +3,8 @@
 //! Every change is written together with its audit row.
 
 mod audit;
-mod audit_store;
-mod d1;
+pub(crate) mod audit_store;
+pub(crate) mod d1;
 mod dead_letters;
 mod job_actions;
 mod job_actions_store;

@@ -2,8 +2,9 @@
 //! status, the waiting backlog (due and not running) and how long its oldest job has waited,
 //! and the last hour of attempts (succeeded, retried, dead, success and failure rate, p50/p95
 //! execution time, average wait from enqueue to first start, throughput over the last 5 min).
+//! The screenshot family also shows its browser slots in use (`browser_slots`, seed 000 P12).
 
-use jobs_shared::{rfc3339, ApiError, Family, JobStatus};
+use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
 use serde_json::{json, Map, Value};
 use worker::Response;
 
@@ -20,10 +21,12 @@ pub async fn get(admin: &Admin<'_>) -> Result<Response, ApiError> {
     let snapshot = stats_store::snapshot(&db, now, WINDOW_MS, RECENT_MS).await?;
     let mut families = Map::new();
     for family in Family::ALL {
-        families.insert(
-            family.as_str().to_string(),
-            group(&snapshot, Some(family.as_str()), now),
-        );
+        let mut figures = group(&snapshot, Some(family.as_str()), now);
+        if family == Family::Screenshot {
+            let running = figures["counts"]["running"].as_i64().unwrap_or(0);
+            figures["browser_slots"] = json!(BrowserSlots::new(running));
+        }
+        families.insert(family.as_str().to_string(), figures);
     }
     let pauses: Vec<Value> = snapshot
         .pauses

@@ -3,12 +3,14 @@
 //! (`lease_expired`); the job goes back to its queue, or `dead` if that was its last attempt.
 //! The lease length is the family's (shared `Family::lease_secs`), the same one the consumer
 //! claims with. A late outcome from a worker that was only slow is refused by the consumer's
-//! (status, run) guard.
+//! (status, run) guard. Each rescue is logged as `job.interrupted` (and `job.exhausted` when
+//! the job is dead), in the consumer's log schema.
 
-use jobs_shared::{Family, JobMessage, JobStatus, MESSAGE_VERSION};
+use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
+use jobs_shared::{ErrorClass, Family, JobError, JobMessage, JobStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use worker::{console_error, BatchMessageBuilder, Env, MessageBuilder};
+use worker::{console_error, console_warn, BatchMessageBuilder, Env, MessageBuilder};
 
 use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
 use super::Tick;
@@ -21,6 +23,8 @@ struct Rescued {
     #[serde(flatten)]
     job: Unsent,
     status: String,
+    attempts: u32,
+    started_at: Option<i64>,
 }
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
@@ -46,12 +50,15 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .prepare(format!(
             "UPDATE jobs SET status = CASE WHEN {out_of_attempts} THEN '{dead}' ELSE '{queued}' END, \
              finished_at = CASE WHEN {out_of_attempts} THEN ?1 END, run_at = ?1, lease_until = NULL, \
-             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST}', updated_at = ?1 \
-             WHERE id IN ({expired}) AND status = '{running}' RETURNING {UNSENT_COLUMNS}, status"
+             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST}', updated_at = ?1, \
+             escalated_at = NULL \
+             WHERE id IN ({expired}) AND status = '{running}' \
+             RETURNING {UNSENT_COLUMNS}, status, attempts, started_at"
         ))
         .bind(&params)?;
     let results = tick.db.batch(vec![record_run, release]).await?;
     let rescued: Vec<Rescued> = results[1].results()?;
+    rescued.iter().for_each(|r| log(r, tick.now_ms, dead));
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
     let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
@@ -67,11 +74,12 @@ async fn dead_letter(env: &Env, jobs: &[Rescued]) {
             .iter()
             .filter(|r| r.job.family == family.as_str())
             .map(|r| {
-                MessageBuilder::new(JobMessage {
-                    v: MESSAGE_VERSION,
-                    id: r.job.id.clone(),
-                    job_type: r.job.job_type.clone(),
-                })
+                let job = &r.job;
+                MessageBuilder::new(JobMessage::stored(
+                    &job.id,
+                    &job.job_type,
+                    job.correlation_id.as_deref(),
+                ))
                 .build()
             })
             .collect();
@@ -91,5 +99,31 @@ async fn dead_letter(env: &Env, jobs: &[Rescued]) {
                 family.as_str()
             );
         }
+    }
+}
+
+/// `job.interrupted` for the lost attempt, then `job.exhausted` if it was the last.
+fn log(r: &Rescued, now_ms: i64, dead: &str) {
+    let job = JobRef {
+        id: &r.job.id,
+        job_type: &r.job.job_type,
+        queue: &r.job.family,
+        attempt: r.attempts,
+        correlation_id: r.job.correlation_id.as_deref().unwrap_or(&r.job.id),
+    };
+    let error = JobError::new(ErrorClass::LeaseExpired, LOST);
+    let duration = r.started_at.map(|at| now_ms - at);
+    let interrupted = job_event(JobEventKind::Interrupted, &job, duration, Some(&error), &[]);
+    console_error!("{interrupted}");
+    if r.status == dead {
+        console_error!(
+            "{}",
+            job_event(JobEventKind::Exhausted, &job, None, Some(&error), &[])
+        );
+    } else {
+        console_warn!(
+            "{}",
+            job_event(JobEventKind::RetryScheduled, &job, None, Some(&error), &[])
+        );
     }
 }

@@ -3,9 +3,7 @@
 //! re-sender leaves it alone. The rows are already in their next state: a send that fails
 //! leaves them in the outbox, and a later tick sends them.
 
-use jobs_shared::{
-    plan_delivery_at, Delivery, Family, JobMessage, MESSAGE_VERSION, QUEUE_DELAY_LIMIT_SECS,
-};
+use jobs_shared::{plan_delivery_at, Delivery, Family, JobMessage, QUEUE_DELAY_LIMIT_SECS};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
@@ -21,10 +19,13 @@ pub struct Unsent {
     pub job_type: String,
     pub family: String,
     pub run_at: i64,
+    /// Carried in the message (the consumer reads the column too).
+    #[serde(default)]
+    pub correlation_id: Option<String>,
 }
 
 /// The columns an `Unsent` is read from, for `RETURNING` and `SELECT` lists.
-pub const UNSENT_COLUMNS: &str = "id, type, family, run_at";
+pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";
 
 /// Sends every job (one sendBatch per family and 100 messages) with the delay left until its
 /// `run_at`, then marks the accepted ones sent in one statement. Returns how many were sent.
@@ -39,11 +40,7 @@ pub async fn send(
         .filter_map(|job| {
             Some(Outgoing {
                 family: Family::parse(&job.family)?,
-                message: JobMessage {
-                    v: MESSAGE_VERSION,
-                    id: job.id.clone(),
-                    job_type: job.job_type.clone(),
-                },
+                message: JobMessage::stored(&job.id, &job.job_type, job.correlation_id.as_deref()),
                 delay_secs: match plan_delivery_at(job.run_at, now_ms) {
                     Delivery::Send { delay_secs } => delay_secs,
                     Delivery::Hold { .. } => QUEUE_DELAY_LIMIT_SECS as u32,

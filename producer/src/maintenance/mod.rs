@@ -3,10 +3,14 @@
 //! costs a fixed number of D1 round trips, and is safe when ticks overlap or repeat: every
 //! write is a compare-and-set on the state it read.
 
+mod alert_evaluator;
+mod dead_job_escalator;
+mod histogram_rollup;
 mod job_cleaner;
 mod job_rescuer;
 mod job_scheduler;
 mod job_sender;
+mod notifier;
 mod outbox_resender;
 mod periodic_job_enqueuer;
 mod priority_aging;
@@ -53,6 +57,10 @@ pub async fn run(env: &Env, now_ms: i64) {
         ("resent", outbox_resender::run(&tick).await),
         ("aged", priority_aging::run(&tick).await),
         ("deleted", job_cleaner::run(&tick).await),
+        // After the rescuer, so the deaths it found are escalated this tick.
+        ("escalated", dead_job_escalator::run(&tick).await),
+        ("alerts", alert_evaluator::run(&tick).await),
+        ("histogram", histogram_rollup::run(&tick).await),
     ];
     for (name, result) in results {
         let value = match result {

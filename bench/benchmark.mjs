@@ -1,0 +1,273 @@
+// Measures the platform on local workerd (the real built WASM, real local D1 and queues) against
+// a floor measured in the same run: the same Rust toolchain and worker crate, the same messages
+// and consumer settings, and no D1 at all (bench/floor). Every figure is the median of the
+// repeats; throughputs are also given as a ratio to the floor, which is what survives a noisy
+// machine. D1 work is counted from D1's own result meta (the producer's Server-Timing header and
+// the consumer's per-batch log line), never estimated.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { spawnSync } from "node:child_process";
+import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { startPlatform, workerFromConfig, ROOT } from "../tests/support/platform.mjs";
+import { startAppServer } from "../tests/support/app_server.mjs";
+
+const CONCURRENCY = 8;
+
+/** The targets of the benchmark issue; each row says whether it is met. */
+const TARGETS = [
+  ["enqueue: D1 round trips per request (1 job)", (r) => r.enqueue_single.d1_round_trips_per_request, (v) => v === 1, "= 1"],
+  ["enqueue: D1 round trips per request (100 jobs)", (r) => r.enqueue_batch.d1_round_trips_per_request, (v) => v === 1, "= 1"],
+  ["consumer: D1 round trips per message batch (max)", (r) => r.e2e_noop.d1_round_trips_per_batch_max, (v) => v <= 2, "<= 2"],
+  ["D1 rows written per succeeded job, before indexes", (r) => r.e2e_noop_without_indexes.d1_rows_written_per_job, (v) => v <= 4, "<= 4"],
+  ["end-to-end no-op throughput vs floor", (r) => r.e2e_noop.ratio_to_floor, (v) => v >= 0.5, ">= 0.50"],
+  ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 600 * 1024, "<= 600 KB"],
+  ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 600 * 1024, "<= 600 KB"],
+];
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+};
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function d1Stats(headers) {
+  const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";
+  return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Runs `count` tasks with at most CONCURRENCY in flight. */
+async function pool(count, task) {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
+    while (next < count) await task(next++);
+  });
+  await Promise.all(workers);
+}
+
+async function waitUntil(probe, what, { timeoutMs = 15 * 60_000, everyMs = 100 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+function wasmSize(path) {
+  const bytes = readFileSync(path);
+  return { raw_bytes: bytes.length, gzip_bytes: gzipSync(bytes, { level: 9 }).length };
+}
+
+/** Enqueue throughput and latency with `perRequest` jobs per request, no consumer running. */
+async function enqueuePhase(send, requests, perRequest) {
+  const latencies = [];
+  const stats = [];
+  const started = performance.now();
+  await pool(requests, async () => {
+    const t = performance.now();
+    const res = await send(perRequest);
+    latencies.push(performance.now() - t);
+    stats.push(d1Stats(res.headers));
+    if (res.status !== 202) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
+    await res.arrayBuffer().catch(() => {});
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    jobs_per_second: round((requests * perRequest) / seconds, 1),
+    latency_ms_p50: round(percentile(latencies, 50)),
+    latency_ms_p99: round(percentile(latencies, 99)),
+    d1_round_trips_per_request: stats.length ? Math.max(...stats.map((s) => s.round_trips ?? NaN)) : null,
+    d1_rows_written_per_job: stats.length ? round(stats.reduce((a, s) => a + (s.rows_written ?? 0), 0) / (requests * perRequest)) : null,
+  };
+}
+
+const jobsBody = (type, count, payload) => JSON.stringify({ jobs: Array.from({ length: count }, () => ({ type, payload })) });
+
+/** The platform: enqueue phases without a consumer, then end to end with one. */
+async function platformRun(appUrl, N) {
+  const SINGLE_REQUESTS = Math.min(N, 1000);
+  const headers = { "content-type": "application/json", authorization: "Bearer test-enqueue-token" };
+  const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
+  const post = (path, body) => quiet.mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
+  const single = await enqueuePhase(() => post("/v1/jobs", JSON.stringify({ type: "noop", payload: {} })), SINGLE_REQUESTS, 1);
+  const batch = await enqueuePhase(() => post("/v1/jobs/batch", jobsBody("noop", 100, {})), Math.ceil(N / 100), 100);
+  await quiet.dispose();
+
+  const e2e = async (type, payload, { jobs = N, withoutIndexes = false } = {}) => {
+    const batches = [];
+    const p = await startPlatform({
+      onLog: ({ message, timestamp }) => {
+        const at = message.indexOf('{"');
+        if (at < 0 || !message.includes("batch.completed")) return;
+        batches.push({ ...JSON.parse(message.slice(at)), logged_at: timestamp });
+      },
+    });
+    if (withoutIndexes) {
+      // Plain secondary indexes only: UNIQUE ones are constraints the SQL relies on (and the
+      // dedup index is only written for jobs with a dedup key). What they cost is the difference.
+      const { results } = await p.db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql NOT LIKE 'CREATE UNIQUE%' AND tbl_name IN ('jobs', 'job_runs')")
+        .all();
+      for (const { name } of results) await p.db.prepare(`DROP INDEX ${name}`).run();
+    }
+    const enqueueStats = [];
+    const started = Date.now();
+    await pool(Math.ceil(jobs / 100), async () => {
+      const res = await p.mf.dispatchFetch("http://jobs.local/v1/jobs/batch", { method: "POST", headers, body: jobsBody(type, 100, payload) });
+      if (res.status !== 202) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
+      enqueueStats.push(d1Stats(res.headers));
+      await res.arrayBuffer();
+    });
+    const total = Math.ceil(jobs / 100) * 100;
+    // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
+    // seldom: the end time is the consumer's own log timestamp of its last batch.
+    const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: "test-admin-token" })).body.families.default.counts.succeeded;
+    await waitUntil(async () => (await succeeded()) >= total, `${total} ${type} jobs`, { everyMs: 1000, timeoutMs: 60_000 + total * 100 });
+    const seconds = (Math.max(...batches.map((b) => b.logged_at)) - started) / 1000;
+    await p.dispose();
+    const jobBatches = batches.filter((b) => !b.queue.endsWith("-dlq"));
+    const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
+    const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
+    const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
+    return {
+      jobs: total,
+      seconds: round(seconds),
+      jobs_per_second: round(total / seconds, 1),
+      consumer_batches: jobBatches.length,
+      messages_per_batch: round(messages / jobBatches.length, 1),
+      d1_round_trips_per_batch_max: Math.max(...jobBatches.map((b) => b["d1.round_trips"])),
+      d1_rows_written_per_job: round(rowsWritten / total),
+      d1_rows_read_per_job: round(rowsRead / total),
+      consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
+      consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
+    };
+  };
+  return {
+    single,
+    batch,
+    noop: await e2e("noop", {}),
+    noopWithoutIndexes: await e2e("noop", {}, { jobs: Math.min(N, 2000), withoutIndexes: true }),
+    http: await e2e("http", { url: appUrl, method: "POST" }),
+  };
+}
+
+/** The floor: the same messages through the same queue settings, no D1. */
+async function floorRun(N) {
+  const SINGLE_REQUESTS = Math.min(N, 1000);
+  const { workerOptions: consumerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "consumer", "wrangler.toml"));
+  const producerOptions = workerFromConfig(join(ROOT, "wrangler.toml"));
+  const floor = (name, extra) => ({
+    name,
+    modules: true,
+    scriptPath: join(ROOT, "bench", "floor", "build", "index.js"),
+    compatibilityDate: consumerOptions.compatibilityDate,
+    modulesRules: consumerOptions.modulesRules,
+    ...extra,
+  });
+  const start = (withConsumer) =>
+    new Miniflare({
+      handleStructuredLogs: () => {},
+      workers: [
+        floor("floor-producer", { queueProducers: producerOptions.queueProducers }),
+        floor("floor-consumer", withConsumer ? { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } } : {}),
+      ],
+    });
+  const post = (mf, count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody("noop", count, {}) });
+
+  const quiet = start(false);
+  const single = await enqueuePhase(() => post(quiet, 1), SINGLE_REQUESTS, 1);
+  const batch = await enqueuePhase(() => post(quiet, 100), Math.ceil(N / 100), 100);
+  await quiet.dispose();
+
+  const mf = start(true);
+  const consumer = await mf.getWorker("floor-consumer");
+  const total = Math.ceil(N / 100) * 100;
+  const started = performance.now();
+  await pool(Math.ceil(N / 100), async () => (await post(mf, 100)).arrayBuffer());
+  await waitUntil(async () => Number(await (await consumer.fetch("http://floor.local/acked")).text()) >= total, "the floor's acks");
+  const seconds = (performance.now() - started) / 1000;
+  await mf.dispose();
+  return { single, batch, e2e: { jobs: total, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) } };
+}
+
+function medianOf(runs, pick) {
+  const first = pick(runs[0]);
+  return Object.fromEntries(
+    Object.keys(first).map((k) => [k, typeof first[k] === "number" ? round(median(runs.map((r) => pick(r)[k])), 3) : first[k]]),
+  );
+}
+
+/**
+ * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run and returns the
+ * medians, the floor, the ratios and each target's verdict.
+ */
+export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, build = true, log = console.error } = {}) {
+  if (build) {
+    const build = spawnSync("node", [join(ROOT, "scripts", "build.mjs"), "producer", "consumer", "bench/floor"], { stdio: "inherit" });
+    if (build.status !== 0) process.exit(build.status ?? 1);
+  }
+  const app = await startAppServer();
+  const runs = [];
+  for (let i = 0; i < REPEATS; i++) {
+    log(`run ${i + 1}/${REPEATS}: ${N} jobs`);
+    const floor = await floorRun(N);
+    const platform = await platformRun(app.url("/noop"), N);
+    runs.push({ floor, platform });
+  }
+  await app.close();
+
+  const floor = { single: medianOf(runs, (r) => r.floor.single), batch: medianOf(runs, (r) => r.floor.batch), e2e: medianOf(runs, (r) => r.floor.e2e) };
+  const ratio = (pick, floorValue) => round(median(runs.map((r) => pick(r))) / floorValue, 3);
+  const result = {
+    date: new Date().toISOString(),
+    machine: { cpus: (await import("node:os")).cpus().length, node: process.version },
+    jobs: N,
+    repeats: REPEATS,
+    enqueue_single: { ...medianOf(runs, (r) => r.platform.single), ratio_to_floor: ratio((r) => r.platform.single.jobs_per_second, floor.single.jobs_per_second) },
+    enqueue_batch: { ...medianOf(runs, (r) => r.platform.batch), ratio_to_floor: ratio((r) => r.platform.batch.jobs_per_second, floor.batch.jobs_per_second) },
+    e2e_noop: { ...medianOf(runs, (r) => r.platform.noop), ratio_to_floor: ratio((r) => r.platform.noop.jobs_per_second, floor.e2e.jobs_per_second) },
+    e2e_http: { ...medianOf(runs, (r) => r.platform.http), ratio_to_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e.jobs_per_second) },
+    e2e_noop_without_indexes: medianOf(runs, (r) => r.platform.noopWithoutIndexes),
+    floor,
+    wasm: {
+      producer: wasmSize(join(ROOT, "producer", "build", "index_bg.wasm")),
+      consumer: wasmSize(join(ROOT, "consumer", "build", "index_bg.wasm")),
+      floor: wasmSize(join(ROOT, "bench", "floor", "build", "index_bg.wasm")),
+    },
+  };
+  result.targets = TARGETS.map(([name, pick, ok, target]) => ({ name, value: pick(result), target, met: ok(pick(result)) }));
+  return result;
+}
+
+/** The result as a table, for a terminal. */
+export function formatTable(r) {
+  const kb = (b) => `${round(b / 1024, 1)} KB`;
+  const rows = [
+    ["enqueue, 1 job/request", `${r.enqueue_single.jobs_per_second} jobs/s`, `p50 ${r.enqueue_single.latency_ms_p50} ms, p99 ${r.enqueue_single.latency_ms_p99} ms`, `${r.enqueue_single.ratio_to_floor}x floor (${r.floor.single.jobs_per_second}/s)`],
+    ["enqueue, 100 jobs/request", `${r.enqueue_batch.jobs_per_second} jobs/s`, `p50 ${r.enqueue_batch.latency_ms_p50} ms, p99 ${r.enqueue_batch.latency_ms_p99} ms`, `${r.enqueue_batch.ratio_to_floor}x floor (${r.floor.batch.jobs_per_second}/s)`],
+    ["end to end, noop", `${r.e2e_noop.jobs_per_second} jobs/s`, `${r.e2e_noop.jobs} jobs in ${r.e2e_noop.seconds} s`, `${r.e2e_noop.ratio_to_floor}x floor (${r.floor.e2e.jobs_per_second}/s)`],
+    ["end to end, http", `${r.e2e_http.jobs_per_second} jobs/s`, `${r.e2e_http.jobs} jobs in ${r.e2e_http.seconds} s`, `${r.e2e_http.ratio_to_floor}x floor`],
+    ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
+    ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
+    ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
+    ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, ""],
+    ["consumer time", `${r.e2e_noop.consumer_ms_per_batch} ms/batch`, `${r.e2e_noop.consumer_ms_per_message} ms/message (noop)`, `http: ${r.e2e_http.consumer_ms_per_batch} ms/batch`],
+    ["WASM producer", kb(r.wasm.producer.raw_bytes), `${kb(r.wasm.producer.gzip_bytes)} gzip`, ""],
+    ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
+    ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
+  ];
+  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i].length)));
+  return [
+    `${r.jobs} jobs, median of ${r.repeats} run(s)`,
+    "",
+    ...rows.map((row) => row.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()),
+    "",
+    "targets",
+    ...r.targets.map((t) => `  ${t.met ? "met   " : "MISSED"}  ${t.name}: ${t.value} (target ${t.target})`),
+  ].join("\n");
+}

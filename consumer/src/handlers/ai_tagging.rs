@@ -1,0 +1,284 @@
+//! `ai_tagging` (seed 000 section 13): tags untagged feed items with an LLM, in batches sized by
+//! the type's monthly budget. NORMAL: batches of 20; REDUCE: 10; QUEUE and HARD_STOP: nothing,
+//! and the job succeeds saying it deferred. The budget is re-read with every batch's write, so
+//! a batch that pushes spend over a threshold changes the next batch or stops the job.
+//!
+//! An item the model answers badly (or not at all) is skipped and counted, and stays untagged
+//! for the next run; only a 429 (retried after its Retry-After) or a refused key fails the job,
+//! after what was tagged so far is stored. The month is the one the run started in (the time
+//! the batch runner passes in). D1: one round trip for the budget, one to take the items, one
+//! per batch.
+
+use futures::stream::{self, StreamExt};
+use jobs_shared::{
+    cents, month_of, next_month_start_ms, percent_used, rfc3339, AiTaggingPayload, BudgetAction,
+    ErrorClass, JobError, JobType, RaisedAlert, Usage,
+};
+use serde_json::{json, Value};
+use worker::{console_log, console_warn, D1Database, Env};
+
+use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
+use super::HandlerRun;
+use crate::budget_store::{self, Budget, Spend};
+use crate::claim_store::Claimed;
+use crate::tagging_store::{self, Item, Tagged};
+
+const TYPE: JobType = JobType::AiTagging;
+/// LLM calls in flight at once (a Worker may hold 6 connections open).
+const CONCURRENT_CALLS: usize = 5;
+/// Batches one job runs at most (seed 000's hourly capacity: 12 batches); it takes as many
+/// items as that many batches of its starting size hold.
+const MAX_BATCHES: usize = 12;
+/// The longest a full batch can take; none starts unless it can end within the type's timeout.
+const WORST_BATCH_MS: i64 = (20 / CONCURRENT_CALLS as i64) * CALL_TIMEOUT_MS as i64;
+
+/// Runs the job; `now_ms` (the run's start) picks the budget month.
+pub async fn run(job: &Claimed, env: &Env, now_ms: i64) -> HandlerRun {
+    let mut cost_cents = 0.0;
+    let outcome = tag(job, env, now_ms, &mut cost_cents).await;
+    HandlerRun {
+        outcome,
+        cost_cents,
+    }
+}
+
+async fn tag(
+    job: &Claimed,
+    env: &Env,
+    now_ms: i64,
+    cost_cents: &mut f64,
+) -> Result<Option<Value>, JobError> {
+    let payload: AiTaggingPayload = super::payload(job)?;
+    let llm = Llm::from_env(env)?;
+    let spec = TYPE
+        .budget()
+        .ok_or_else(|| JobError::new(ErrorClass::NotConfigured, "ai_tagging declares no budget"))?;
+    let db = env.d1("DB").map_err(super::d1_error)?;
+    let month = month_of(now_ms);
+    let mut budget = budget_store::open(&db, TYPE, spec, &month, now_ms)
+        .await
+        .map_err(super::d1_error)?;
+    log(json!({
+        "event": "budget.check", "job.id": job.id, "job_type": TYPE.as_str(), "month": month,
+        "budget_action": budget.action().as_str(),
+        "percent_used": percent_used(budget.spent_cents, budget.limit_cents),
+        "trigger": payload.trigger,
+    }));
+    if !budget.action().proceeds() {
+        log(json!({
+            "event": "budget.throttle", "job.id": job.id, "job_type": TYPE.as_str(),
+            "budget_action": budget.action().as_str(),
+        }));
+        return Ok(Some(deferred(&month, &budget, now_ms)));
+    }
+
+    let max_items = MAX_BATCHES * budget.action().batch_size();
+    let lease_until = now_ms + TYPE.family().lease_ms();
+    let items = tagging_store::take(&db, now_ms, lease_until, max_items)
+        .await
+        .map_err(super::d1_error)?;
+    let deadline = now_ms + i64::from(TYPE.spec().timeout_ms) - WORST_BATCH_MS;
+    let mut report = Report::default();
+    let mut rest: &[Item] = &items;
+    let mut stopped = None;
+    while !rest.is_empty() {
+        let action = budget.action();
+        if !action.proceeds() {
+            stopped = Some(action.as_str());
+            break;
+        }
+        if report.batches.len() == MAX_BATCHES {
+            stopped = Some("max_batches");
+            break;
+        }
+        if crate::now_ms() > deadline {
+            stopped = Some("deadline");
+            break;
+        }
+        let (chunk, later) = rest.split_at(action.batch_size().min(rest.len()));
+        let calls: Vec<Call> = stream::iter(chunk)
+            .map(|item| llm.tag(item))
+            .buffered(CONCURRENT_CALLS)
+            .collect()
+            .await;
+        let batch = Batch::sort(chunk, &calls, &llm, &job.id);
+        // A job-level failure ends the run: what was not reached goes back at once.
+        let mut untagged = batch.untagged.clone();
+        if batch.job_error.is_some() {
+            untagged.extend(later.iter().map(|i| i.id));
+        }
+        // Spent whether or not the write below succeeds: the run record says so either way.
+        *cost_cents += batch.spend.cost_cents;
+        let (after, alerts) = write(&db, &month, &batch, &untagged, now_ms).await?;
+        report.add(action, &batch);
+        for alert in &alerts {
+            log(alert.log_line());
+        }
+        budget = after;
+        if let Some(e) = batch.job_error {
+            return Err(e);
+        }
+        rest = later;
+    }
+    if !rest.is_empty() {
+        log(json!({
+            "event": "budget.exhausted_mid_batch", "job.id": job.id, "job_type": TYPE.as_str(),
+            "stopped": stopped, "tagged_count": report.tagged, "total_count": items.len(),
+        }));
+        let ids: Vec<i64> = rest.iter().map(|i| i.id).collect();
+        tagging_store::release(&db, &ids)
+            .await
+            .map_err(super::d1_error)?;
+    }
+    Ok(Some(json!({
+        "deferred": false,
+        "month": month,
+        "taken": items.len(),
+        "tagged": report.tagged,
+        "invalid": report.invalid,
+        "failed": report.failed,
+        "not_reached": rest.len(),
+        "cost_cents": cents(*cost_cents),
+        "batches": report.batches,
+        "stopped": stopped,
+        "budget": budget_view(&budget),
+    })))
+}
+
+/// One batch's calls, sorted out.
+struct Batch<'a> {
+    tagged: Vec<Tagged<'a>>,
+    /// Items to give back: answered badly or not at all.
+    untagged: Vec<i64>,
+    invalid: usize,
+    failed: usize,
+    spend: Spend,
+    /// A failure that is the whole job's (429, a refused key), not the item's.
+    job_error: Option<JobError>,
+}
+
+impl<'a> Batch<'a> {
+    fn sort(items: &[Item], calls: &'a [Call], llm: &Llm, job_id: &str) -> Batch<'a> {
+        let mut batch = Batch {
+            tagged: Vec::new(),
+            untagged: Vec::new(),
+            invalid: 0,
+            failed: 0,
+            spend: Spend {
+                cost_cents: 0.0,
+                requests: calls.len() as u32,
+                usage: Usage::default(),
+            },
+            job_error: None,
+        };
+        for (item, call) in items.iter().zip(calls) {
+            batch.spend.usage += call.usage();
+            batch.spend.cost_cents += llm.prices.cost_cents(call.usage());
+            let (kind, reason) = match call {
+                Call::Tagged { tags, .. } => {
+                    batch.tagged.push(Tagged { id: item.id, tags });
+                    continue;
+                }
+                Call::Invalid { reason, .. } => {
+                    batch.invalid += 1;
+                    ("invalid_reply", reason.clone())
+                }
+                Call::Failed(e) => {
+                    batch.failed += 1;
+                    if matches!(e.class, ErrorClass::RateLimited | ErrorClass::NotConfigured) {
+                        batch.job_error.get_or_insert_with(|| e.clone());
+                    }
+                    ("call_failed", e.to_string())
+                }
+            };
+            batch.untagged.push(item.id);
+            console_warn!(
+                "{}",
+                json!({
+                    "event": "item.failed", "job.id": job_id, "item_id": item.id,
+                    "kind": kind, "error": reason,
+                })
+            );
+        }
+        batch
+    }
+}
+
+/// One round trip: the batch's tags, the items it gives back, its spend and alerts.
+async fn write(
+    db: &D1Database,
+    month: &str,
+    batch: &Batch<'_>,
+    untagged: &[i64],
+    now_ms: i64,
+) -> Result<(Budget, Vec<RaisedAlert>), JobError> {
+    let mut statements =
+        tagging_store::save(db, &batch.tagged, untagged).map_err(super::d1_error)?;
+    statements.extend(
+        budget_store::spend_statements(db, TYPE, month, &batch.spend, now_ms)
+            .map_err(super::d1_error)?,
+    );
+    let results = db.batch(statements).await.map_err(super::d1_error)?;
+    budget_store::after_spend(&results).map_err(super::d1_error)
+}
+
+#[derive(Default)]
+struct Report {
+    tagged: usize,
+    invalid: usize,
+    failed: usize,
+    batches: Vec<Value>,
+}
+
+impl Report {
+    fn add(&mut self, action: BudgetAction, batch: &Batch) {
+        self.tagged += batch.tagged.len();
+        self.invalid += batch.invalid;
+        self.failed += batch.failed;
+        self.batches.push(json!({
+            "action": action.as_str(),
+            "size": batch.spend.requests,
+            "tagged": batch.tagged.len(),
+            "invalid": batch.invalid,
+            "failed": batch.failed,
+            "cost_cents": cents(batch.spend.cost_cents),
+        }));
+    }
+}
+
+/// The result of a run the budget did not allow: a success, so no attempt is spent on it.
+fn deferred(month: &str, budget: &Budget, now_ms: i64) -> Value {
+    let action = budget.action();
+    let resumes_at = match action {
+        BudgetAction::HardStop => Some(rfc3339(next_month_start_ms(now_ms))),
+        _ => None,
+    };
+    json!({
+        "deferred": true,
+        "month": month,
+        "reason": format!(
+            "the {} budget is at {} %: {}",
+            TYPE.as_str(),
+            percent_used(budget.spent_cents, budget.limit_cents),
+            match action {
+                BudgetAction::HardStop => "stopped until the month rolls over or the limit is raised",
+                _ => "deferred to the next run",
+            }
+        ),
+        "resumes_at": resumes_at,
+        "budget": budget_view(budget),
+    })
+}
+
+fn budget_view(budget: &Budget) -> Value {
+    json!({
+        "action": budget.action().as_str(),
+        "spent_cents": cents(budget.spent_cents),
+        "limit_cents": budget.limit_cents,
+        "percent_used": percent_used(budget.spent_cents, budget.limit_cents),
+    })
+}
+
+fn log(line: Value) {
+    console_log!("{line}");
+}

@@ -1,0 +1,128 @@
+//! The LLM that ai_tagging calls: any server speaking the Anthropic Messages API, configured by
+//! LLM_BASE_URL, LLM_API_KEY (secret), LLM_MODEL and the per-million-token prices
+//! LLM_PRICE_INPUT_PER_MTOK / LLM_PRICE_OUTPUT_PER_MTOK (USD; Claude Sonnet 4's by default).
+//! One call tags one item and reports what it cost.
+
+use jobs_shared::{
+    classify_http_status, messages_url, parse_reply, parse_tags, request_body, tagging_prompt,
+    AiTags, ErrorClass, JobError, TokenPrices, Usage, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL,
+    DEFAULT_LLM_MODEL, TAGGING_SYSTEM_PROMPT,
+};
+use worker::{Env, Headers, Method, Request, RequestInit};
+
+use super::fetch_timeout;
+use crate::tagging_store::Item;
+
+/// Seed 000: an API call over 30 s is given up and the item skipped.
+pub const CALL_TIMEOUT_MS: u32 = 30_000;
+/// Room for the tags object; a reply cut off here fails validation.
+const MAX_TOKENS: u32 = 400;
+
+pub struct Llm {
+    url: String,
+    api_key: String,
+    model: String,
+    pub prices: TokenPrices,
+}
+
+/// One item's call.
+pub enum Call {
+    Tagged {
+        tags: AiTags,
+        usage: Usage,
+    },
+    /// The model answered, but not with valid tags: billed, and the item stays untagged.
+    Invalid {
+        reason: String,
+        usage: Usage,
+    },
+    /// No answer to use (timeout, 5xx, 429, ...).
+    Failed(JobError),
+}
+
+impl Call {
+    pub fn usage(&self) -> Usage {
+        match self {
+            Call::Tagged { usage, .. } | Call::Invalid { usage, .. } => *usage,
+            Call::Failed(_) => Usage::default(),
+        }
+    }
+}
+
+impl Llm {
+    pub fn from_env(env: &Env) -> Result<Llm, JobError> {
+        let not_configured = |message: String| JobError::new(ErrorClass::NotConfigured, message);
+        let api_key = crate::config(env, "LLM_API_KEY")
+            .ok_or_else(|| not_configured("ai_tagging needs the secret LLM_API_KEY".into()))?;
+        let prices = TokenPrices::configured(
+            crate::config(env, "LLM_PRICE_INPUT_PER_MTOK").as_deref(),
+            crate::config(env, "LLM_PRICE_OUTPUT_PER_MTOK").as_deref(),
+        )
+        .map_err(|e| not_configured(format!("LLM prices: {e}")))?;
+        let base = crate::config(env, "LLM_BASE_URL").unwrap_or(DEFAULT_LLM_BASE_URL.into());
+        Ok(Llm {
+            url: messages_url(&base),
+            api_key,
+            model: crate::config(env, "LLM_MODEL").unwrap_or(DEFAULT_LLM_MODEL.into()),
+            prices,
+        })
+    }
+
+    pub async fn tag(&self, item: &Item) -> Call {
+        self.send(item).await.unwrap_or_else(Call::Failed)
+    }
+
+    async fn send(&self, item: &Item) -> Result<Call, JobError> {
+        let prompt = tagging_prompt(&item.title, &item.url, item.description.as_deref());
+        let body = request_body(&self.model, MAX_TOKENS, TAGGING_SYSTEM_PROMPT, &prompt);
+        let headers = Headers::new();
+        for (name, value) in [
+            ("x-api-key", self.api_key.as_str()),
+            ("anthropic-version", ANTHROPIC_VERSION),
+            ("content-type", "application/json"),
+        ] {
+            headers.set(name, value).map_err(bad_config)?;
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(body.to_string().into()));
+        let request = Request::new_with_init(&self.url, &init).map_err(bad_config)?;
+        let mut response = fetch_timeout::fetch(request, CALL_TIMEOUT_MS).await?;
+        let status = response.status_code();
+        if matches!(status, 401 | 403) {
+            return Err(JobError::new(
+                ErrorClass::NotConfigured,
+                format!("the LLM API refused LLM_API_KEY (HTTP {status})"),
+            ));
+        }
+        let retry_after = response.headers().get("retry-after").ok().flatten();
+        classify_http_status(status, retry_after.as_deref(), crate::now_ms())?;
+        let text = response.text().await.map_err(|e| {
+            JobError::new(ErrorClass::Network, format!("reading the LLM reply: {e}"))
+        })?;
+        Ok(match parse_reply(&text) {
+            Err(reason) => Call::Invalid {
+                reason,
+                usage: Usage::default(),
+            },
+            Ok(reply) => match parse_tags(&reply.text) {
+                Ok(tags) => Call::Tagged {
+                    tags,
+                    usage: reply.usage,
+                },
+                Err(reason) => Call::Invalid {
+                    reason,
+                    usage: reply.usage,
+                },
+            },
+        })
+    }
+}
+
+fn bad_config(e: worker::Error) -> JobError {
+    JobError::new(
+        ErrorClass::NotConfigured,
+        format!("cannot build the LLM request (check LLM_BASE_URL): {e}"),
+    )
+}

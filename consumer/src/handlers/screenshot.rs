@@ -1,0 +1,79 @@
+//! `screenshot_capture` (seed 000 P12): a page captured by the Browser Rendering binding
+//! (`SCREENSHOT_MODE=binding`, the default) or its REST endpoint (`rest`), stored in the R2
+//! bucket `SCREENSHOTS` under `screenshots/<job id>.<png|jpg>`; the result names the object,
+//! its size and the pixel dimensions read from the image's own header. At most 3 run at once:
+//! the screenshot family's queue consumer has batch size 1 and max_concurrency 3.
+
+use std::collections::HashMap;
+
+use jobs_shared::{
+    content_type, image_info, screenshot_key, Capture, CaptureMode, ErrorClass, JobError, JobType,
+    ScreenshotCapturePayload,
+};
+use serde_json::{json, Value};
+use worker::{Env, HttpMetadata};
+
+use super::{screenshot_browser, screenshot_rest};
+use crate::claim_store::Claimed;
+use crate::config;
+
+pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
+    let payload: ScreenshotCapturePayload = super::payload(job)?;
+    let capture = Capture::new(payload, JobType::ScreenshotCapture.spec().timeout_ms);
+    let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;
+    let bucket = env.bucket("SCREENSHOTS").map_err(|_| {
+        JobError::new(
+            ErrorClass::NotConfigured,
+            "no SCREENSHOTS bucket binding ([[r2_buckets]] in wrangler.toml)",
+        )
+    })?;
+    let (bytes, page) = match mode {
+        CaptureMode::Binding => {
+            let shot = screenshot_browser::capture(&capture, env).await?;
+            (shot.bytes, Some((shot.status, shot.final_url)))
+        }
+        CaptureMode::Rest => (screenshot_rest::capture(&capture, env).await?, None),
+    };
+    let info = image_info(&bytes)
+        .filter(|info| info.format == capture.format)
+        .ok_or_else(|| {
+            JobError::new(
+                ErrorClass::Internal,
+                format!(
+                    "the browser's answer ({} bytes) is not a {} image",
+                    bytes.len(),
+                    content_type(capture.format)
+                ),
+            )
+        })?;
+    let key = screenshot_key(&job.id, info.format);
+    let size = bytes.len();
+    let metadata = HttpMetadata {
+        content_type: Some(content_type(info.format).to_string()),
+        ..HttpMetadata::default()
+    };
+    let custom = HashMap::from([
+        ("job_id".to_string(), job.id.clone()),
+        ("url".to_string(), capture.url.clone()),
+    ]);
+    bucket
+        .put(&key, bytes)
+        .http_metadata(metadata)
+        .custom_metadata(custom)
+        .execute()
+        .await
+        .map_err(|e| JobError::new(ErrorClass::Internal, format!("R2 put {key}: {e}")))?;
+    let (status, final_url) = page.unzip();
+    Ok(Some(json!({
+        "key": key,
+        "size": size,
+        "width": info.width,
+        "height": info.height,
+        "format": info.format,
+        "content_type": content_type(info.format),
+        "url": capture.url,
+        "final_url": final_url,
+        "status": status,
+        "mode": mode.as_str(),
+    })))
+}

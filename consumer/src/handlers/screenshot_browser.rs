@@ -1,0 +1,260 @@
+//! A screenshot through the Browser Rendering binding `BROWSER`: one browser session per
+//! attempt, driven over CDP (crate::cdp_session). A fresh tab at the payload's viewport navigates;
+//! the main document's own HTTP status and Chrome's net error decide failures; then the wait
+//! (load, network idle, or a selector polled after load) and the capture.
+
+use std::time::Duration;
+
+use base64::Engine;
+use jobs_shared::{
+    classify_navigation_error, Capture, DocumentResponse, ErrorClass, JobError, PageWatch,
+    WATCHED_EVENTS,
+};
+use serde_json::{json, Value};
+use worker::{Delay, Env};
+
+use crate::cdp_session::{BrowserSession, Cdp};
+use crate::now_ms;
+
+/// Any command but the navigation and the wait gets this long.
+const COMMAND_TIMEOUT_MS: i64 = 30_000;
+/// Disposing of the tab's context is tidying up: it may not hold the job long.
+const CLOSE_TIMEOUT_MS: i64 = 5_000;
+const SELECTOR_POLL_MS: i64 = 100;
+
+/// The captured image and the page it shows.
+pub struct Shot {
+    pub bytes: Vec<u8>,
+    pub status: u16,
+    pub final_url: String,
+}
+
+pub async fn capture(capture: &Capture, env: &Env) -> Result<Shot, JobError> {
+    let browser = env.service("BROWSER").map_err(|_| {
+        JobError::new(
+            ErrorClass::NotConfigured,
+            "no BROWSER binding (browser = { binding = \"BROWSER\" } in wrangler.toml)",
+        )
+    })?;
+    let session = BrowserSession::open(browser, capture.keep_alive_ms()).await?;
+    let shot = match session.cdp(&WATCHED_EVENTS) {
+        Ok(mut cdp) => in_tab(&mut cdp, capture).await,
+        Err(e) => Err(e),
+    };
+    session.close().await;
+    shot
+}
+
+/// Opens a tab in a browser context of its own (no cookies or cache shared with another
+/// job), shoots, and disposes of the context - closing the tab - whatever happened. The
+/// stand-in's Chromium is shared; in production the session's browser goes with it anyway.
+async fn in_tab(cdp: &mut Cdp<'_>, capture: &Capture) -> Result<Shot, JobError> {
+    let context = cdp
+        .call(
+            None,
+            "Target.createBrowserContext",
+            json!({}),
+            command_deadline(),
+        )
+        .await?;
+    let context_id = field(&context, "browserContextId")?;
+    let created = cdp
+        .call(
+            None,
+            "Target.createTarget",
+            json!({ "url": "about:blank", "browserContextId": context_id }),
+            command_deadline(),
+        )
+        .await;
+    let shot = match created.and_then(|target| field(&target, "targetId")) {
+        Ok(target_id) => shoot(cdp, &target_id, capture).await,
+        Err(e) => Err(e),
+    };
+    let dispose = json!({ "browserContextId": context_id });
+    let _ = cdp
+        .call(
+            None,
+            "Target.disposeBrowserContext",
+            dispose,
+            now_ms() + CLOSE_TIMEOUT_MS,
+        )
+        .await;
+    shot
+}
+
+async fn shoot(cdp: &mut Cdp<'_>, target_id: &str, capture: &Capture) -> Result<Shot, JobError> {
+    let attach = json!({ "targetId": target_id, "flatten": true });
+    let attached = cdp
+        .call(None, "Target.attachToTarget", attach, command_deadline())
+        .await?;
+    let tab = field(&attached, "sessionId")?;
+    let tab = Some(tab.as_str());
+    let setup = [
+        ("Page.enable", json!({})),
+        ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
+        ("Network.enable", json!({})),
+        (
+            "Emulation.setDeviceMetricsOverride",
+            capture.device_metrics(),
+        ),
+    ];
+    for (method, params) in setup {
+        cdp.call(tab, method, params, command_deadline()).await?;
+    }
+
+    let deadline = now_ms() + i64::from(capture.timeout_ms);
+    let mut watch = PageWatch::new(target_id);
+    let document = navigate(cdp, tab, capture, &mut watch, deadline)
+        .await
+        .map_err(|e| navigation_timeout(e, capture))?;
+    if let Some(probe) = capture.selector_probe() {
+        wait_for_selector(cdp, tab, &probe, deadline)
+            .await
+            .map_err(|e| navigation_timeout(e, capture))?;
+    }
+
+    let content = match capture.full_page {
+        true => content_size(cdp, tab).await?,
+        false => None,
+    };
+    let params = capture.capture_params(content);
+    let image = cdp
+        .call(tab, "Page.captureScreenshot", params, command_deadline())
+        .await?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(field(&image, "data")?)
+        .map_err(|e| JobError::new(ErrorClass::Internal, format!("screenshot data: {e}")))?;
+    Ok(Shot {
+        bytes,
+        status: document.status,
+        final_url: document.url,
+    })
+}
+
+/// Navigates and waits for the page's ready event; answers the main document's response.
+async fn navigate(
+    cdp: &mut Cdp<'_>,
+    tab: Option<&str>,
+    capture: &Capture,
+    watch: &mut PageWatch,
+    deadline: i64,
+) -> Result<DocumentResponse, JobError> {
+    let navigation = cdp
+        .call(
+            tab,
+            "Page.navigate",
+            json!({ "url": capture.url }),
+            deadline,
+        )
+        .await?;
+    let loader = navigation["loaderId"].as_str().unwrap_or_default();
+    if let Some(error_text) = navigation["errorText"].as_str() {
+        // A 4xx/5xx with an empty body fails as ERR_HTTP_RESPONSE_CODE_FAILURE: its status,
+        // already received, says more.
+        while let Some(event) = cdp.buffered_event() {
+            watch.observe(&event);
+        }
+        if let Some(document) = watch.document(loader) {
+            document.check(now_ms())?;
+        }
+        return Err(classify_navigation_error(error_text));
+    }
+    let event = capture.lifecycle_event();
+    let mut checked = None;
+    loop {
+        if checked.is_none() {
+            if let Some(document) = watch.document(loader) {
+                document.check(now_ms())?;
+                checked = Some(document.clone());
+            }
+        }
+        if let (Some(document), true) = (&checked, watch.reached(loader, event)) {
+            return Ok(document.clone());
+        }
+        if watch.crashed() {
+            return Err(JobError::new(ErrorClass::Internal, "the page crashed"));
+        }
+        match cdp.next_event(deadline).await? {
+            Some(message) => watch.observe(&message),
+            None => return Err(timed_out(format!("the page did not reach {event}"))),
+        }
+    }
+}
+
+/// Polls the selector until it matches or the deadline passes. A selector the page's
+/// `querySelector` rejects fails the same way on every attempt: `invalid_payload`.
+async fn wait_for_selector(
+    cdp: &mut Cdp<'_>,
+    tab: Option<&str>,
+    probe: &str,
+    deadline: i64,
+) -> Result<(), JobError> {
+    let params = json!({ "expression": probe, "returnByValue": true });
+    loop {
+        let answer = cdp
+            .call(tab, "Runtime.evaluate", params.clone(), deadline)
+            .await?;
+        if let Some(exception) = answer.get("exceptionDetails") {
+            let text = exception["exception"]["description"]
+                .as_str()
+                .unwrap_or("exception");
+            return Err(JobError::new(
+                ErrorClass::InvalidPayload,
+                format!("selector: {text}"),
+            ));
+        }
+        if answer["result"]["value"] == Value::Bool(true) {
+            return Ok(());
+        }
+        if now_ms() + SELECTOR_POLL_MS >= deadline {
+            return Err(timed_out("the selector matched nothing".to_string()));
+        }
+        Delay::from(Duration::from_millis(SELECTOR_POLL_MS.unsigned_abs())).await;
+    }
+}
+
+/// The page's CSS content size, for a full-page clip.
+async fn content_size(
+    cdp: &mut Cdp<'_>,
+    tab: Option<&str>,
+) -> Result<Option<(f64, f64)>, JobError> {
+    let metrics = cdp
+        .call(tab, "Page.getLayoutMetrics", json!({}), command_deadline())
+        .await?;
+    let size = match metrics.get("cssContentSize") {
+        Some(size) => size,
+        None => &metrics["contentSize"],
+    };
+    Ok(size["width"].as_f64().zip(size["height"].as_f64()))
+}
+
+fn command_deadline() -> i64 {
+    now_ms() + COMMAND_TIMEOUT_MS
+}
+
+fn timed_out(message: String) -> JobError {
+    JobError::new(ErrorClass::Timeout, message)
+}
+
+/// Running out of the page budget, in the navigation or the wait, is a navigation timeout.
+fn navigation_timeout(error: JobError, capture: &Capture) -> JobError {
+    if error.class != ErrorClass::Timeout {
+        return error;
+    }
+    JobError::new(
+        ErrorClass::NavigationTimeout,
+        format!(
+            "{} within {} ms ({})",
+            error.message, capture.timeout_ms, capture.url
+        ),
+    )
+}
+
+fn field(result: &Value, name: &str) -> Result<String, JobError> {
+    result[name].as_str().map(str::to_string).ok_or_else(|| {
+        JobError::new(
+            ErrorClass::Internal,
+            format!("the browser's answer has no {name}"),
+        )
+    })
+}

@@ -1,0 +1,83 @@
+//! A screenshot through the account's Browser Rendering REST endpoint
+//! (`POST {CF_API_BASE_URL}/accounts/{CF_ACCOUNT_ID}/browser-rendering/screenshot`, bearer
+//! `CF_API_TOKEN`): the answer's body is the image. The endpoint does not report the target's
+//! own HTTP status, so failures are classified by the endpoint's status alone.
+
+use jobs_shared::{classify_http_status, Capture, ErrorClass, JobError};
+use serde_json::Value;
+use worker::{Env, Headers, Method, Request, RequestInit};
+
+use super::fetch_timeout;
+use crate::{config, now_ms};
+
+const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
+
+/// The endpoint's own setup and capture on top of the page budget.
+const OVERHEAD_MS: u32 = 30_000;
+
+pub async fn capture(capture: &Capture, env: &Env) -> Result<Vec<u8>, JobError> {
+    let setting = |name: &str| {
+        config(env, name).ok_or_else(|| {
+            JobError::new(
+                ErrorClass::NotConfigured,
+                format!("SCREENSHOT_MODE=rest needs {name}"),
+            )
+        })
+    };
+    let (account, token) = (setting("CF_ACCOUNT_ID")?, setting("CF_API_TOKEN")?);
+    let base = config(env, "CF_API_BASE_URL").unwrap_or_else(|| DEFAULT_API_BASE_URL.into());
+    // cacheTTL=0: a job asks for the page as it is now, not the endpoint's 5 s cache.
+    let url = format!(
+        "{}/accounts/{account}/browser-rendering/screenshot?cacheTTL=0",
+        base.trim_end_matches('/')
+    );
+    let headers = Headers::new();
+    let bad_request = |e: worker::Error| {
+        JobError::new(
+            ErrorClass::InvalidPayload,
+            format!("cannot build the request: {e}"),
+        )
+    };
+    headers
+        .set("authorization", &format!("Bearer {token}"))
+        .map_err(bad_request)?;
+    headers
+        .set("content-type", "application/json")
+        .map_err(bad_request)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(capture.rest_body().to_string().into()));
+    let request = Request::new_with_init(&url, &init).map_err(bad_request)?;
+
+    let timeout = capture.timeout_ms.saturating_add(OVERHEAD_MS);
+    let mut response = fetch_timeout::fetch(request, timeout).await?;
+    let status = response.status_code();
+    if !(200..300).contains(&status) {
+        let retry_after = response.headers().get("retry-after").ok().flatten();
+        let detail = api_errors(&response.text().await.unwrap_or_default());
+        classify_http_status(status, retry_after.as_deref(), now_ms()).map_err(|e| JobError {
+            message: format!("browser rendering API: {}{detail}", e.message),
+            ..e
+        })?;
+    }
+    response
+        .bytes()
+        .await
+        .map_err(|e| JobError::new(ErrorClass::Network, format!("reading the screenshot: {e}")))
+}
+
+/// The API's `{"errors": [{"message"}]}` as ": a; b", or nothing.
+fn api_errors(body: &str) -> String {
+    let parsed: Value = serde_json::from_str(body).unwrap_or_default();
+    let messages: Vec<&str> = parsed["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    match messages.is_empty() {
+        true => String::new(),
+        false => format!(": {}", messages.join("; ")),
+    }
+}

@@ -1,0 +1,130 @@
+//! Everything the consumer tells the outside about a job: one JSON log line per job event (the
+//! shapes are shared `job_event`, the same as the sweep's rescuer writes), one Analytics Engine
+//! data point per recorded attempt, and the per-batch `batch.completed` line the benchmark
+//! reads. Nothing here touches D1.
+
+use jobs_shared::job_event::{
+    decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
+};
+use jobs_shared::{D1Stats, Decision, Family};
+use serde_json::{json, Value};
+use worker::{
+    console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
+    AnalyticsEngineDataset, Env,
+};
+
+use crate::claim_store::Claimed;
+use crate::delivery::Delivery;
+
+/// The Analytics Engine binding (consumer/wrangler.toml). Absent (an older config, or a local
+/// runtime without it), the data points are skipped and the logs still carry everything.
+const DATASET_BINDING: &str = "METRICS";
+
+/// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
+pub fn correlation(job: &Claimed) -> &str {
+    job.correlation_id.as_deref().unwrap_or(&job.id)
+}
+
+fn job_ref<'a>(job: &'a Claimed, family: Family) -> JobRef<'a> {
+    JobRef {
+        id: &job.id,
+        job_type: &job.job_type,
+        queue: family.as_str(),
+        attempt: job.attempts,
+        correlation_id: correlation(job),
+    }
+}
+
+/// `job.started`, as the handler begins.
+pub fn started(job: &Claimed, family: Family, delivery: &Delivery) {
+    let extra = [("delivery.attempts", json!(delivery.delivery_attempts))];
+    emit(job_event(
+        JobEventKind::Started,
+        &job_ref(job, family),
+        None,
+        None,
+        &extra,
+    ));
+}
+
+/// What one recorded attempt produces, for a whole batch: its log lines and its data point.
+pub struct Recorded<'a> {
+    pub job: &'a Claimed,
+    pub decision: &'a Decision,
+    pub duration_ms: i64,
+    pub cost_cents: f64,
+}
+
+pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
+    let dataset = env.analytics_engine(DATASET_BINDING).ok();
+    for a in attempts {
+        for line in outcome_events(&job_ref(a.job, family), a.decision, a.duration_ms) {
+            emit(line);
+        }
+        if let Some(dataset) = &dataset {
+            write_point(dataset, family, a);
+        }
+    }
+}
+
+/// index: job type; blobs: family, outcome, error class; doubles: duration ms, attempt, cost
+/// (cents). The README's SQL API queries read these positions.
+fn write_point(dataset: &AnalyticsEngineDataset, family: Family, a: &Recorded<'_>) {
+    let error_class = decision_error(a.decision).map_or("", |e| e.class.as_str());
+    let written = AnalyticsEngineDataPointBuilder::new()
+        .indexes([a.job.job_type.as_str()])
+        .add_blob(family.as_str())
+        .add_blob(run_outcome(a.decision))
+        .add_blob(error_class)
+        .add_double(a.duration_ms as f64)
+        .add_double(a.job.attempts)
+        .add_double(a.cost_cents)
+        .write_to(dataset);
+    if let Err(e) = written {
+        console_error!("analytics engine write failed: {e}");
+    }
+}
+
+/// `job.skipped`: a delivered message ran nothing; `reason` says why and `action` whether the
+/// message was acked or comes back later.
+pub fn skipped(delivery: &Delivery, family: Family, reason: &str, retry_secs: Option<u64>) {
+    let Ok(message) = &delivery.message else {
+        return;
+    };
+    let job = JobRef {
+        id: &message.id,
+        job_type: &message.job_type,
+        queue: family.as_str(),
+        attempt: 0,
+        correlation_id: message.cid.as_deref().unwrap_or(&message.id),
+    };
+    let extra = [
+        ("reason", json!(reason)),
+        ("delivery.attempts", json!(delivery.delivery_attempts)),
+        ("message.retry_secs", json!(retry_secs)),
+    ];
+    emit(job_event(JobEventKind::Skipped, &job, None, None, &extra));
+}
+
+/// One line per batch: its size, wall time and D1 work (what the benchmark counts).
+pub fn batch_completed(queue: &str, messages: usize, stats: &D1Stats, duration_ms: i64) {
+    emit(json!({
+        "event": "batch.completed",
+        "level": "info",
+        "queue": queue,
+        "messages": messages,
+        "duration_ms": duration_ms,
+        "d1.round_trips": stats.round_trips,
+        "d1.rows_read": stats.rows_read,
+        "d1.rows_written": stats.rows_written,
+    }));
+}
+
+/// One line, at the console level its `level` names (Workers Logs filters on both).
+fn emit(line: Value) {
+    match line["level"].as_str() {
+        Some("error") => console_error!("{line}"),
+        Some("warn") => console_warn!("{line}"),
+        _ => console_log!("{line}"),
+    }
+}

@@ -1,0 +1,49 @@
+// Starts Debian's headless Chromium (installed by scripts/install-chromium.sh) for the
+// Browser Rendering stand-in, on loopback with a fresh profile. Used by the tests
+// (startChromium) and by scripts/dev.sh (`node dev/browser-standin/chromium.mjs <port>`, which
+// runs until it is stopped).
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const CHROMIUM = "/usr/bin/chromium";
+
+/** Resolves once Chromium listens: `{url: "http://127.0.0.1:<port>", close()}`. Port 0 picks a free one. */
+export async function startChromium({ port = 0 } = {}) {
+  const profile = mkdtempSync(join(tmpdir(), "browser-standin-"));
+  const child = spawn(CHROMIUM, [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    `--user-data-dir=${profile}`, "--remote-debugging-address=127.0.0.1", `--remote-debugging-port=${port}`,
+    "about:blank",
+  ], { stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const listening = await new Promise((resolve, reject) => {
+    let log = "";
+    child.stderr.on("data", (chunk) => {
+      log += chunk;
+      const found = /DevTools listening on ws:\/\/([\d.]+:\d+)\//.exec(log);
+      if (found) resolve(found[1]);
+    });
+    child.once("error", reject);
+    exited.then((code) => reject(new Error(`chromium exited (${code}) before listening:\n${log}`)));
+  });
+  return {
+    url: `http://${listening}`,
+    async close() {
+      child.kill();
+      await exited;
+      // Its helper processes may still be writing the profile for a moment.
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const chromium = await startChromium({ port: Number(process.argv[2] ?? 9222) });
+  console.log(`Chromium for the browser stand-in: ${chromium.url}`);
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.on(signal, () => chromium.close().then(() => process.exit(0)));
+  }
+}

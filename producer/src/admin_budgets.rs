@@ -1,0 +1,310 @@
+//! /v1/admin/budgets: the monthly budgets of job types that declare one (ai_tagging). The status
+//! of the current UTC month (limit, spend, share used, the action it implies, the alerts raised),
+//! the history of past months, and a change of the limit, written with its audit row. A lower
+//! limit can cross a threshold at once: its alert is raised in the same batch.
+
+use jobs_shared::{
+    actor_of, alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
+    next_month_start_ms, percent_used, rfc3339, validate_limit_change, ApiError, BudgetAction,
+    BudgetSpec, JobType, RaisedAlert, SqlValue, MONTH_LIMIT_SQL,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{
+    console_log, D1Database, D1PreparedStatement, D1Result, Env, Method, Request, Response,
+};
+
+use crate::admin::audit_store::{self, Entry};
+use crate::admin::d1::{self, text};
+use crate::{body, env_config, respond};
+
+/// `rest` is the path after /v1/admin/budgets.
+pub async fn route(
+    req: &mut Request,
+    env: &Env,
+    rest: &[&str],
+    method: Method,
+) -> Result<Response, ApiError> {
+    match (rest, method) {
+        ([], Method::Get) => {
+            only_params(req, &[])?;
+            list(env).await
+        }
+        ([name], Method::Get) => {
+            only_params(req, &[])?;
+            status(env, budgeted(name)?).await
+        }
+        ([name], Method::Patch) => set_limit(req, env, budgeted(name)?).await,
+        ([name, "history"], Method::Get) => history(req, env, budgeted(name)?).await,
+        ([] | [_] | [_, "history"], method) => Err(ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{method:?} is not allowed here"),
+        )),
+        _ => Err(ApiError::new(404, "not_found", "no such budgets route")),
+    }
+}
+
+/// A job type that declares a budget.
+fn budgeted(name: &str) -> Result<(JobType, BudgetSpec), ApiError> {
+    JobType::parse(name)
+        .and_then(|t| t.budget().map(|b| (t, b)))
+        .ok_or_else(|| {
+            ApiError::new(404, "not_found", format!("{name:?} has no budget")).with_field("type")
+        })
+}
+
+fn only_params(req: &Request, known: &[&str]) -> Result<Vec<(String, String)>, ApiError> {
+    let pairs = d1::query(req)?;
+    match pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        Some((key, _)) => {
+            Err(
+                ApiError::new(422, "unknown_field", format!("unknown parameter {key:?}"))
+                    .with_field(key.as_str()),
+            )
+        }
+        None => Ok(pairs),
+    }
+}
+
+/// GET /v1/admin/budgets: every budgeted type, this month.
+async fn list(env: &Env) -> Result<Response, ApiError> {
+    let types: Vec<_> = JobType::ALL
+        .into_iter()
+        .filter_map(|t| t.budget().map(|b| (t, b)))
+        .collect();
+    let db = d1::database(env)?;
+    let now = env_config::now_ms();
+    let mut statements = Vec::new();
+    for budget in &types {
+        statements.extend(status_statements(&db, *budget, now)?);
+    }
+    let results = d1::batch(&db, statements).await?;
+    let budgets = types
+        .iter()
+        .zip(results.chunks(STATUS_STATEMENTS))
+        .map(|(budget, results)| status_view(*budget, now, results))
+        .collect::<Result<Vec<_>, _>>()?;
+    respond::json(200, &json!({ "budgets": budgets }))
+}
+
+/// GET /v1/admin/budgets/{type}
+async fn status(env: &Env, budget: (JobType, BudgetSpec)) -> Result<Response, ApiError> {
+    let db = d1::database(env)?;
+    let now = env_config::now_ms();
+    let results = d1::batch(&db, status_statements(&db, budget, now)?).await?;
+    respond::json(200, &status_view(budget, now, &results)?)
+}
+
+/// PATCH /v1/admin/budgets/{type} `{"limit_cents": n}`: this month's limit (later months start
+/// from it).
+async fn set_limit(
+    req: &mut Request,
+    env: &Env,
+    budget: (JobType, BudgetSpec),
+) -> Result<Response, ApiError> {
+    let limit = validate_limit_change(&body::json(req).await?)?;
+    let (job_type, _) = budget;
+    let now = env_config::now_ms();
+    let month = month_of(now);
+    let db = d1::database(env)?;
+    let header = req.headers().get("authorization").ok().flatten();
+    let actor = actor_of(header.as_deref());
+    let entry = Entry {
+        actor: &actor,
+        action: "budget.limit",
+        target: json!({ "job_type": job_type.as_str(), "month": month, "limit_cents": limit }),
+        now_ms: now,
+    };
+    let key = [text(job_type.as_str()), text(month.as_str())];
+    let mut statements = vec![
+        d1::statement(
+            &db,
+            "INSERT INTO budgets (job_type, month, limit_cents, updated_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (job_type, month) DO UPDATE SET limit_cents = excluded.limit_cents, \
+             updated_at = excluded.updated_at",
+            &[key[0].clone(), key[1].clone(), SqlValue::Int(limit), SqlValue::Int(now)],
+        )?,
+        audit_store::after_write(&db, &entry, false)?,
+        d1::statement(
+            &db,
+            &alert_insert_sql(),
+            &[key[0].clone(), key[1].clone(), SqlValue::Int(now)],
+        )?,
+    ];
+    statements.extend(status_statements(&db, budget, now)?);
+    let results = d1::batch(&db, statements).await?;
+    for alert in d1::rows::<RaisedAlert>(&results[2])? {
+        console_log!("{}", alert.log_line());
+    }
+    respond::json(200, &status_view(budget, now, &results[3..])?)
+}
+
+#[derive(Deserialize)]
+struct MonthRow {
+    month: String,
+    limit_cents: i64,
+    spent_cents: f64,
+    requests: i64,
+    tokens_input: i64,
+    tokens_output: i64,
+}
+
+#[derive(Deserialize)]
+struct AlertRow {
+    month: String,
+    threshold: u32,
+    spent_cents: f64,
+    limit_cents: i64,
+    created_at: i64,
+    notified_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct InheritedLimit {
+    limit_cents: i64,
+}
+
+const MONTH_COLUMNS: &str =
+    "month, limit_cents, spent_cents, requests, tokens_input, tokens_output";
+const ALERT_COLUMNS: &str = "month, threshold, spent_cents, limit_cents, created_at, notified_at";
+const STATUS_STATEMENTS: usize = 3;
+
+/// This month's row (absent until the month's first run or change), the limit it would start
+/// with, and its alerts.
+fn status_statements(
+    db: &D1Database,
+    (job_type, spec): (JobType, BudgetSpec),
+    now_ms: i64,
+) -> Result<Vec<D1PreparedStatement>, ApiError> {
+    let key = [text(job_type.as_str()), text(month_of(now_ms))];
+    Ok(vec![
+        d1::statement(
+            db,
+            &format!("SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month = ?2"),
+            &key,
+        )?,
+        d1::statement(
+            db,
+            &format!("SELECT {MONTH_LIMIT_SQL} AS limit_cents"),
+            &[
+                key[0].clone(),
+                key[1].clone(),
+                SqlValue::Int(spec.default_limit_cents),
+            ],
+        )?,
+        d1::statement(
+            db,
+            &format!(
+                "SELECT {ALERT_COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month = ?2 \
+                 ORDER BY threshold"
+            ),
+            &key,
+        )?,
+    ])
+}
+
+fn status_view(
+    (job_type, _): (JobType, BudgetSpec),
+    now_ms: i64,
+    results: &[D1Result],
+) -> Result<Value, ApiError> {
+    let month = month_of(now_ms);
+    let row = match d1::rows::<MonthRow>(&results[0])?.pop() {
+        Some(row) => row,
+        None => MonthRow {
+            month,
+            limit_cents: d1::rows::<InheritedLimit>(&results[1])?
+                .pop()
+                .map_or(0, |l| l.limit_cents),
+            spent_cents: 0.0,
+            requests: 0,
+            tokens_input: 0,
+            tokens_output: 0,
+        },
+    };
+    let alerts: Vec<AlertRow> = d1::rows(&results[2])?;
+    let action = BudgetAction::of(row.spent_cents, row.limit_cents);
+    let mut view = month_view(&row);
+    view["job_type"] = json!(job_type.as_str());
+    view["batch_size"] = json!(action.batch_size());
+    view["resets_at"] = json!(rfc3339(next_month_start_ms(now_ms)));
+    view["alerts"] = alerts.iter().map(alert_view).collect();
+    Ok(view)
+}
+
+/// GET /v1/admin/budgets/{type}/history?months=N: the last N months (this one included) that
+/// have a budget row, newest first.
+async fn history(
+    req: &Request,
+    env: &Env,
+    (job_type, _): (JobType, BudgetSpec),
+) -> Result<Response, ApiError> {
+    let pairs = only_params(req, &["months"])?;
+    let months = history_months(d1::param(&pairs, "months"))?;
+    let now = env_config::now_ms();
+    let from = month_back(now, months - 1);
+    let key = [text(job_type.as_str()), text(from.as_str())];
+    let db = d1::database(env)?;
+    let statements = vec![
+        d1::statement(
+            &db,
+            &format!(
+                "SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month >= ?2 \
+                 ORDER BY month DESC"
+            ),
+            &key,
+        )?,
+        d1::statement(
+            &db,
+            &format!(
+                "SELECT {ALERT_COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month >= ?2 \
+                 ORDER BY threshold"
+            ),
+            &key,
+        )?,
+    ];
+    let results = d1::batch(&db, statements).await?;
+    let rows: Vec<MonthRow> = d1::rows(&results[0])?;
+    let alerts: Vec<AlertRow> = d1::rows(&results[1])?;
+    let months_view: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let mut view = month_view(row);
+            view["alerts"] = alerts
+                .iter()
+                .filter(|a| a.month == row.month)
+                .map(|a| json!(a.threshold))
+                .collect();
+            view
+        })
+        .collect();
+    respond::json(
+        200,
+        &json!({ "job_type": job_type.as_str(), "from": from, "months": months_view }),
+    )
+}
+
+/// What a status and a history month share.
+fn month_view(row: &MonthRow) -> Value {
+    json!({
+        "month": row.month,
+        "limit_cents": row.limit_cents,
+        "spent_cents": cents(row.spent_cents),
+        "percent_used": percent_used(row.spent_cents, row.limit_cents),
+        "action": BudgetAction::of(row.spent_cents, row.limit_cents).as_str(),
+        "requests": row.requests,
+        "tokens": { "input": row.tokens_input, "output": row.tokens_output },
+    })
+}
+
+fn alert_view(alert: &AlertRow) -> Value {
+    json!({
+        "threshold": alert.threshold,
+        "level": alert_level(alert.threshold),
+        "spent_cents": cents(alert.spent_cents),
+        "limit_cents": alert.limit_cents,
+        "at": rfc3339(alert.created_at),
+        "notified_at": alert.notified_at.map(rfc3339),
+    })
+}

@@ -1,0 +1,272 @@
+//! The alert rules (shared `alert_rules`), evaluated every tick from one D1 batch of bounded
+//! reads: each family's due backlog and running jobs (index on status), the last hour of run
+//! records (index on finished_at), late schedules (a small table, plus the last hour of
+//! schedule runs), this month's budget alerts, and the alerts table itself (one row per rule
+//! and key). A rule that starts firing opens its alert once; while it fires nothing more is
+//! written or sent; when it clears the alert is resolved (PagerDuty `resolve`, a chat
+//! "resolved"). `alerts.notified` remembers what the channel was last told, so a failed send
+//! is retried next tick and a delivered one is never repeated. Each tick also writes every
+//! family's backlog to Analytics Engine (binding METRICS), when bound.
+
+use futures::future::join_all;
+use jobs_shared::alert_rules::{
+    alert_channel, changes, firing, AlertConfig, BudgetAlert, FamilyWindow, Firing, LateSchedule,
+    LongRunning, Observations, StoredAlert,
+};
+use jobs_shared::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
+use jobs_shared::{budget, Family};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use worker::{console_error, console_log, AnalyticsEngineDataPointBuilder, D1PreparedStatement};
+
+use super::{notifier, Tick};
+use crate::env_config;
+use crate::job_store::num;
+use crate::metrics::BACKLOG_BY_FAMILY_SQL;
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// An alert row with what the channel was last told about it.
+#[derive(Deserialize)]
+struct AlertRow {
+    #[serde(flatten)]
+    alert: StoredAlert,
+    severity: String,
+    summary: String,
+    notified: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Running {
+    family: String,
+    running: i64,
+    long_running: i64,
+    oldest_started_at: Option<i64>,
+}
+
+pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    let (config, warnings) = AlertConfig::from_vars(|name| env_config::string(tick.env, name));
+    warnings
+        .iter()
+        .for_each(|w| console_error!("alert config: {w}"));
+    let now = tick.now_ms;
+    let statement = |sql: &str, values: &[JsValue]| tick.db.prepare(sql).bind(values);
+    let reads = vec![
+        statement(BACKLOG_BY_FAMILY_SQL, &[num(now)])?,
+        statement(
+            "SELECT family, COUNT(*) AS running, SUM(started_at < ?1) AS long_running, \
+             MIN(started_at) AS oldest_started_at FROM jobs WHERE status = 'running' GROUP BY family",
+            &[num(now - config.running_secs * 1000)],
+        )?,
+        statement(
+            "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome <> 'succeeded') AS failed \
+             FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1 \
+             GROUP BY j.family",
+            &[num(now - HOUR_MS)],
+        )?,
+        statement(
+            "SELECT s.name, s.next_run_at, (SELECT COALESCE(SUM(r.missed), 0) FROM schedule_runs r \
+             WHERE r.schedule_id = s.id AND r.fired_at >= ?2) AS missed_recent FROM schedules s \
+             WHERE s.enabled = 1 AND (s.next_run_at < ?1 OR s.id IN (SELECT schedule_id \
+             FROM schedule_runs WHERE fired_at >= ?2 AND missed > 0))",
+            &[num(now - config.schedule_grace_secs * 1000), num(now - HOUR_MS)],
+        )?,
+        statement(
+            "SELECT job_type, threshold, spent_cents, limit_cents FROM budget_alerts WHERE month = ?1",
+            &[JsValue::from_str(&budget::month_of(now))],
+        )?,
+        statement(
+            "SELECT rule, key, status, severity, summary, notified FROM alerts",
+            &[],
+        )?,
+    ];
+    let results = tick.db.batch(reads).await?;
+    let backlog: Vec<FamilyWindow> = results[0].results()?;
+    let running: Vec<Running> = results[1].results()?;
+    let window: Vec<FamilyWindow> = results[2].results()?;
+    let stored: Vec<AlertRow> = results[5].results()?;
+    let budgets: Vec<BudgetAlert> = results[4].results()?;
+    write_backlog_points(tick, &backlog, &running);
+
+    let obs = Observations {
+        families: Family::ALL
+            .iter()
+            .map(|f| {
+                let of =
+                    |rows: &[FamilyWindow]| rows.iter().find(|r| r.family == f.as_str()).cloned();
+                let (b, w) = (
+                    of(&backlog).unwrap_or_default(),
+                    of(&window).unwrap_or_default(),
+                );
+                FamilyWindow {
+                    family: f.as_str().into(),
+                    backlog: b.backlog,
+                    runs: w.runs,
+                    failed: w.failed,
+                }
+            })
+            .collect(),
+        long_running: running
+            .iter()
+            .filter(|r| r.long_running > 0)
+            .map(|r| LongRunning {
+                family: r.family.clone(),
+                count: r.long_running,
+                oldest_started_at: r.oldest_started_at.unwrap_or(now),
+            })
+            .collect(),
+        schedules: results[3].results::<LateSchedule>()?,
+        budgets,
+    };
+    let fired = firing(&obs, &config, now);
+    let stored_alerts: Vec<StoredAlert> = stored.iter().map(|r| r.alert.clone()).collect();
+    let (to_open, to_resolve) = changes(&fired, &stored_alerts);
+    let pending = if to_open.is_empty() && to_resolve.is_empty() {
+        stored
+            .into_iter()
+            .filter(|r| r.notified.as_deref() != Some(r.alert.status.as_str()))
+            .collect()
+    } else {
+        write_changes(tick, &to_open, &to_resolve, !obs.budgets.is_empty()).await?
+    };
+    let notified = notify(tick, &pending).await?;
+    Ok(json!({
+        "firing": fired.len(),
+        "opened": to_open.len(),
+        "resolved": to_resolve.len(),
+        "notified": notified,
+    }))
+}
+
+/// Opens and resolves in one batch (each a compare-and-set on the status read), marks this
+/// month's budget alerts passed on, and reads back what the channels have not been told.
+async fn write_changes(
+    tick: &Tick<'_>,
+    to_open: &[&Firing],
+    to_resolve: &[&StoredAlert],
+    budgets: bool,
+) -> worker::Result<Vec<AlertRow>> {
+    let now = num(tick.now_ms);
+    let mut statements: Vec<D1PreparedStatement> = Vec::new();
+    for f in to_open {
+        log_change("alert.opened", f.rule, &f.key, Some(&f.summary));
+        statements.push(tick.db.prepare(
+            "INSERT INTO alerts (rule, key, status, severity, summary, opened_at, updated_at) \
+             VALUES (?1, ?2, 'open', ?3, ?4, ?5, ?5) ON CONFLICT (rule, key) DO UPDATE SET \
+             status = 'open', severity = excluded.severity, summary = excluded.summary, \
+             opened_at = excluded.opened_at, resolved_at = NULL, notified = NULL, \
+             updated_at = excluded.updated_at WHERE alerts.status = 'resolved'",
+        )
+        .bind(&[f.rule.into(), f.key.as_str().into(), f.severity.as_str().into(), f.summary.as_str().into(), now.clone()])?);
+    }
+    for s in to_resolve {
+        log_change("alert.resolved", &s.rule, &s.key, None);
+        statements.push(
+            tick.db
+                .prepare(
+                    "UPDATE alerts SET status = 'resolved', resolved_at = ?3, updated_at = ?3 \
+             WHERE rule = ?1 AND key = ?2 AND status = 'open'",
+                )
+                .bind(&[s.rule.as_str().into(), s.key.as_str().into(), now.clone()])?,
+        );
+    }
+    if budgets {
+        // The budget module's queue of raised alerts (0005): they are in `alerts` now.
+        statements.push(
+            tick.db
+                .prepare("UPDATE budget_alerts SET notified_at = ?1 WHERE notified_at IS NULL")
+                .bind(std::slice::from_ref(&now))?,
+        );
+    }
+    statements.push(tick.db.prepare(
+        "SELECT rule, key, status, severity, summary, notified FROM alerts \
+         WHERE notified IS NOT status",
+    ));
+    let results = tick.db.batch(statements).await?;
+    results.last().map_or(Ok(Vec::new()), |r| r.results())
+}
+
+/// Tells each alert's channel about its change; records what was delivered.
+async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> {
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    let config = EscalationConfig::from_vars(|name| env_config::string(tick.env, name));
+    let results = join_all(pending.iter().map(|row| {
+        let config = &config;
+        async move {
+            let a = &row.alert;
+            let open = (a.status == "open").then(|| Firing {
+                rule: "",
+                key: a.key.clone(),
+                severity: severity(&row.severity),
+                summary: row.summary.clone(),
+            });
+            let page = |key: &str| pagerduty_alert(key, &a.rule, &a.key, open.as_ref());
+            let chat = || slack_alert(&a.rule, &a.key, open.as_ref());
+            notifier::deliver(config, alert_channel(&a.key), page, chat).await
+        }
+    }))
+    .await;
+    let mut statements = Vec::new();
+    for (row, result) in pending.iter().zip(results) {
+        let a = &row.alert;
+        match result {
+            Ok(_) => statements.push(
+                tick.db
+                    .prepare("UPDATE alerts SET notified = ?3 WHERE rule = ?1 AND key = ?2 AND status = ?3")
+                    .bind(&[a.rule.as_str().into(), a.key.as_str().into(), a.status.as_str().into()])?,
+            ),
+            Err(e) => console_error!("alert {}/{} notification failed, retried next tick: {e}", a.rule, a.key),
+        }
+    }
+    let delivered = statements.len();
+    if !statements.is_empty() {
+        tick.db.batch(statements).await?;
+    }
+    Ok(delivered)
+}
+
+fn severity(name: &str) -> jobs_shared::alert_rules::Severity {
+    use jobs_shared::alert_rules::Severity;
+    [Severity::Info, Severity::Warning, Severity::Critical]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+        .unwrap_or(Severity::Warning)
+}
+
+fn log_change(event: &str, rule: &str, key: &str, summary: Option<&str>) {
+    console_log!(
+        "{}",
+        json!({ "event": event, "rule": rule, "key": key, "summary": summary })
+    );
+}
+
+/// One Analytics Engine data point per family and tick: index family; blob1 family; double1
+/// backlog, double2 running. Skipped when the binding is absent.
+fn write_backlog_points(tick: &Tick<'_>, backlog: &[FamilyWindow], running: &[Running]) {
+    let Ok(dataset) = tick.env.analytics_engine("METRICS") else {
+        return;
+    };
+    for family in Family::ALL {
+        let name = family.as_str();
+        let waiting = backlog
+            .iter()
+            .find(|r| r.family == name)
+            .map_or(0, |r| r.backlog);
+        let busy = running
+            .iter()
+            .find(|r| r.family == name)
+            .map_or(0, |r| r.running);
+        let written = AnalyticsEngineDataPointBuilder::new()
+            .indexes([name])
+            .add_blob(name)
+            .add_double(waiting as f64)
+            .add_double(busy as f64)
+            .write_to(&dataset);
+        if let Err(e) = written {
+            console_error!("analytics engine write failed: {e}");
+        }
+    }
+}

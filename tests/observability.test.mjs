@@ -1,0 +1,388 @@
+// Issue 7: structured job logs, correlation ids end to end, GET /metrics, escalation of dead
+// jobs per family and the sweep's alerts. The built WASM on local workerd, real D1 and queues;
+// the app endpoint and the PagerDuty/Slack/digest webhooks are real local HTTP servers.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+import { tick, DAY, MINUTE } from "./support/sweep.mjs";
+import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
+
+const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+const TRACEPARENT = `00-${TRACE}-00f067aa0ba902b7-01`;
+const SPAN_ATTRIBUTES = ["job.id", "job.type", "job.queue", "job.attempt", "job.handler", "correlation_id"];
+
+/** Collects every worker log line that is a JSON object. */
+function logCollector() {
+  const lines = [];
+  const onLog = ({ message }) => {
+    const at = message.indexOf("{");
+    if (at < 0) return;
+    try {
+      lines.push(JSON.parse(message.slice(at)));
+    } catch {
+      // not a JSON line
+    }
+  };
+  return { lines, onLog, of: (id) => lines.filter((l) => l["job.id"] === id) };
+}
+
+let app;
+before(async () => {
+  app = await startAppServer();
+});
+after(() => app.close());
+
+describe("job logs and correlation ids (real queues)", () => {
+  let p;
+  const logs = logCollector();
+  before(async () => {
+    p = await startPlatform({
+      consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/apps/weather") },
+      onLog: logs.onLog,
+    });
+  });
+  after(() => p.dispose());
+
+  test("a traceparent's trace id goes to the response, D1, the app's request and every log line", async () => {
+    const enq = await p.enqueue({ type: "weather_refresh", payload: { kind: "alerts" } }, { headers: { traceparent: TRACEPARENT } });
+    assert.equal(enq.status, 202);
+    assert.equal(enq.headers.get("x-request-id"), TRACE);
+    assert.equal(enq.body.correlation_id, TRACE);
+    assert.equal(await p.count("SELECT correlation_id FROM jobs WHERE id = ?", enq.body.id), TRACE);
+    await p.waitForStatus(enq.body.id, "succeeded");
+
+    const [req] = app.requests("/apps/weather").filter((r) => JSON.parse(r.body).id === enq.body.id);
+    assert.equal(req.headers["x-request-id"], TRACE);
+    assert.match(req.headers.traceparent, new RegExp(`^00-${TRACE}-[0-9a-f]{16}-01$`));
+    assert.notEqual(req.headers.traceparent, TRACEPARENT, "a new span for the job's request");
+
+    const lines = await p.waitFor(() => {
+      const l = logs.of(enq.body.id);
+      return l.some((x) => x.event === "job.completed") && l;
+    }, { what: "the job's log lines" });
+    assert.deepEqual(lines.map((l) => l.event), ["job.started", "job.completed"]);
+    for (const line of lines) {
+      for (const key of SPAN_ATTRIBUTES) assert.ok(key in line, `${line.event} has ${key}`);
+      assert.equal(line.correlation_id, TRACE);
+      assert.equal(line["job.type"], "weather_refresh");
+      assert.equal(line["job.queue"], "default");
+      assert.equal(line["job.attempt"], 1);
+      assert.equal(line["job.handler"], "consumer::handlers::forward");
+    }
+    assert.equal(typeof lines[1].duration_ms, "number");
+    const batch = logs.lines.find((l) => l.event === "batch.completed");
+    assert.equal(typeof batch["d1.rows_written"], "number", "the benchmark's batch line stays");
+  });
+
+  test("X-Request-Id is used when there is no traceparent, and an id is minted when neither is sent", async () => {
+    const given = await p.enqueue({ type: "http", payload: { url: app.url("/rid") } }, { headers: { "x-request-id": "req-abc.1" } });
+    assert.equal(given.body.correlation_id, "req-abc.1");
+    assert.equal(given.headers.get("x-request-id"), "req-abc.1");
+    await p.waitForStatus(given.body.id, "succeeded");
+    const [req] = app.requests("/rid");
+    assert.equal(req.headers["x-request-id"], "req-abc.1");
+    assert.equal(req.headers.traceparent, undefined, "not a trace id: no traceparent");
+
+    const minted = await p.request("POST", "/v1/jobs/batch", {
+      json: { jobs: [{ type: "noop", payload: {} }, { type: "noop", payload: {} }] },
+      headers: { "x-request-id": "bad id with spaces" },
+    });
+    const cid = minted.headers.get("x-request-id");
+    assert.match(cid, /^[0-9a-f]{32}$/);
+    assert.deepEqual(minted.body.jobs.map((j) => j.correlation_id), [cid, cid]);
+    assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE correlation_id = ?", cid), 2);
+  });
+
+  test("a chain's next step inherits the correlation id", async () => {
+    const enq = await p.enqueue(
+      { type: "http", payload: { url: app.url("/step0") }, steps: [{ type: "http", payload: { url: app.url("/step1") } }] },
+      { headers: { traceparent: TRACEPARENT.replace(TRACE, "0af7651916cd43dd8448eb211c80319c") } },
+    );
+    const step = await p.waitFor(() => p.db.prepare("SELECT id, correlation_id FROM jobs WHERE parent_id = ?").bind(enq.body.id).first(), { what: "step 1" });
+    assert.equal(step.correlation_id, "0af7651916cd43dd8448eb211c80319c");
+    await p.waitForStatus(step.id, "succeeded");
+    assert.equal(app.requests("/step1")[0].headers["x-request-id"], "0af7651916cd43dd8448eb211c80319c");
+  });
+
+  test("a failing job logs job.failed with its error, job.retry_scheduled, then job.exhausted", async () => {
+    app.script("/always-503", [{ status: 503, headers: { "retry-after": "1" } }]);
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/always-503") }, max_attempts: 2 });
+    await p.waitForStatus(enq.body.id, "dead");
+    const lines = await p.waitFor(() => {
+      const l = logs.of(enq.body.id);
+      return l.some((x) => x.event === "job.exhausted") && l;
+    }, { what: "job.exhausted" });
+    assert.deepEqual(lines.map((l) => l.event), [
+      "job.started", "job.failed", "job.retry_scheduled", "job.started", "job.failed", "job.exhausted",
+    ]);
+    const failed = lines.filter((l) => l.event === "job.failed");
+    assert.deepEqual(failed.map((l) => l["job.attempt"]), [1, 2]);
+    for (const l of failed) {
+      assert.equal(l["error.class"], "server_error");
+      assert.match(l["error.message"], /503/);
+      assert.equal(typeof l.duration_ms, "number");
+      assert.equal(l.level, "warn");
+    }
+    assert.equal(lines.find((l) => l.event === "job.retry_scheduled")["retry.delay_secs"], 1);
+    assert.equal(lines.at(-1).level, "error");
+  });
+});
+
+describe("skipped and interrupted jobs (manual delivery)", () => {
+  let p;
+  const logs = logCollector();
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true, onLog: logs.onLog });
+  });
+  after(() => p.dispose());
+
+  test("a message whose job does not exist, or already finished, is logged as job.skipped", async () => {
+    await p.deliver("jobs-default", [{ body: { v: 1, id: "01JNOPE", type: "noop", cid: "req-x" } }]);
+    const [missing] = logs.of("01JNOPE");
+    assert.equal(missing.event, "job.skipped");
+    assert.equal(missing.reason, "not_found");
+    assert.equal(missing.correlation_id, "req-x");
+    for (const key of SPAN_ATTRIBUTES) assert.ok(key in missing, key);
+
+    const enq = await p.enqueue({ type: "noop", payload: {} });
+    const body = { v: 1, id: enq.body.id, type: "noop" };
+    await p.deliver("jobs-default", [{ body }]);
+    await p.deliver("jobs-default", [{ body }]);
+    const events = logs.of(enq.body.id).map((l) => `${l.event}${l.reason ? `:${l.reason}` : ""}`);
+    assert.deepEqual(events, ["job.started", "job.completed", "job.skipped:finished"]);
+  });
+
+  test("the lease rescuer logs job.interrupted with the lost attempt's duration", async () => {
+    const enq = await p.enqueue({ type: "noop", payload: {} }, { headers: { "x-request-id": "lost-1" } });
+    const started = Date.now() - 20 * MINUTE;
+    await p.db.prepare("UPDATE jobs SET status = 'running', attempts = 1, runs = 1, started_at = ?, lease_until = ? WHERE id = ?")
+      .bind(started, started + 5 * MINUTE, enq.body.id).run();
+    await tick(p, Date.now());
+    const lines = logs.of(enq.body.id);
+    const interrupted = lines.find((l) => l.event === "job.interrupted");
+    assert.ok(interrupted, JSON.stringify(lines));
+    assert.equal(interrupted["error.class"], "lease_expired");
+    assert.equal(interrupted.correlation_id, "lost-1");
+    assert.ok(interrupted.duration_ms >= 20 * MINUTE - 1000, `${interrupted.duration_ms}`);
+    assert.equal(lines.at(-1).event, "job.retry_scheduled");
+  });
+});
+
+describe("GET /metrics", () => {
+  let p;
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true, producerBindings: { METRICS_TOKENS: "scrape-token" } });
+  });
+  after(() => p.dispose());
+
+  const ids = async (job, n) => {
+    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => job) } });
+    assert.equal(res.status, 202);
+    return res.body.jobs.map((j) => j.id);
+  };
+  // A tick whose roll-up reaches the present: run records are final 16 minutes after they end.
+  const rollUp = async () => {
+    await new Promise((r) => setTimeout(r, 5));
+    await tick(p, Date.now() + 16 * MINUTE);
+  };
+  const deliver = (queue, jobIds, type) => p.deliver(queue, jobIds.map((id) => ({ body: { v: 1, id, type } })));
+
+  test("after a known workload it shows the histogram, retries, backlog, budget, DLQ, schedules and screenshots", async () => {
+    await deliver("jobs-default", await ids({ type: "noop", payload: {} }, 3), "noop");
+    app.script("/metrics-503", [{ status: 503 }]);
+    await deliver("jobs-default", await ids({ type: "http", payload: { url: app.url("/metrics-503") } }, 1), "http");
+    const high = await ids({ type: "stock_refresh", payload: {} }, 3);
+    await deliver("jobs-high", high.slice(0, 1), "stock_refresh"); // no endpoint: dead
+    await p.deliver("jobs-default-dlq", [{ body: { v: 1, id: high[0], type: "stock_refresh" } }]);
+    await p.db.prepare("INSERT INTO budgets (job_type, month, limit_cents, spent_cents, updated_at) VALUES ('ai_tagging', '2025-01', 50000, 1234, 0)").run();
+    await p.db.prepare("UPDATE schedules SET missed_runs = 2 WHERE name = 'rss_feed_refresh'").run();
+    await p.db.prepare("INSERT INTO jobs (id, type, family, status, payload, max_attempts, run_at, created_at, updated_at, started_at) VALUES ('01JSHOT', 'screenshot_capture', 'screenshot', 'running', '{}', 3, 0, 0, 0, 0)").run();
+
+    // The sweep rolls run records into the histogram once they are final (16 min after).
+    const before = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    assert.equal(sampleValue(before, "job_execution_duration_seconds_count", { job_type: "noop", queue: "default", status: "succeeded" }), undefined);
+    await rollUp();
+    await rollUp(); // a repeated tick adds nothing twice
+    const res = await p.mf.dispatchFetch("http://jobs.local/metrics", { headers: { authorization: `Bearer ${TOKENS.admin}` } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /^text\/plain; version=0\.0\.4/);
+    const m = parsePrometheusText(await res.text());
+
+    assert.equal(m.get("job_execution_duration_seconds").type, "histogram");
+    const noop = { job_type: "noop", queue: "default", status: "succeeded" };
+    assert.equal(sampleValue(m, "job_execution_duration_seconds_count", noop), 3);
+    assert.equal(sampleValue(m, "job_execution_duration_seconds_bucket", { ...noop, le: "+Inf" }), 3);
+    assert.ok(sampleValue(m, "job_execution_duration_seconds_sum", noop) >= 0);
+    assert.equal(sampleValue(m, "job_execution_duration_seconds_count", { job_type: "http", queue: "default", status: "retrying" }), 1);
+    assert.equal(sampleValue(m, "job_execution_duration_seconds_count", { job_type: "stock_refresh", queue: "high", status: "dead" }), 1);
+    assert.equal(sampleValue(m, "job_retry_total", { job_type: "http", queue: "default" }), 1);
+    assert.equal(sampleValue(m, "job_exhausted_total", { job_type: "stock_refresh", queue: "high" }), 1);
+    assert.equal(sampleValue(m, "job_queue_backlog_total", { queue: "high" }), 2);
+    assert.equal(sampleValue(m, "job_queue_backlog_total", { queue: "default" }), 0, "the retrying job is not due yet");
+    assert.equal(sampleValue(m, "screenshot_concurrency_utilization"), 1);
+    assert.equal(sampleValue(m, "job_budget_consumed_dollars", { job_type: "ai_tagging" }), 12.34);
+    assert.equal(sampleValue(m, "job_dead_letters_total", { queue: "default" }), 1);
+    assert.equal(sampleValue(m, "job_schedule_missed_runs_total", { schedule: "rss_feed_refresh" }), 2);
+    for (const name of ["job_retry_total", "job_budget_consumed_dollars", "job_dead_letters_total", "job_schedule_missed_runs_total"]) {
+      assert.equal(m.get(name).type, "counter", name);
+    }
+    assert.equal(m.get("job_queue_backlog_total").type, "gauge");
+
+    // More work only adds to the counters.
+    await deliver("jobs-default", await ids({ type: "noop", payload: {} }, 2), "noop");
+    await rollUp();
+    const again = parsePrometheusText(await (await p.mf.dispatchFetch("http://jobs.local/metrics", { headers: { authorization: "Bearer scrape-token" } })).text());
+    assert.equal(sampleValue(again, "job_execution_duration_seconds_count", noop), 5);
+  });
+
+  test("needs an admin or metrics token; documented in the OpenAPI document", async () => {
+    const get = (token) => p.request("GET", "/metrics", { token });
+    assert.equal((await get("scrape-token")).status, 200);
+    assert.equal((await get(null)).status, 401);
+    assert.equal((await get(TOKENS.enqueue)).status, 403);
+    assert.equal((await get("scrape-token-wrong")).status, 401);
+    const doc = (await p.request("GET", "/openapi.json", { token: null })).body;
+    assert.ok(doc.paths["/metrics"].get.responses["200"]);
+  });
+});
+
+describe("escalation and alerts", () => {
+  let p;
+  let hooks;
+  const DASHBOARD = "https://jobs.example";
+  before(async () => {
+    hooks = await startAppServer();
+    p = await startPlatform({
+      manualDelivery: true,
+      producerBindings: {
+        PAGERDUTY_EVENTS_URL: hooks.url("/pagerduty"),
+        PAGERDUTY_ROUTING_KEY: "routing-key-1",
+        SLACK_WEBHOOK_URL: hooks.url("/slack"),
+        DIGEST_WEBHOOK_URL: hooks.url("/digest"),
+        DASHBOARD_URL: DASHBOARD,
+        ALERT_BACKLOG_THRESHOLD: "2",
+        ALERT_FAILURE_MIN_RUNS: "2",
+      },
+    });
+  });
+  after(async () => {
+    await p.dispose();
+    await hooks.close();
+  });
+
+  const bodies = (path) => hooks.requests(path).map((r) => JSON.parse(r.body));
+  const slackTexts = (pattern) => bodies("/slack").map((b) => b.text).filter((t) => pattern.test(t));
+  const enqueueAndDeliver = async (type, queue, n = 1, payload = {}) => {
+    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => ({ type, payload })) } });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const jobIds = res.body.jobs.map((j) => j.id);
+    await p.deliver(queue, jobIds.map((id) => ({ body: { v: 1, id, type } })));
+    return jobIds;
+  };
+
+  test("healthz shows which channels are configured", async () => {
+    const res = await p.request("GET", "/healthz", { token: null });
+    assert.deepEqual(res.body.escalation, { pagerduty: true, slack: true, digest: true, dashboard_links: true });
+  });
+
+  test("dead jobs page (high), post to chat (default), and wait for one daily digest (low, bulk)", async () => {
+    // No endpoints are configured, so each of these goes dead at once (not_configured).
+    const [stock] = await enqueueAndDeliver("stock_refresh", "jobs-high");
+    const weather = await enqueueAndDeliver("weather_refresh", "jobs-default", 2, { kind: "alerts" });
+    await enqueueAndDeliver("social_refresh", "jobs-low", 2);
+    await enqueueAndDeliver("image_processing", "jobs-bulk", 1, { image_key: "img-1" });
+    const now = Date.now();
+    await tick(p, now);
+
+    const pages = bodies("/pagerduty").filter((b) => b.dedup_key.startsWith("job-dead:"));
+    assert.equal(pages.length, 1);
+    assert.equal(pages[0].event_action, "trigger");
+    assert.equal(pages[0].routing_key, "routing-key-1");
+    assert.equal(pages[0].dedup_key, `job-dead:${stock}:1`);
+    assert.match(pages[0].payload.summary, /not_configured/);
+    assert.equal(pages[0].payload.severity, "critical");
+    assert.equal(pages[0].links[0].href, `${DASHBOARD}/dashboard/#job=${stock}`);
+
+    const chats = slackTexts(/is dead/);
+    assert.equal(chats.length, 2);
+    for (const id of weather) {
+      const text = chats.find((t) => t.includes(id));
+      assert.ok(text, `a chat message for ${id}`);
+      assert.match(text, /weather_refresh/);
+      assert.match(text, /not_configured/);
+      assert.ok(text.includes(`<${DASHBOARD}/dashboard/#job=${id}|`), text);
+    }
+    assert.equal(hooks.requests("/digest").length, 0, "the digest waits for the day to end");
+
+    await tick(p, now + MINUTE);
+    assert.equal(bodies("/pagerduty").filter((b) => b.dedup_key.startsWith("job-dead:")).length, 1, "sent once");
+    assert.equal(slackTexts(/is dead/).length, 2, "sent once");
+
+    await tick(p, now + DAY);
+    await tick(p, now + DAY + MINUTE);
+    const digests = bodies("/digest");
+    assert.equal(digests.length, 1, "one digest a day");
+    assert.match(digests[0].text, new RegExp(`Dead jobs digest for ${new Date(now).toISOString().slice(0, 10)}`));
+    assert.match(digests[0].text, /3 job\(s\)/);
+    assert.match(digests[0].text, /2 x social_refresh \(low\) not_configured/);
+    assert.match(digests[0].text, /1 x image_processing \(bulk\) not_configured/);
+    assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'dead' AND escalated_at IS NULL"), 0);
+  });
+
+  test("alerts open once, stay quiet while firing, and resolve when the condition clears", async () => {
+    const start = Date.now() + 3 * DAY; // past the previous test's windows
+    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: 3 }, () => ({ type: "message_relay", payload: { message_id: "m-1" } })) } });
+    const relay = res.body.jobs.map((j) => j.id);
+    const weather = await enqueueAndDeliver("weather_refresh", "jobs-default", 2, { kind: "alerts" });
+    // Their run records are "now": move them to the evaluation time, as if they had just failed.
+    await p.db.prepare("UPDATE job_runs SET finished_at = ? WHERE job_id IN (?, ?)").bind(start - MINUTE, ...weather).run();
+    const backlogEvents = () => bodies("/pagerduty").filter((b) => b.dedup_key === "alert:backlog:high");
+    // Only this test's messages (the previous one's failures opened and resolved one too).
+    const before = bodies("/slack").length;
+    const failureTexts = () => bodies("/slack").slice(before).map((b) => b.text).filter((t) => /alert failure_rate\/default/.test(t));
+
+    await tick(p, start);
+    assert.deepEqual(backlogEvents().map((b) => b.event_action), ["trigger"]);
+    assert.match(backlogEvents()[0].payload.summary, /high backlog is 3 jobs \(threshold 2\)/);
+    assert.equal(failureTexts().length, 1);
+    assert.match(failureTexts()[0], /firing: default failure rate is 100\.0 %/);
+    const open = "SELECT COUNT(*) FROM alerts WHERE status = 'open' AND rule || '/' || key IN ('backlog/high', 'failure_rate/default')";
+    assert.equal(await p.count(open), 2);
+
+    for (let i = 1; i <= 3; i++) await tick(p, start + i * MINUTE);
+    assert.equal(backlogEvents().length, 1, "no storm while it fires");
+    assert.equal(failureTexts().length, 1);
+
+    const metrics = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    const openBacklog = await p.count("SELECT COUNT(*) FROM alerts WHERE status = 'open' AND rule = 'backlog'");
+    assert.ok(openBacklog >= 1);
+    assert.equal(sampleValue(metrics, "job_alerts_open", { rule: "backlog" }), openBacklog);
+
+    await p.request("POST", "/v1/admin/jobs/cancel", { json: { ids: relay }, token: TOKENS.admin });
+    await tick(p, start + 4 * MINUTE);
+    assert.deepEqual(backlogEvents().map((b) => b.event_action), ["trigger", "resolve"]);
+    assert.equal(backlogEvents()[1].routing_key, "routing-key-1");
+
+    await tick(p, start + 2 * 60 * MINUTE); // the failures left the one-hour window
+    assert.equal(failureTexts().length, 2);
+    assert.match(failureTexts()[1], /alert failure_rate\/default resolved/);
+    await tick(p, start + 2 * 60 * MINUTE + MINUTE);
+    assert.equal(failureTexts().length, 2);
+    assert.equal(backlogEvents().length, 2);
+    assert.equal(await p.count(open), 0);
+  });
+
+  test("a budget threshold the budget module recorded becomes an alert, resolved next month", async () => {
+    const month = new Date().toISOString().slice(0, 7);
+    await p.db.prepare("INSERT INTO budget_alerts (job_type, month, threshold, spent_cents, limit_cents, created_at) VALUES ('ai_tagging', ?, 90, 45000, 50000, 0)").bind(month).run();
+    await tick(p, Date.now());
+    const texts = slackTexts(/alert budget\/ai_tagging:90/);
+    assert.equal(texts.length, 1);
+    assert.match(texts[0], /\[warning\].*ai_tagging reached 90 % of this month's budget \(\$450\.00 of \$500\.00\)/);
+    assert.equal(await p.count("SELECT COUNT(*) FROM budget_alerts WHERE notified_at IS NULL"), 0);
+    await tick(p, Date.now() + 40 * DAY);
+    assert.equal(slackTexts(/alert budget\/ai_tagging:90/).length, 2);
+    assert.match(slackTexts(/alert budget\/ai_tagging:90/)[1], /resolved/);
+  });
+});

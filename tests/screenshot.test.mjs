@@ -1,0 +1,285 @@
+// screenshot_capture (issue 6, seed 000 P12): the built consumer drives a real headless Chromium
+// over CDP through the BROWSER binding - here the stand-in worker dev/browser-standin, bound by
+// the consumer's local config - captures pages served by the test's own HTTP server, and stores
+// the image in local R2. Failures are classified (target 404, navigation timeout, DNS, the
+// binding's 429), the screenshot family's browser slots show in the admin stats, and the REST
+// mode posts to a local stand-in of the API.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { chromium as playwright } from "playwright-core";
+import { unstable_readConfig } from "wrangler";
+import { ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+import { startChromium } from "../dev/browser-standin/chromium.mjs";
+
+const QUEUE = "jobs-screenshot";
+const html = (body, head = "") => ({
+  status: 200,
+  headers: { "content-type": "text/html" },
+  raw: `<!doctype html><html><head>${head}<style>html,body{margin:0}</style></head><body>${body}</body></html>`,
+});
+
+/** Width and height from the image's own header, read here independently of the Rust code. */
+function dimensions(bytes) {
+  const b = Buffer.from(bytes);
+  if (b.subarray(1, 4).toString() === "PNG") {
+    assert.equal(b.subarray(12, 16).toString(), "IHDR");
+    return { format: "png", width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+  }
+  assert.deepEqual([...b.subarray(0, 2)], [0xff, 0xd8], "a PNG or a JPEG");
+  for (let at = 2; at < b.length; ) {
+    const marker = b[at + 1];
+    if (marker >= 0xc0 && marker <= 0xc3) {
+      return { format: "jpeg", height: b.readUInt16BE(at + 5), width: b.readUInt16BE(at + 7) };
+    }
+    at += 2 + b.readUInt16BE(at + 2);
+  }
+  assert.fail("no JPEG frame header");
+}
+
+let chromium, app;
+before(async () => {
+  chromium = await startChromium();
+  app = await startAppServer();
+});
+after(async () => {
+  // Chromium first: its idle (pre)connections would hold the app server's close for a minute.
+  await chromium?.close();
+  await app?.close();
+});
+
+describe("screenshot_capture through the Browser Rendering binding", () => {
+  let p, bucket, standin;
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true, standinBindings: { CHROMIUM_URL: chromium.url } });
+    bucket = await p.mf.getR2Bucket("SCREENSHOTS", p.consumerName);
+    standin = await p.mf.getWorker("browser-standin");
+  });
+  after(() => p?.dispose());
+
+  /** Enqueues a screenshot job and runs its message once; returns the job and the decisions. */
+  async function capture(payload) {
+    const enq = await p.enqueue({ type: "screenshot_capture", payload });
+    assert.equal(enq.status, 202, JSON.stringify(enq.body));
+    const decisions = await p.deliver(QUEUE, [{ body: { v: 1, id: enq.body.id, type: "screenshot_capture" } }]);
+    return { job: (await p.getJob(enq.body.id)).body, decisions };
+  }
+
+  test("a page served locally lands in R2 as a real PNG of the viewport's size", async () => {
+    app.script("/page", [html('<h1 style="background:#c0ffee;height:100px">Hello</h1>')]);
+    const { job, decisions } = await capture({
+      url: app.url("/page"),
+      viewport: { width: 640, height: 480 },
+      wait_until: "load",
+    });
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    assert.equal(decisions.retryMessages.length, 0);
+    const r = job.result;
+    assert.equal(r.key, `screenshots/${job.id}.png`);
+    assert.deepEqual(
+      [r.width, r.height, r.format, r.content_type, r.status, r.mode],
+      [640, 480, "png", "image/png", 200, "binding"],
+    );
+    assert.equal(r.final_url, app.url("/page"));
+
+    const object = await bucket.get(r.key);
+    assert.ok(object, "the image is in R2");
+    const bytes = new Uint8Array(await object.arrayBuffer());
+    assert.equal(r.size, bytes.length);
+    assert.ok(bytes.length > 1000);
+    assert.deepEqual(dimensions(bytes), { format: "png", width: 640, height: 480 });
+    assert.equal(object.httpMetadata.contentType, "image/png");
+    assert.equal(object.customMetadata.job_id, job.id);
+  });
+
+  test("jpeg of the full page: the whole height, beyond the viewport", async () => {
+    app.script("/tall", [html('<div style="height:2000px;background:linear-gradient(red,blue)"></div>')]);
+    const { job } = await capture({
+      url: app.url("/tall"),
+      viewport: { width: 500, height: 400 },
+      full_page: true,
+      format: "jpeg",
+    });
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    assert.deepEqual([job.result.width, job.result.height, job.result.format], [500, 2000, "jpeg"]);
+    assert.equal(job.result.key, `screenshots/${job.id}.jpg`);
+    const object = await bucket.get(job.result.key);
+    const bytes = new Uint8Array(await object.arrayBuffer());
+    assert.deepEqual(dimensions(bytes), { format: "jpeg", width: 500, height: 2000 });
+    assert.equal(object.httpMetadata.contentType, "image/jpeg");
+    assert.equal(job.result.size, bytes.length);
+  });
+
+  test("waits for a selector the page adds late", async () => {
+    const script = '<script>setTimeout(() => document.body.innerHTML = "<p id=ready>ready</p>", 400)</script>';
+    app.script("/late", [html("loading", script)]);
+    const { job } = await capture({ url: app.url("/late"), selector: "#ready", viewport: { width: 300, height: 200 } });
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    assert.deepEqual([job.result.width, job.result.height], [300, 200]);
+  });
+
+  test("a target 404 is dead on the first attempt, without a retry", async () => {
+    app.script("/missing", [{ status: 404, headers: { "content-type": "text/html" }, raw: "<h1>gone</h1>" }]);
+    const { job, decisions } = await capture({ url: app.url("/missing") });
+    assert.equal(job.status, "dead");
+    assert.equal(job.attempts, 1);
+    assert.equal(job.error.class, "client_error");
+    assert.match(job.error.message, /answered HTTP 404/);
+    assert.equal(decisions.retryMessages.length, 0);
+    assert.equal(await bucket.get(`screenshots/${job.id}.png`), null, "nothing stored");
+    // Without a body Chrome fails the navigation itself (ERR_HTTP_RESPONSE_CODE_FAILURE): the
+    // status still decides.
+    app.script("/missing-empty", [{ status: 410, raw: "" }]);
+    const empty = await capture({ url: app.url("/missing-empty") });
+    assert.deepEqual([empty.job.status, empty.job.error.class], ["dead", "client_error"]);
+    assert.match(empty.job.error.message, /answered HTTP 410/);
+  });
+
+  test("a navigation timeout retries with backoff; a name that does not resolve is dead (dns)", async () => {
+    app.script("/hang", [{ ...html("late"), delayMs: 5000 }]);
+    const slow = await capture({ url: app.url("/hang"), timeout_ms: 1000 });
+    assert.equal(slow.job.status, "retrying");
+    assert.equal(slow.job.error.class, "navigation_timeout");
+    assert.match(slow.job.error.message, /within 1000 ms/);
+    const [retry] = slow.decisions.retryMessages;
+    assert.ok(retry.delaySeconds >= 22 && retry.delaySeconds <= 38, `seed 000 backoff: ${retry.delaySeconds}`);
+
+    const selector = await capture({ url: app.url("/page"), selector: "#never", timeout_ms: 1000 });
+    assert.equal(selector.job.status, "retrying");
+    assert.equal(selector.job.error.class, "navigation_timeout");
+    assert.match(selector.job.error.message, /selector matched nothing/);
+
+    const dns = await capture({ url: "http://no-such-host.invalid/" });
+    assert.equal(dns.job.status, "dead");
+    assert.equal(dns.job.error.class, "dns");
+    assert.match(dns.job.error.message, /ERR_NAME_NOT_RESOLVED/);
+  });
+
+  test("the binding's 429 (every browser busy) retries after its Retry-After", async () => {
+    const acquire = () => standin.fetch("http://browser/v1/devtools/browser?keep_alive=60000", { method: "POST" });
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push((await (await acquire()).json()).sessionId);
+    const busy = await acquire();
+    assert.equal(busy.status, 429);
+    await busy.text();
+
+    const { job, decisions } = await capture({ url: app.url("/page") });
+    assert.equal(job.status, "retrying");
+    assert.equal(job.error.class, "rate_limited");
+    assert.match(job.error.message, /browser binding.*HTTP 429/);
+    assert.deepEqual(decisions.retryMessages.map((m) => m.delaySeconds), [30]);
+
+    for (const id of held) await (await standin.fetch(`http://browser/v1/devtools/browser/${id}`, { method: "DELETE" })).text();
+    const again = await capture({ url: app.url("/page") });
+    assert.equal(again.job.status, "succeeded", "released sessions free their slots");
+  });
+
+  test("browser slots in use show in the admin stats (running / 3)", async () => {
+    // At most 3 at once: one message per batch, 3 batches in flight.
+    const config = unstable_readConfig({ config: join(ROOT, "consumer", "wrangler.toml") });
+    const consumer = config.queues.consumers.find((c) => c.queue === QUEUE);
+    assert.deepEqual([consumer.max_batch_size, consumer.max_concurrency], [1, 3]);
+
+    const slots = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.screenshot.browser_slots;
+    assert.deepEqual(await slots(), { running: 0, limit: 3, utilization: 0 });
+    app.script("/slow", [{ ...html("slow"), delayMs: 1500 }]);
+    const running = capture({ url: app.url("/slow") });
+    const during = await p.waitFor(async () => {
+      const s = await slots();
+      return s.running === 1 ? s : null;
+    }, { what: "a running screenshot job" });
+    assert.equal(during.limit, 3);
+    assert.ok(Math.abs(during.utilization - 1 / 3) < 1e-9);
+    assert.equal((await running).job.status, "succeeded");
+    assert.equal((await slots()).running, 0);
+  });
+
+  test("every attempt closed its tab and released its browser session", async () => {
+    const pages = (await (await fetch(`${chromium.url}/json/list`)).json()).filter((t) => t.type === "page");
+    assert.deepEqual(pages.map((t) => t.url), ["about:blank"], "only Chromium's first tab is left");
+    const acquired = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await standin.fetch("http://browser/v1/devtools/browser", { method: "POST" });
+      assert.equal(res.status, 200, "every slot is free again");
+      acquired.push((await res.json()).sessionId);
+    }
+    for (const id of acquired) await (await standin.fetch(`http://browser/v1/devtools/browser/${id}`, { method: "DELETE" })).text();
+  });
+});
+
+describe("screenshot_capture through the REST endpoint (SCREENSHOT_MODE=rest)", () => {
+  let p;
+  const endpoint = "/client/v4/accounts/acct-1/browser-rendering/screenshot?cacheTTL=0";
+  before(async () => {
+    p = await startPlatform({
+      manualDelivery: true,
+      consumerBindings: {
+        SCREENSHOT_MODE: "rest",
+        CF_ACCOUNT_ID: "acct-1",
+        CF_API_TOKEN: "api-token",
+        CF_API_BASE_URL: app.url("/client/v4"),
+      },
+    });
+  });
+  after(() => p?.dispose());
+
+  async function capture(payload) {
+    const enq = await p.enqueue({ type: "screenshot_capture", payload });
+    const decisions = await p.deliver(QUEUE, [{ body: { v: 1, id: enq.body.id, type: "screenshot_capture" } }]);
+    return { job: (await p.getJob(enq.body.id)).body, decisions };
+  }
+
+  test("posts the options with the API token and stores the image it answers", async () => {
+    // The API's answer is an image: a real one, taken by Chromium for this test.
+    const png = await realPng(800, 600);
+    app.script(endpoint, [{ status: 200, headers: { "content-type": "image/png" }, raw: png }]);
+    const { job } = await capture({
+      url: "https://example.com/",
+      viewport: { width: 800, height: 600 },
+      wait_until: "networkidle",
+    });
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    assert.deepEqual(
+      [job.result.mode, job.result.width, job.result.height, job.result.size, job.result.status],
+      ["rest", 800, 600, png.length, null],
+    );
+    const [request] = app.requests(endpoint);
+    assert.equal(request.method, "POST");
+    assert.equal(request.headers.authorization, "Bearer api-token");
+    assert.deepEqual(JSON.parse(request.body), {
+      url: "https://example.com/",
+      viewport: { width: 800, height: 600 },
+      screenshotOptions: { type: "png", fullPage: false },
+      gotoOptions: { waitUntil: "networkidle0", timeout: 60000 },
+    });
+    const object = await (await p.mf.getR2Bucket("SCREENSHOTS", p.consumerName)).get(job.result.key);
+    assert.equal(object.size, png.length);
+  });
+
+  test("the API's 429 retries after its Retry-After; a 4xx is dead", async () => {
+    app.script(endpoint, [
+      { status: 429, headers: { "retry-after": "45" }, body: { success: false, errors: [{ code: 2001, message: "Rate limit exceeded" }] } },
+      { status: 400, body: { success: false, errors: [{ code: 5006, message: "invalid url" }] } },
+    ]);
+    const limited = await capture({ url: "https://example.com/" });
+    assert.equal(limited.job.status, "retrying");
+    assert.equal(limited.job.error.class, "rate_limited");
+    assert.match(limited.job.error.message, /Rate limit exceeded/);
+    assert.deepEqual(limited.decisions.retryMessages.map((m) => m.delaySeconds), [45]);
+    const refused = await capture({ url: "https://example.com/" });
+    assert.equal(refused.job.status, "dead");
+    assert.match(refused.job.error.message, /HTTP 400: invalid url/);
+  });
+});
+
+/** A PNG screenshot straight from the test's Chromium, through playwright-core. */
+async function realPng(width, height) {
+  const browser = await playwright.connectOverCDP(chromium.url);
+  try {
+    const context = await browser.newContext({ viewport: { width, height } });
+    return await (await context.newPage()).screenshot({ type: "png" });
+  } finally {
+    await browser.close();
+  }
+}
