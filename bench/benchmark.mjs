@@ -255,7 +255,7 @@ export function formatTable(r) {
     ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
     ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
     ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
-    ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, ""],
+    ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, `without them: ${r.e2e_noop_without_indexes.jobs_per_second} jobs/s (${r.e2e_noop_without_indexes.jobs} jobs)`],
     ["consumer time", `${r.e2e_noop.consumer_ms_per_batch} ms/batch`, `${r.e2e_noop.consumer_ms_per_message} ms/message (noop)`, `http: ${r.e2e_http.consumer_ms_per_batch} ms/batch`],
     ["WASM producer", kb(r.wasm.producer.raw_bytes), `${kb(r.wasm.producer.gzip_bytes)} gzip`, ""],
     ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],

@@ -57,6 +57,8 @@ pub struct Claim {
 /// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
 /// (its worker died). Claiming also proves the job's message left the outbox. Only a message
 /// from the job's current family's queue claims it: after a promotion the old one is stale.
+/// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
+/// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn claim(
     db: &D1Database,
     family: Family,
@@ -75,8 +77,8 @@ pub async fn claim(
         .prepare(format!(
             "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
              updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?4 \
-             AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+             AND (+status IN ({claimable}) OR (+status = 'running' AND lease_until < ?2)) \
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
              parent_id, chain_step, next_steps, chain_status, correlation_id"
@@ -93,8 +95,8 @@ pub async fn claim(
     let hold = db
         .prepare(format!(
             "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND run_at <= ?3 \
-             AND (status IN ({claimable}) OR (status = 'running' AND lease_until < ?2)) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?3 \
+             AND (+status IN ({claimable}) OR (+status = 'running' AND lease_until < ?2)) \
              AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
         ))
         .bind(&[

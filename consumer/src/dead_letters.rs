@@ -59,7 +59,7 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
                  last_error = 'the queue gave up delivering this job (max_retries)', \
                  finished_at = ?1, updated_at = ?1, lease_until = NULL, escalated_at = NULL \
                  WHERE id IN (SELECT json_extract(value, '$.id') FROM json_each(?2)) \
-                 AND status IN ({live})"
+                 AND +status IN ({live})"
                 ))
                 .bind(&[now.clone(), arrivals.clone()])?;
             let list = db

@@ -42,7 +42,7 @@ fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<S
     match selection {
         Selection::Ids(ids) => (
             format!(
-                "id IN (SELECT value FROM json_each(?)) AND status IN ({})",
+                "id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
                 sql_in_list(sources)
             ),
             vec![text(serde_json::to_string(ids).unwrap_or_default())],

@@ -92,7 +92,7 @@ async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result
         tick.db
             .prepare(
                 "UPDATE jobs SET escalated_at = NULL WHERE id IN (SELECT value FROM json_each(?1)) \
-                 AND status = 'dead' AND escalated_at = ?2",
+                 AND +status = 'dead' AND escalated_at = ?2",
             )
             .bind(&[ids, num(tick.now_ms)])?
             .run()
