@@ -1,20 +1,12 @@
 // Job chains (issue 6): seed 003's scrape -> generate -> test flow as one chain of jobs on the
 // real local queues, with a real local HTTP server as the three phases' endpoints.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform } from "./support/platform.mjs";
-import { startAppServer } from "./support/app_server.mjs";
+import { withPlatformAndApp } from "./support/platform.mjs";
 
 let app;
 let p;
-before(async () => {
-  app = await startAppServer();
-  p = await startPlatform();
-});
-after(async () => {
-  await p.dispose();
-  await app.close();
-});
+withPlatformAndApp((started) => ({ app, p } = started));
 
 const step = (path, extra = {}) => ({ type: "http", payload: { url: app.url(path) }, ...extra });
 

@@ -1,20 +1,12 @@
 // link_health_check (issue 6): the built-in handler against a real local server: HEAD with a GET
 // fallback, redirects followed by hand, dead after N consecutive failures, bounded concurrency.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform } from "./support/platform.mjs";
-import { startAppServer } from "./support/app_server.mjs";
+import { withPlatformAndApp } from "./support/platform.mjs";
 
 let app;
 let p;
-before(async () => {
-  app = await startAppServer();
-  p = await startPlatform();
-});
-after(async () => {
-  await p.dispose();
-  await app.close();
-});
+withPlatformAndApp((started) => ({ app, p } = started));
 
 async function check(payload) {
   const enq = await p.enqueue({ type: "link_health_check", payload });

@@ -1,10 +1,9 @@
 // rss_feed_refresh (issue 6, seed 000 section 10): the built-in handler against a real local
 // feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { startPlatform, TOKENS } from "./support/platform.mjs";
-import { startAppServer } from "./support/app_server.mjs";
+import { withPlatformAndApp, TOKENS } from "./support/platform.mjs";
 
 const RSS = `<?xml version="1.0"?>
 <rss version="2.0"><channel><title>News</title>
@@ -27,14 +26,7 @@ const feed = (xml, extra = {}) => ({ status: 200, raw: xml, headers: { "content-
 
 let app;
 let p;
-before(async () => {
-  app = await startAppServer();
-  p = await startPlatform();
-});
-after(async () => {
-  await p.dispose();
-  await app.close();
-});
+withPlatformAndApp((started) => ({ app, p } = started));
 
 const admin = (method, path, json) => p.request(method, `/v1/admin/rss-sources${path}`, { json, token: TOKENS.admin });
 

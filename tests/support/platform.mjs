@@ -3,7 +3,9 @@
 // the real migrations create. Only secrets and endpoint URLs are supplied by the test.
 import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { after, before } from "node:test";
 import { Miniflare } from "miniflare";
+import { startAppServer } from "./app_server.mjs";
 import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
 import { localConsumerConfig, STANDIN_CONFIG } from "../../scripts/local-config.mjs";
 
@@ -138,4 +140,21 @@ class Platform {
   dispose() {
     return this.mf.dispose();
   }
+}
+
+/**
+ * For a test file that runs against one platform and one local app server: registers the hooks
+ * that start both before its tests and stop them after, and hands them to `ready` once up.
+ */
+export function withPlatformAndApp(ready, platformOptions = {}) {
+  let started;
+  before(async () => {
+    const app = await startAppServer();
+    started = { app, p: await startPlatform(platformOptions) };
+    ready(started);
+  });
+  after(async () => {
+    await started.p.dispose();
+    await started.app.close();
+  });
 }
