@@ -3,6 +3,7 @@
 
 use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobStatus, PAUSED_JOB_SQL};
 use serde::Deserialize;
+use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
@@ -125,61 +126,66 @@ pub struct Finished<'a> {
     pub chain: &'a Planned,
 }
 
-/// Writes every attempt's run record and the job's next state in one batch. Both statements
-/// are guarded by (status = running, runs = this run), so an attempt that lost its lease to a
-/// rescuer, or was overtaken by an operator's retry, cannot overwrite the newer one.
+/// Writes every attempt's run record and the job's next state: two set-based statements for the
+/// whole batch (plus a chain's next steps), whatever its size, since per-statement overhead is
+/// most of D1's cost at batch sizes. Both are guarded by (status = running, runs = this run), so
+/// an attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
+/// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `claim`).
 pub async fn record(
     db: &D1Database,
     finished: &[Finished<'_>],
     stats: &mut D1Stats,
 ) -> worker::Result<()> {
-    let mut statements = Vec::with_capacity(finished.len() * 2);
+    let rows: Vec<Value> = finished.iter().map(outcome_row).collect();
+    let rows = JsValue::from_str(&Value::Array(rows).to_string());
+    let mut statements = vec![
+        db.prepare(
+            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
+             error_class, error_message, duration_ms, cost_cents) \
+             SELECT j.id, j.runs, j.attempts, o.value ->> 'started_at', o.value ->> 'finished_at', \
+             o.value ->> 'outcome', o.value ->> 'error_class', o.value ->> 'error_message', \
+             o.value ->> 'duration_ms', o.value ->> 'cost_cents' \
+             FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 'id' \
+             AND +j.status = 'running' AND j.runs = o.value ->> 'run'",
+        )
+        .bind(std::slice::from_ref(&rows))?,
+        db.prepare(
+            "UPDATE jobs SET status = o.value ->> 'status', result = o.value ->> 'result', \
+             error_class = o.value ->> 'error_class', last_error = o.value ->> 'error_message', \
+             run_at = COALESCE(o.value ->> 'run_at', jobs.run_at), sent_at = o.value ->> 'sent_at', \
+             finished_at = o.value ->> 'finished', lease_until = NULL, \
+             updated_at = o.value ->> 'finished_at', escalated_at = NULL \
+             FROM json_each(?1) o \
+             WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' AND jobs.runs = o.value ->> 'run'",
+        )
+        .bind(&[rows])?,
+    ];
     for f in finished {
-        let outcome = Outcome::of(f.decision, f.finished_at);
-        let guard = [JsValue::from_str(&f.job.id), num(f.job.runs.into())];
-        statements.push(
-            db.prepare(
-                "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
-                 error_class, error_message, duration_ms, cost_cents) \
-                 SELECT ?1, ?2, attempts, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM jobs \
-                 WHERE id = ?1 AND status = 'running' AND runs = ?2",
-            )
-            .bind(&[
-                guard[0].clone(),
-                guard[1].clone(),
-                num(f.started_at),
-                num(f.finished_at),
-                JsValue::from_str(outcome.run),
-                opt_str(outcome.error_class),
-                opt_str(outcome.error_message.as_deref()),
-                num(f.finished_at - f.started_at),
-                JsValue::from_f64(f.cost_cents),
-            ])?,
-        );
-        statements.push(
-            db.prepare(
-                "UPDATE jobs SET status = ?3, result = ?4, error_class = ?5, last_error = ?6, \
-                 run_at = COALESCE(?7, run_at), sent_at = ?8, finished_at = ?9, lease_until = NULL, \
-                 updated_at = ?10, escalated_at = NULL \
-                 WHERE id = ?1 AND status = 'running' AND runs = ?2",
-            )
-            .bind(&[
-                guard[0].clone(),
-                guard[1].clone(),
-                JsValue::from_str(outcome.status.as_str()),
-                opt_str(f.result.as_deref()),
-                opt_str(outcome.error_class),
-                opt_str(outcome.error_message.as_deref()),
-                outcome.run_at.map_or(JsValue::NULL, num),
-                outcome.sent_at(f.finished_at).map_or(JsValue::NULL, num),
-                if outcome.finished { num(f.finished_at) } else { JsValue::NULL },
-                num(f.finished_at),
-            ])?,
-        );
         statements.extend(chain::statements(db, f.job, f.chain, f.finished_at)?);
     }
     counted_batch(db, statements, stats).await?;
     Ok(())
+}
+
+/// One attempt's outcome as the JSON object the record statements read.
+fn outcome_row(f: &Finished<'_>) -> Value {
+    let outcome = Outcome::of(f.decision, f.finished_at);
+    json!({
+        "id": f.job.id,
+        "run": f.job.runs,
+        "started_at": f.started_at,
+        "finished_at": f.finished_at,
+        "duration_ms": f.finished_at - f.started_at,
+        "cost_cents": f.cost_cents,
+        "outcome": outcome.run,
+        "status": outcome.status.as_str(),
+        "result": f.result,
+        "error_class": outcome.error_class,
+        "error_message": outcome.error_message,
+        "run_at": outcome.run_at,
+        "sent_at": outcome.sent_at(f.finished_at),
+        "finished": outcome.finished.then_some(f.finished_at),
+    })
 }
 
 /// One D1 round trip, counted with the rows D1 says it read and wrote.
@@ -259,8 +265,4 @@ impl Outcome {
 
 fn num(n: i64) -> JsValue {
     JsValue::from_f64(n as f64)
-}
-
-fn opt_str(s: Option<&str>) -> JsValue {
-    s.map_or(JsValue::NULL, JsValue::from_str)
 }

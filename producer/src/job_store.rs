@@ -2,9 +2,12 @@
 //! one transaction) whether the request carries one job or a hundred.
 
 use jobs_shared::{sql_in_list, D1Stats, Delivery, JobStatus, NewJob};
+use std::collections::HashMap;
+
 use serde::Deserialize;
+use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, D1Result};
+use worker::{D1Database, D1Result};
 
 /// What enqueue did with one job: written now, or an existing live job with its dedup key.
 pub struct Written {
@@ -15,6 +18,7 @@ pub struct Written {
 
 #[derive(Deserialize)]
 struct LiveRow {
+    requested: String,
     id: String,
     status: String,
 }
@@ -26,8 +30,9 @@ pub fn initial_status(job: &NewJob) -> JobStatus {
     }
 }
 
-/// Inserts every job in one batch. A job whose (type, dedup_key) is already live is not
-/// inserted; the SELECT that follows its INSERT in the same batch names the live one.
+/// Inserts every job in one batch of at most two set-based statements, whatever the number of
+/// jobs (per-statement overhead is most of D1's cost at these sizes). A job whose (type,
+/// dedup_key) is already live is not inserted; the SELECT after the INSERT names the live one.
 /// Rows start in the outbox (`sent_at` NULL): the consumer's claim proves the send.
 pub async fn insert(
     db: &D1Database,
@@ -36,70 +41,83 @@ pub async fn insert(
     correlation_id: &str,
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
     let live = sql_in_list(&JobStatus::live());
-    let insert_sql = format!(
-        "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-         max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?10, ?11, \
-         CASE WHEN ?11 IS NULL THEN NULL ELSE 'running' END, ?12) \
-         ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
-    );
-    let live_sql = format!(
-        "SELECT id, status FROM jobs WHERE type = ?1 AND dedup_key = ?2 AND status IN ({live})"
-    );
-
-    let mut statements: Vec<D1PreparedStatement> = Vec::with_capacity(jobs.len() * 2);
-    for job in jobs {
-        statements.push(db.prepare(&insert_sql).bind(&[
-            job.id.as_str().into(),
-            job.job_type.as_str().into(),
-            job.family.as_str().into(),
-            initial_status(job).as_str().into(),
-            num(job.priority),
-            job.payload.as_str().into(),
-            opt_str(job.dedup_key.as_deref()),
-            num(job.max_attempts.into()),
-            num(job.run_at_ms),
-            num(now_ms),
-            opt_str(job.steps.as_deref()),
-            correlation_id.into(),
-        ])?);
-        if let Some(key) = &job.dedup_key {
-            statements.push(
-                db.prepare(&live_sql)
-                    .bind(&[job.job_type.as_str().into(), key.as_str().into()])?,
-            );
-        }
-    }
+    let rows: Vec<Value> = jobs
+        .iter()
+        .map(|job| {
+            json!({
+                "id": job.id,
+                "type": job.job_type.as_str(),
+                "family": job.family.as_str(),
+                "status": initial_status(job).as_str(),
+                "priority": job.priority,
+                "payload": job.payload,
+                "dedup_key": job.dedup_key,
+                "max_attempts": job.max_attempts,
+                "run_at": job.run_at_ms,
+                "next_steps": job.steps,
+            })
+        })
+        .collect();
+    let rows = JsValue::from_str(&Value::Array(rows).to_string());
+    // Rows are inserted in request order, so of two jobs in one request with the same live
+    // dedup key the first is written and the second answered with its id. (`WHERE true`
+    // tells SQLite's parser the ON CONFLICT belongs to the INSERT, not to a join.)
+    let insert = db
+        .prepare(format!(
+            "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
+             max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id) \
+             SELECT j ->> 'id', j ->> 'type', j ->> 'family', j ->> 'status', j ->> 'priority', \
+             j ->> 'payload', j ->> 'dedup_key', 0, j ->> 'max_attempts', j ->> 'run_at', ?2, ?2, \
+             j ->> 'next_steps', CASE WHEN j ->> 'next_steps' IS NULL THEN NULL ELSE 'running' END, ?3 \
+             FROM (SELECT value AS j FROM json_each(?1)) WHERE true \
+             ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
+        ))
+        .bind(&[rows.clone(), num(now_ms), correlation_id.into()])?;
+    // The live job now holding each requested dedup key: the new one, or the one it duplicates.
+    // INDEXED BY: the planner cannot see how short a json_each list is and would rather scan
+    // every live job by status; SQLite refuses the statement if the index cannot serve it.
+    let holders = db
+        .prepare(format!(
+            "SELECT r.value ->> 'id' AS requested, live.id, live.status \
+             FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
+             ON live.type = r.value ->> 'type' \
+             AND live.dedup_key = r.value ->> 'dedup_key' \
+             AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
+        ))
+        .bind(&[rows])?;
+    let with_keys = jobs.iter().any(|job| job.dedup_key.is_some());
+    let statements = if with_keys {
+        vec![insert, holders]
+    } else {
+        vec![insert]
+    };
 
     let results = db.batch(statements).await?;
     let mut stats = D1Stats::default();
     stats.add_round_trip(results.iter().map(rows_touched));
-    let mut results = results.into_iter();
-    let mut written = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        results.next(); // the INSERT
-        let fresh = Written {
-            id: job.id.clone(),
-            status: initial_status(job).as_str().to_string(),
-            deduplicated: false,
-        };
-        if job.dedup_key.is_none() {
-            written.push(fresh);
-            continue;
-        }
-        let rows: Vec<LiveRow> = match results.next() {
-            Some(result) => result.results()?,
-            None => Vec::new(),
-        };
-        written.push(match rows.into_iter().next() {
+    let holders: HashMap<String, LiveRow> = match results.get(1) {
+        Some(result) => result
+            .results::<LiveRow>()?
+            .into_iter()
+            .map(|row| (row.requested.clone(), row))
+            .collect(),
+        None => HashMap::new(),
+    };
+    let written = jobs
+        .iter()
+        .map(|job| match holders.get(&job.id) {
             Some(row) if row.id != job.id => Written {
-                id: row.id,
-                status: row.status,
+                id: row.id.clone(),
+                status: row.status.clone(),
                 deduplicated: true,
             },
-            _ => fresh,
-        });
-    }
+            _ => Written {
+                id: job.id.clone(),
+                status: initial_status(job).as_str().to_string(),
+                deduplicated: false,
+            },
+        })
+        .collect();
     Ok((written, stats))
 }
 
