@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-chromium.sh # the dashboard's browser test and screenshot_capture's browser
 cargo test -p jobs-shared
-node scripts/build.mjs
+node scripts/build.mjs producer consumer bench/floor
 node --test --test-concurrency=1 tests/*.test.mjs

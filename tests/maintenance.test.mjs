@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startPlatform } from "./support/platform.mjs";
-import { tick, unsentProducer, requestTo, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
+import { tick, unsentProducer, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
 
 const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
 const set = (p, id, sql, ...params) => p.db.prepare(`UPDATE jobs SET ${sql} WHERE id = ?`).bind(...params, id).run();
@@ -50,7 +50,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
 
   test("a failed send leaves the job in the outbox; after the grace a tick sends it", async () => {
     const unsent = "jobs-producer-unsent";
-    const enq = await requestTo(p, unsent, "POST", "/v1/jobs", { json: { type: "noop" } });
+    const enq = await p.request("POST", "/v1/jobs", { json: { type: "noop" }, worker: unsent });
     assert.equal(enq.status, 202, "202: D1 holds the job even though the send failed");
     const { id } = enq.body;
     const t0 = Date.now();

@@ -3,7 +3,7 @@
 //! each message. Every message leaves with an explicit ack or retry. What it tells the outside
 //! (log lines, Analytics Engine) goes through crate::job_events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
 use jobs_shared::{
@@ -67,13 +67,14 @@ async fn run_jobs(
     let mut claimed: HashMap<&str, &Claimed> =
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
     let seen: HashMap<&str, &Seen> = claim.seen.iter().map(|s| (s.id.as_str(), s)).collect();
+    let held: HashSet<&str> = claim.held.iter().map(|h| h.id.as_str()).collect();
     let mut runs: Vec<(&Delivery, &Claimed)> = Vec::new();
     for delivery in valid {
         let id = delivery.job_id().unwrap_or_default();
         match claimed.remove(id) {
             Some(job) => runs.push((delivery, job)),
             // Paused: held in D1 without spending an attempt; the resume re-sends it.
-            None if claim.held.iter().any(|h| h.id == id) => {
+            None if held.contains(id) => {
                 job_events::skipped(delivery, family, "paused", None);
                 delivery.ack()
             }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::StreamExt;
-use jobs_shared::{classify_http_status, ErrorClass, JobError};
+use jobs_shared::{ErrorClass, JobError};
+
+use crate::handlers::fetch_timeout;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
@@ -121,8 +123,7 @@ fn check_status(response: &Response, what: &str) -> Result<(), JobError> {
     if status == 101 {
         return Ok(());
     }
-    let retry_after = response.headers().get("retry-after").ok().flatten();
-    classify_http_status(status, retry_after.as_deref(), now_ms()).map_err(|e| JobError {
+    fetch_timeout::check_status(response).map_err(|e| JobError {
         message: format!("browser binding, {what}: {}", e.message),
         ..e
     })

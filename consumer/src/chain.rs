@@ -14,6 +14,7 @@ use wasm_bindgen::JsValue;
 use worker::{console_error, D1Database, D1PreparedStatement, Env, MessageBuilder};
 
 use crate::claim_store::Claimed;
+use crate::num;
 
 /// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups fail the attempt
 /// (invalid_payload, not retried): running the step again would return the same ones.
@@ -203,8 +204,4 @@ fn random_u128() -> u128 {
     // The ULID's randomness only has to make ids unique; on failure the time part still orders.
     let _ = getrandom::getrandom(&mut bytes);
     u128::from_le_bytes(bytes)
-}
-
-fn num(n: i64) -> JsValue {
-    JsValue::from_f64(n as f64)
 }

@@ -8,6 +8,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
 use crate::chain::{self, Planned};
+use crate::num;
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;
@@ -261,8 +262,4 @@ impl Outcome {
     fn sent_at(&self, now_ms: i64) -> Option<i64> {
         self.message_in_queue.then_some(now_ms)
     }
-}
-
-fn num(n: i64) -> JsValue {
-    JsValue::from_f64(n as f64)
 }

@@ -36,6 +36,11 @@ fn now_ms() -> i64 {
     worker::Date::now().as_millis() as i64
 }
 
+/// An integer as the JS number D1 binds (job fields stay far below 2^53).
+fn num(n: i64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
 /// A var or secret; unset and blank both mean absent.
 fn config(env: &Env, name: &str) -> Option<String> {
     env.var(name)

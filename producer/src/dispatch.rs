@@ -30,19 +30,35 @@ pub struct Outgoing {
 impl Outgoing {
     /// A message for a job read back from D1 (type and family as stored); None for a family
     /// this build does not know.
-    pub fn stored(id: &str, job_type: &str, family: &str, delay_secs: u32) -> Option<Outgoing> {
+    pub fn stored(
+        id: &str,
+        job_type: &str,
+        family: &str,
+        delay_secs: u32,
+        correlation_id: Option<&str>,
+    ) -> Option<Outgoing> {
         Some(Outgoing {
             family: Family::parse(family)?,
-            message: JobMessage::stored(id, job_type, None),
+            message: JobMessage::stored(id, job_type, correlation_id),
             delay_secs,
         })
     }
 }
 
-/// Sends messages in sendBatch calls of at most 100 per family (the queue's batch limit). The
-/// jobs must already be in the outbox (`sent_at` NULL), so a failed send loses nothing.
-/// Returns the ids of the jobs whose messages the queues accepted.
+/// Sends messages to their family's queue in sendBatch calls of at most 100 (the queue's batch
+/// limit). The jobs must already be in the outbox (`sent_at` NULL), so a failed send loses
+/// nothing. Returns the ids of the jobs whose messages the queues accepted.
 pub async fn send_all(env: &Env, outgoing: Vec<Outgoing>) -> Vec<String> {
+    send_to(env, outgoing, Family::queue_binding).await
+}
+
+/// Sends messages to the queue `binding` names for each family (its job queue or its DLQ), at
+/// most 100 per sendBatch; a failed send is logged. Returns the ids the queues accepted.
+pub async fn send_to(
+    env: &Env,
+    outgoing: Vec<Outgoing>,
+    binding: fn(Family) -> &'static str,
+) -> Vec<String> {
     let mut accepted = Vec::with_capacity(outgoing.len());
     for family in Family::ALL {
         let of_family: Vec<&Outgoing> = outgoing.iter().filter(|o| o.family == family).collect();
@@ -56,7 +72,7 @@ pub async fn send_all(env: &Env, outgoing: Vec<Outgoing>) -> Vec<String> {
                 })
                 .collect();
             let count = messages.len();
-            let sent = match env.queue(family.queue_binding()) {
+            let sent = match env.queue(binding(family)) {
                 Ok(queue) => {
                     queue
                         .send_batch(BatchMessageBuilder::new().messages(messages).build())
@@ -67,8 +83,9 @@ pub async fn send_all(env: &Env, outgoing: Vec<Outgoing>) -> Vec<String> {
             match sent {
                 Ok(()) => accepted.extend(chunk.iter().map(|o| o.message.id.clone())),
                 Err(e) => worker::console_error!(
-                    "send of {count} {} job(s) failed, left in the outbox: {e}",
-                    family.as_str()
+                    "send of {count} {} message(s) to {} failed: {e}",
+                    family.as_str(),
+                    binding(family)
                 ),
             }
         }

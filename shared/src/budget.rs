@@ -218,19 +218,7 @@ pub fn validate_limit_change(body: &Value) -> Result<i64, ApiError> {
             "the body must be a JSON object",
         ));
     }
-    let change: LimitChange = crate::field_error::decode(body).map_err(|e| {
-        let code = if e.unknown_field {
-            "unknown_field"
-        } else {
-            "invalid_field"
-        };
-        let field = if e.error.field.is_empty() {
-            "limit_cents".to_string()
-        } else {
-            e.error.field
-        };
-        ApiError::new(422, code, e.error.message).with_field(field)
-    })?;
+    let change: LimitChange = crate::enqueue::decode_fields(body)?;
     if !(0..=MAX_LIMIT_CENTS).contains(&change.limit_cents) {
         return Err(ApiError::new(
             422,

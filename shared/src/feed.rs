@@ -282,9 +282,8 @@ fn default_interval() -> u32 {
 
 /// Checks an admin's new source; errors name the field.
 pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiError> {
-    let invalid = |field: &str, message: String| {
-        ApiError::new(422, "invalid_field", message).with_field(field)
-    };
+    let invalid =
+        |field: &str, message: String| crate::enqueue::invalid("invalid_field", field, message);
     let source: NewSource =
         crate::field_error::decode(body).map_err(|e| invalid(&e.error.field, e.error.message))?;
     if source.name.trim().is_empty() {
@@ -292,10 +291,16 @@ pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiErr
     }
     crate::payloads::check_url("url", &source.url).map_err(|e| invalid("url", e.message))?;
     if !REFRESH_INTERVAL_MINUTES.contains(&source.refresh_interval_minutes) {
-        return Err(
-            ApiError::new(422, "out_of_range", "must be between 15 and 1440 minutes")
-                .with_field("refresh_interval_minutes"),
-        );
+        return Err(ApiError::new(
+            422,
+            "out_of_range",
+            format!(
+                "must be between {} and {} minutes",
+                REFRESH_INTERVAL_MINUTES.start(),
+                REFRESH_INTERVAL_MINUTES.end()
+            ),
+        )
+        .with_field("refresh_interval_minutes"));
     }
     Ok(source)
 }

@@ -91,7 +91,7 @@ fn required<'a>(body: &'a Value, field: &str) -> Result<&'a Value, ApiError> {
 }
 
 fn invalid(field: &str, message: String) -> ApiError {
-    ApiError::new(422, "invalid_field", message).with_field(field)
+    crate::enqueue::invalid("invalid_field", field, message)
 }
 
 #[cfg(test)]

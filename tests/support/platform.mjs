@@ -11,6 +11,8 @@ import { localConsumerConfig, STANDIN_CONFIG } from "../../scripts/local-config.
 
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 export const TOKENS = { enqueue: "test-enqueue-token", admin: "test-admin-token" };
+/** The producer's token secrets, as every test producer gets them. */
+export const PRODUCER_SECRETS = { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin };
 export const SIGNING_SECRET = "test-signing-secret";
 
 export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = false } = {}) {
@@ -47,7 +49,7 @@ export async function startPlatform({
   standinBindings = {},
 } = {}) {
   const producer = workerFromConfig(join(ROOT, "wrangler.toml"), {
-    bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin, ...producerBindings },
+    bindings: { ...PRODUCER_SECRETS, ...producerBindings },
   });
   const consumer = workerFromConfig(localConsumerConfig(), {
     bindings: { SIGNING_SECRET, ...consumerBindings },
@@ -72,12 +74,16 @@ class Platform {
     this.consumerName = consumerName;
   }
 
-  /** An HTTP request to the producer; `json` is sent as the body, `token` as the bearer. */
-  async request(method, path, { json, body, token = TOKENS.enqueue, headers = {} } = {}) {
+  /**
+   * An HTTP request to the producer (or to the worker named `worker`); `json` is sent as the
+   * body, `token` as the bearer.
+   */
+  async request(method, path, { json, body, token = TOKENS.enqueue, headers = {}, worker } = {}) {
     const h = { ...headers };
     if (token) h.authorization = `Bearer ${token}`;
     if (json !== undefined) h["content-type"] ??= "application/json";
-    const res = await this.mf.dispatchFetch(`http://jobs.local${path}`, {
+    const target = worker ? await this.mf.getWorker(worker) : this.mf;
+    const res = await (worker ? target.fetch : target.dispatchFetch).call(target, `http://jobs.local${path}`, {
       method,
       headers: h,
       body: json !== undefined ? JSON.stringify(json) : body,

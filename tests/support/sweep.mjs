@@ -1,7 +1,7 @@
 // Drives the producer's maintenance sweep: its `scheduled` handler at a chosen time, as the
 // cron trigger would call it.
 import { join } from "node:path";
-import { ROOT, TOKENS, workerFromConfig } from "./platform.mjs";
+import { PRODUCER_SECRETS, ROOT, workerFromConfig } from "./platform.mjs";
 
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
@@ -19,21 +19,9 @@ export async function tick(p, atMs, worker = p.producerName) {
  */
 export function unsentProducer(name = "jobs-producer-unsent") {
   const options = workerFromConfig(join(ROOT, "wrangler.toml"), {
-    bindings: { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin },
+    bindings: PRODUCER_SECRETS,
   });
   delete options.queueProducers;
   delete options.assets;
   return { ...options, name };
-}
-
-/** A request to another producer worker than the first (e.g. the unsent one). */
-export async function requestTo(p, worker, method, path, { json, token = TOKENS.enqueue } = {}) {
-  const target = await p.mf.getWorker(worker);
-  const res = await target.fetch(`http://jobs.local${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { "content-type": "application/json" }) },
-    body: json !== undefined ? JSON.stringify(json) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
 }

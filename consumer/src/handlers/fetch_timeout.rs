@@ -4,8 +4,18 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use jobs_shared::{ErrorClass, JobError};
+use jobs_shared::{classify_http_status, ErrorClass, JobError};
 use worker::{AbortController, Delay, Fetch, Request, Response};
+
+/// The response's status classified, with its Retry-After honoured: 2xx is Ok.
+pub fn check_status(response: &Response) -> Result<(), JobError> {
+    let retry_after = response.headers().get("retry-after").ok().flatten();
+    classify_http_status(
+        response.status_code(),
+        retry_after.as_deref(),
+        crate::now_ms(),
+    )
+}
 
 pub async fn fetch(request: Request, timeout_ms: u32) -> Result<Response, JobError> {
     let controller = AbortController::default();

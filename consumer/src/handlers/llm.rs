@@ -4,9 +4,9 @@
 //! One call tags one item and reports what it cost.
 
 use jobs_shared::{
-    classify_http_status, messages_url, parse_reply, parse_tags, request_body, tagging_prompt,
-    AiTags, ErrorClass, JobError, TokenPrices, Usage, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL,
-    DEFAULT_LLM_MODEL, TAGGING_SYSTEM_PROMPT,
+    messages_url, parse_reply, parse_tags, request_body, tagging_prompt, AiTags, ErrorClass,
+    JobError, TokenPrices, Usage, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL, DEFAULT_LLM_MODEL,
+    TAGGING_SYSTEM_PROMPT,
 };
 use worker::{Env, Headers, Method, Request, RequestInit};
 
@@ -96,8 +96,7 @@ impl Llm {
                 format!("the LLM API refused LLM_API_KEY (HTTP {status})"),
             ));
         }
-        let retry_after = response.headers().get("retry-after").ok().flatten();
-        classify_http_status(status, retry_after.as_deref(), crate::now_ms())?;
+        fetch_timeout::check_status(&response)?;
         let text = response.text().await.map_err(|e| {
             JobError::new(ErrorClass::Network, format!("reading the LLM reply: {e}"))
         })?;

@@ -2,7 +2,7 @@
 //! one are forwarded to their app's endpoint.
 
 mod ai_tagging;
-mod fetch_timeout;
+pub(crate) mod fetch_timeout;
 mod forward;
 mod http;
 mod link_health;

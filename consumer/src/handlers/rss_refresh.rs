@@ -9,8 +9,8 @@
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
-    after_refresh_failure, classify_http_status, parse_feed, refresh_decision, sort_entries,
-    ErrorClass, JobError, RefreshDecision, RssFeedRefreshPayload, SortedEntries, SourceState,
+    after_refresh_failure, parse_feed, refresh_decision, sort_entries, ErrorClass, JobError,
+    RefreshDecision, RssFeedRefreshPayload, SortedEntries, SourceState,
 };
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Headers, Method, Request, RequestInit};
@@ -152,12 +152,7 @@ async fn fetch_feed(url: &str) -> Result<SortedEntries, JobError> {
     let request = Request::new_with_init(url, &init)
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad feed URL: {e}")))?;
     let mut response = fetch_timeout::fetch(request, FETCH_TIMEOUT_MS).await?;
-    let retry_after = response.headers().get("retry-after").ok().flatten();
-    classify_http_status(
-        response.status_code(),
-        retry_after.as_deref(),
-        crate::now_ms(),
-    )?;
+    fetch_timeout::check_status(&response)?;
     let text = response
         .text()
         .await

@@ -3,12 +3,12 @@
 //! `CF_API_TOKEN`): the answer's body is the image. The endpoint does not report the target's
 //! own HTTP status, so failures are classified by the endpoint's status alone.
 
-use jobs_shared::{classify_http_status, Capture, ErrorClass, JobError};
+use jobs_shared::{Capture, ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
 use super::fetch_timeout;
-use crate::{config, now_ms};
+use crate::config;
 
 const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
 
@@ -54,9 +54,9 @@ pub async fn capture(capture: &Capture, env: &Env) -> Result<Vec<u8>, JobError> 
     let mut response = fetch_timeout::fetch(request, timeout).await?;
     let status = response.status_code();
     if !(200..300).contains(&status) {
-        let retry_after = response.headers().get("retry-after").ok().flatten();
+        let checked = fetch_timeout::check_status(&response);
         let detail = api_errors(&response.text().await.unwrap_or_default());
-        classify_http_status(status, retry_after.as_deref(), now_ms()).map_err(|e| JobError {
+        checked.map_err(|e| JobError {
             message: format!("browser rendering API: {}{detail}", e.message),
             ..e
         })?;

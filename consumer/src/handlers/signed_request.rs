@@ -5,9 +5,7 @@
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
-use jobs_shared::{
-    classify_http_status, correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER,
-};
+use jobs_shared::{correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit};
 
@@ -80,8 +78,7 @@ pub async fn send(
 
     let mut response = fetch_timeout::fetch(request, out.timeout_ms).await?;
     let status = response.status_code();
-    let retry_after = response.headers().get("retry-after").ok().flatten();
-    classify_http_status(status, retry_after.as_deref(), crate::now_ms())?;
+    fetch_timeout::check_status(&response)?;
     let text = response.text().await.unwrap_or_default();
     let body =
         serde_json::from_str::<Value>(&text).unwrap_or_else(|_| Value::String(truncate(&text)));

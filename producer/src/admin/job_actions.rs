@@ -183,7 +183,7 @@ pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Resp
 async fn send(env: &Env, jobs: &[SummaryRow]) {
     let outgoing = jobs
         .iter()
-        .filter_map(|job| Outgoing::stored(&job.id, &job.job_type, &job.family, 0))
+        .filter_map(|job| Outgoing::stored(&job.id, &job.job_type, &job.family, 0, None))
         .collect();
     dispatch::send_all(env, outgoing).await;
 }

@@ -64,7 +64,7 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
         .iter()
         .filter_map(|job| match plan_delivery_at(job.run_at, now) {
             Delivery::Send { delay_secs } => {
-                Outgoing::stored(&job.id, &job.job_type, &job.family, delay_secs)
+                Outgoing::stored(&job.id, &job.job_type, &job.family, delay_secs, None)
             }
             // Due beyond the queue's delay limit: the sweep sends it from the outbox.
             Delivery::Hold { .. } => None,

@@ -7,13 +7,14 @@
 //! the job is dead), in the consumer's log schema.
 
 use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
-use jobs_shared::{ErrorClass, Family, JobError, JobMessage, JobStatus};
+use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use worker::{console_error, console_warn, BatchMessageBuilder, Env, MessageBuilder};
+use worker::{console_error, console_warn, Env};
 
 use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
 use super::Tick;
+use crate::dispatch::{self, Outgoing};
 use crate::job_store::num;
 
 const LOST: &str = "the lease expired before an outcome was recorded (the worker died or hung)";
@@ -69,37 +70,20 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.
 async fn dead_letter(env: &Env, jobs: &[Rescued]) {
-    for family in Family::ALL {
-        let messages: Vec<_> = jobs
-            .iter()
-            .filter(|r| r.job.family == family.as_str())
-            .map(|r| {
-                let job = &r.job;
-                MessageBuilder::new(JobMessage::stored(
-                    &job.id,
-                    &job.job_type,
-                    job.correlation_id.as_deref(),
-                ))
-                .build()
-            })
-            .collect();
-        if messages.is_empty() {
-            continue;
-        }
-        let sent = match env.queue(family.dlq_binding()) {
-            Ok(dlq) => {
-                dlq.send_batch(BatchMessageBuilder::new().messages(messages).build())
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = sent {
-            console_error!(
-                "rescuer: DLQ send for {} failed (the jobs are dead in D1): {e}",
-                family.as_str()
-            );
-        }
-    }
+    let outgoing = jobs
+        .iter()
+        .filter_map(|r| {
+            let job = &r.job;
+            Outgoing::stored(
+                &job.id,
+                &job.job_type,
+                &job.family,
+                0,
+                job.correlation_id.as_deref(),
+            )
+        })
+        .collect();
+    dispatch::send_to(env, outgoing, Family::dlq_binding).await;
 }
 
 /// `job.interrupted` for the lost attempt, then `job.exhausted` if it was the last.

@@ -3,7 +3,7 @@
 //! re-sender leaves it alone. The rows are already in their next state: a send that fails
 //! leaves them in the outbox, and a later tick sends them.
 
-use jobs_shared::{plan_delivery_at, Delivery, Family, JobMessage, QUEUE_DELAY_LIMIT_SECS};
+use jobs_shared::{plan_delivery_at, Delivery, QUEUE_DELAY_LIMIT_SECS};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
@@ -38,14 +38,17 @@ pub async fn send(
     let outgoing: Vec<Outgoing> = jobs
         .iter()
         .filter_map(|job| {
-            Some(Outgoing {
-                family: Family::parse(&job.family)?,
-                message: JobMessage::stored(&job.id, &job.job_type, job.correlation_id.as_deref()),
-                delay_secs: match plan_delivery_at(job.run_at, now_ms) {
-                    Delivery::Send { delay_secs } => delay_secs,
-                    Delivery::Hold { .. } => QUEUE_DELAY_LIMIT_SECS as u32,
-                },
-            })
+            let delay_secs = match plan_delivery_at(job.run_at, now_ms) {
+                Delivery::Send { delay_secs } => delay_secs,
+                Delivery::Hold { .. } => QUEUE_DELAY_LIMIT_SECS as u32,
+            };
+            Outgoing::stored(
+                &job.id,
+                &job.job_type,
+                &job.family,
+                delay_secs,
+                job.correlation_id.as_deref(),
+            )
         })
         .collect();
     if outgoing.is_empty() {

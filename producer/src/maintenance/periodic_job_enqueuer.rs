@@ -39,6 +39,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .await?
         .results()?;
     let mut statements = Vec::new();
+    // Where each fired job's INSERT sits in `statements`: only those return job rows.
+    let mut inserts = Vec::new();
     let (mut planned, mut fired, mut missed_total) = (0, 0, 0u64);
     for schedule in &due {
         let (cron, job_type) = match (
@@ -79,6 +81,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                 let max_attempts = schedule
                     .max_attempts
                     .unwrap_or(job_type.spec().max_attempts);
+                inserts.push(statements.len()); // fire's first statement: the job's INSERT
                 statements.extend(fire(
                     tick,
                     schedule.id,
@@ -97,10 +100,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     }
     let results = tick.db.batch(statements).await?;
     let mut enqueued: Vec<Unsent> = Vec::new();
-    for result in &results {
-        if let Ok(rows) = result.results::<Unsent>() {
-            enqueued.extend(rows);
-        }
+    for i in inserts {
+        enqueued.extend(results[i].results::<Unsent>()?);
     }
     let sent = job_sender::send(tick.env, tick.db, &enqueued, now).await?;
     Ok(json!({
