@@ -14,6 +14,9 @@ test("benchmark smoke run: every phase measures, and the D1 and size targets are
   }
   assert.equal(result.e2e_noop.jobs, 300);
   assert.ok(result.floor.e2e.jobs_per_second > 0);
+  assert.ok(result.floor.e2e_with_d1_round_trips.jobs_per_second > 0, "the D1 floor measured");
+  assert.ok(result.e2e_noop.ratio_to_d1_floor > 0);
+  assert.ok(result.e2e_noop.cold_start_ms > 0 && result.floor.e2e.cold_start_ms > 0, "cold starts measured");
   const met = Object.fromEntries(result.targets.map((t) => [t.name, t]));
   for (const name of [
     "enqueue: D1 round trips per request (1 job)",

@@ -195,6 +195,43 @@ describe("consumer decisions, one batch at a time", () => {
     assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
   });
 
+  test("two messages of one job in one batch run it once; the second is acked as a duplicate", async () => {
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/twice-in-batch") } });
+    const result = await p.deliver("jobs-default", [
+      { id: "m-a", ...message(enq.body) },
+      { id: "m-b", ...message(enq.body) },
+    ]);
+    assert.deepEqual([...result.explicitAcks].sort(), ["m-a", "m-b"]);
+    assert.equal(result.retryMessages.length, 0);
+    assert.equal(app.requests("/twice-in-batch").length, 1);
+    assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
+  });
+
+  test("a job that fell due while the batch's handlers ran comes back at once, neither run nor acked", async () => {
+    // Why a message claimed nothing is read after the handlers: by then this job is due.
+    app.script("/slow-neighbour", [{ status: 200, delayMs: 2500 }]);
+    const slow = await p.enqueue({ type: "http", payload: { url: app.url("/slow-neighbour") } });
+    const soon = await p.enqueue({ type: "http", payload: { url: app.url("/fell-due") }, delay_seconds: 2 });
+    const result = await p.deliver("jobs-default", [
+      { id: "m-slow", ...message(slow.body) },
+      { id: "m-soon", ...message(soon.body) },
+    ]);
+    assert.deepEqual(result.explicitAcks, ["m-slow"]);
+    assert.deepEqual(result.retryMessages, [{ msgId: "m-soon", delaySeconds: 1 }]);
+    assert.equal(app.requests("/fell-due").length, 0);
+    assert.equal((await p.getJob(soon.body.id)).body.status, "queued");
+  });
+
+  test("a stray message for a job held in D1 (scheduled) is acked; the job waits for the sweep", async () => {
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/held-for-sweep") }, delay_seconds: 86_400 });
+    assert.equal(enq.body.status, "scheduled");
+    const result = await p.deliver("jobs-default", [{ id: "m-held", ...message(enq.body) }]);
+    assert.deepEqual(result.explicitAcks, ["m-held"]);
+    assert.equal(result.retryMessages.length, 0);
+    assert.equal((await p.getJob(enq.body.id)).body.status, "scheduled");
+    assert.equal(app.requests("/held-for-sweep").length, 0);
+  });
+
   test("a message that is not a job is acked and dropped, the rest of the batch runs", async () => {
     const enq = await p.enqueue({ type: "http", payload: { url: app.url("/mixed") } });
     const result = await p.deliver("jobs-default", [

@@ -1,7 +1,8 @@
 //! One queue batch, start to end: claim every job in one D1 round trip, run the handlers
-//! concurrently, record every outcome in a second round trip, then ack, retry or dead-letter
-//! each message. Every message leaves with an explicit ack or retry. What it tells the outside
-//! (log lines, Analytics Engine) goes through crate::job_events.
+//! concurrently, record every outcome (and read why the other messages claimed nothing) in a
+//! second round trip, then ack, retry or dead-letter each message. Every message leaves with an
+//! explicit ack or retry. What it tells the outside (log lines, Analytics Engine) goes through
+//! crate::job_events.
 
 use std::collections::{HashMap, HashSet};
 
@@ -66,9 +67,9 @@ async fn run_jobs(
 
     let mut claimed: HashMap<&str, &Claimed> =
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
-    let seen: HashMap<&str, &Seen> = claim.seen.iter().map(|s| (s.id.as_str(), s)).collect();
     let held: HashSet<&str> = claim.held.iter().map(|h| h.id.as_str()).collect();
     let mut runs: Vec<(&Delivery, &Claimed)> = Vec::new();
+    let mut unclaimed: Vec<&Delivery> = Vec::new();
     for delivery in valid {
         let id = delivery.job_id().unwrap_or_default();
         match claimed.remove(id) {
@@ -78,16 +79,21 @@ async fn run_jobs(
                 job_events::skipped(delivery, family, "paused", None);
                 delivery.ack()
             }
-            None => settle_unclaimed(delivery, family, seen.get(id).copied(), now),
+            None => unclaimed.push(delivery),
         }
     }
-    if runs.is_empty() {
-        return Ok(());
-    }
+    // A second message for a job an earlier message of this batch claimed: nothing to read.
+    let ran: HashSet<&str> = runs.iter().map(|(_, job)| job.id.as_str()).collect();
+    unclaimed.retain(|delivery| {
+        let duplicate = ran.contains(delivery.job_id().unwrap_or_default());
+        if duplicate {
+            job_events::skipped(delivery, family, "duplicate", None);
+            delivery.ack()
+        }
+        !duplicate
+    });
+    let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
 
-    for (delivery, job) in &runs {
-        job_events::started(job, family, delivery);
-    }
     let mut attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
     let decisions: Vec<Decision> = runs
         .iter()
@@ -135,21 +141,36 @@ async fn run_jobs(
             chain,
         })
         .collect();
-    if let Err(e) = claim_store::record(db, &finished, stats).await {
-        // The jobs stay `running` under their lease; their messages come back once it ends.
-        console_error!("recording {} outcome(s) failed: {e}", finished.len());
-        runs.iter()
-            .for_each(|(d, _)| d.retry(family.lease_secs().into()));
+    let seen = match claim_store::finish(db, &finished, &unclaimed_ids, stats).await {
+        Ok(seen) => seen,
+        Err(e) => {
+            // The jobs stay `running` under their lease; their messages come back once it ends.
+            console_error!("recording {} outcome(s) failed: {e}", finished.len());
+            runs.iter()
+                .for_each(|(d, _)| d.retry(family.lease_secs().into()));
+            d1_failed(&unclaimed, &e);
+            return Ok(());
+        }
+    };
+    let seen: HashMap<&str, &Seen> = seen.iter().map(|s| (s.id.as_str(), s)).collect();
+    let now = now_ms();
+    for delivery in unclaimed {
+        let id = delivery.job_id().unwrap_or_default();
+        settle_unclaimed(delivery, family, seen.get(id).copied(), now);
+    }
+    if runs.is_empty() {
         return Ok(());
     }
 
     let recorded: Vec<Recorded> = finished
         .iter()
-        .map(|f| Recorded {
+        .zip(&runs)
+        .map(|(f, (delivery, _))| Recorded {
             job: f.job,
             decision: f.decision,
             duration_ms: f.finished_at - f.started_at,
             cost_cents: f.cost_cents,
+            delivery_attempts: delivery.delivery_attempts,
         })
         .collect();
     job_events::recorded(family, &recorded, env);
@@ -234,14 +255,14 @@ fn settle_unclaimed(delivery: &Delivery, family: Family, seen: Option<&Seen>, no
             "lease_held",
             secs_until(seen.lease_until.unwrap_or(now), now),
         ),
-        // Delivered early: wait until due.
-        Some(JobStatus::Queued | JobStatus::Retrying) if seen.run_at > now => {
+        // Delivered early: wait until due. (Read after the handlers ran, so a job that was not
+        // due at the claim may be due now: it comes back in a second and claims then.)
+        Some(JobStatus::Queued | JobStatus::Retrying) => {
             retry("not_due", secs_until(seen.run_at, now))
         }
-        // Finished already, held in D1 for the sweep, or a duplicate of a message this batch
-        // just claimed: nothing to run.
         Some(status) if status.is_terminal() => ack("finished"),
-        _ => ack("duplicate"),
+        // Held in D1: the sweep sends its message when it is due.
+        _ => ack("scheduled"),
     }
 }
 

@@ -1,9 +1,9 @@
 //! SQL for a consumer batch: one round trip to claim every message's job, one to record every
-//! outcome. Never one per message.
+//! outcome (and to read the jobs of messages that claimed nothing). Never one per message.
 
-use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobStatus, PAUSED_JOB_SQL};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use jobs_shared::job_event::run_outcome;
+use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobError, JobStatus, PAUSED_JOB_SQL};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
@@ -32,7 +32,7 @@ pub struct Claimed {
     pub correlation_id: Option<String>,
 }
 
-/// A job's state as it was before the claim, to explain each message that claimed nothing.
+/// The state of a job whose message claimed nothing, to say why.
 #[derive(Deserialize)]
 pub struct Seen {
     pub id: String,
@@ -51,7 +51,6 @@ pub struct Held {
 
 pub struct Claim {
     pub claimed: Vec<Claimed>,
-    pub seen: Vec<Seen>,
     pub held: Vec<Held>,
 }
 
@@ -59,6 +58,8 @@ pub struct Claim {
 /// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
 /// (its worker died). Claiming also proves the job's message left the outbox. Only a message
 /// from the job's current family's queue claims it: after a promotion the old one is stale.
+/// Why a message claimed nothing is read in the second round trip (`finish`), for those ids
+/// only: on the happy path there are none, and the claim returns nothing else.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn claim(
@@ -72,9 +73,6 @@ pub async fn claim(
     let ids_json = JsValue::from_str(&serde_json::to_string(ids).unwrap_or_default());
     let claimable = sql_in_list(&jobs_shared::sources_of(JobStatus::Running));
     let family_name = JsValue::from_str(family.as_str());
-    let seen = db
-        .prepare("SELECT id, status, run_at, lease_until, family FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
-        .bind(std::slice::from_ref(&ids_json))?;
     let update = db
         .prepare(format!(
             "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
@@ -107,11 +105,10 @@ pub async fn claim(
             num(now_ms + EARLY_TOLERANCE_MS),
             family_name,
         ])?;
-    let results = counted_batch(db, vec![seen, update, hold], stats).await?;
+    let results = counted_batch(db, vec![update, hold], stats).await?;
     Ok(Claim {
-        seen: results[0].results()?,
-        claimed: results[1].results()?,
-        held: results[2].results()?,
+        claimed: results[0].results()?,
+        held: results[1].results()?,
     })
 }
 
@@ -127,66 +124,200 @@ pub struct Finished<'a> {
     pub chain: &'a Planned,
 }
 
-/// Writes every attempt's run record and the job's next state: two set-based statements for the
-/// whole batch (plus a chain's next steps), whatever its size, since per-statement overhead is
-/// most of D1's cost at batch sizes. Both are guarded by (status = running, runs = this run), so
-/// an attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
+/// The batch's second round trip: every attempt's run record and the job's next state (plus a
+/// chain's next steps), and the state of the jobs in `unclaimed` (messages that claimed
+/// nothing), which it returns. No round trip when there is nothing to write or read.
+///
+/// Outcomes are two set-based statements per kind of outcome, whatever the batch size, since
+/// per-statement overhead is most of D1's cost at batch sizes. Successes, nearly every row,
+/// carry only what differs between them (id, run, times, result, cost); their constant columns
+/// are in the SQL, and rows are positional arrays: each field SQLite extracts from a row's JSON
+/// is real work per row. Every write is guarded by (status = running, runs = this run), so an
+/// attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
 /// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `claim`).
-pub async fn record(
+pub async fn finish(
     db: &D1Database,
     finished: &[Finished<'_>],
+    unclaimed: &[&str],
     stats: &mut D1Stats,
-) -> worker::Result<()> {
-    let rows: Vec<Value> = finished.iter().map(outcome_row).collect();
-    let rows = JsValue::from_str(&Value::Array(rows).to_string());
-    let mut statements = vec![
-        db.prepare(
-            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
-             error_class, error_message, duration_ms, cost_cents) \
-             SELECT j.id, j.runs, j.attempts, o.value ->> 'started_at', o.value ->> 'finished_at', \
-             o.value ->> 'outcome', o.value ->> 'error_class', o.value ->> 'error_message', \
-             o.value ->> 'duration_ms', o.value ->> 'cost_cents' \
-             FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 'id' \
-             AND +j.status = 'running' AND j.runs = o.value ->> 'run'",
-        )
-        .bind(std::slice::from_ref(&rows))?,
-        db.prepare(
-            "UPDATE jobs SET status = o.value ->> 'status', result = o.value ->> 'result', \
-             error_class = o.value ->> 'error_class', last_error = o.value ->> 'error_message', \
-             run_at = COALESCE(o.value ->> 'run_at', jobs.run_at), sent_at = o.value ->> 'sent_at', \
-             finished_at = o.value ->> 'finished', lease_until = NULL, \
-             updated_at = o.value ->> 'finished_at', escalated_at = NULL \
-             FROM json_each(?1) o \
-             WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' AND jobs.runs = o.value ->> 'run'",
-        )
-        .bind(&[rows])?,
-    ];
+) -> worker::Result<Vec<Seen>> {
+    let mut succeeded = Vec::new();
+    let mut failed = Vec::new();
+    for f in finished {
+        match f.decision {
+            Decision::Succeed => succeeded.push(SucceededRow::of(f)),
+            Decision::Retry { error, delay_secs } => {
+                let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
+                failed.push(FailedRow::of(
+                    f,
+                    error,
+                    JobStatus::Retrying,
+                    Some(run_at),
+                    true,
+                ));
+            }
+            // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
+            Decision::Hold { error, until_ms } => failed.push(FailedRow::of(
+                f,
+                error,
+                JobStatus::Retrying,
+                Some(*until_ms),
+                false,
+            )),
+            Decision::Dead { error } => {
+                failed.push(FailedRow::of(f, error, JobStatus::Dead, None, true))
+            }
+        }
+    }
+    let mut statements = Vec::new();
+    if !succeeded.is_empty() {
+        statements.extend(SUCCEEDED.statements(db, &succeeded)?);
+    }
+    if !failed.is_empty() {
+        statements.extend(FAILED.statements(db, &failed)?);
+    }
     for f in finished {
         statements.extend(chain::statements(db, f.job, f.chain, f.finished_at)?);
     }
-    counted_batch(db, statements, stats).await?;
-    Ok(())
+    if !unclaimed.is_empty() {
+        let ids = JsValue::from_str(&serde_json::to_string(unclaimed).unwrap_or_default());
+        statements.push(
+            db.prepare(
+                "SELECT id, status, run_at, lease_until, family FROM jobs \
+                 WHERE id IN (SELECT value FROM json_each(?1))",
+            )
+            .bind(&[ids])?,
+        );
+    }
+    if statements.is_empty() {
+        return Ok(Vec::new());
+    }
+    let results = counted_batch(db, statements, stats).await?;
+    match (unclaimed.is_empty(), results.last()) {
+        (false, Some(seen)) => seen.results(),
+        _ => Ok(Vec::new()),
+    }
 }
 
-/// One attempt's outcome as the JSON object the record statements read.
-fn outcome_row(f: &Finished<'_>) -> Value {
-    let outcome = Outcome::of(f.decision, f.finished_at);
-    json!({
-        "id": f.job.id,
-        "run": f.job.runs,
-        "started_at": f.started_at,
-        "finished_at": f.finished_at,
-        "duration_ms": f.finished_at - f.started_at,
-        "cost_cents": f.cost_cents,
-        "outcome": outcome.run,
-        "status": outcome.status.as_str(),
-        "result": f.result,
-        "error_class": outcome.error_class,
-        "error_message": outcome.error_message,
-        "run_at": outcome.run_at,
-        "sent_at": outcome.sent_at(f.finished_at),
-        "finished": outcome.finished.then_some(f.finished_at),
-    })
+/// How one kind of outcome is written: the run record's columns and the job's new state, as
+/// SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
+/// 3 finished_at, the rest the kind's own).
+struct OutcomeSql {
+    /// job_runs columns after (job_id, run, attempt, started_at, finished_at, duration_ms).
+    run_columns: &'static str,
+    run_values: &'static str,
+    jobs_set: &'static str,
+}
+
+/// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents].
+const SUCCEEDED: OutcomeSql = OutcomeSql {
+    run_columns: "outcome, cost_cents",
+    run_values: "'succeeded', o.value ->> 5",
+    jobs_set:
+        "status = 'succeeded', result = o.value ->> 4, error_class = NULL, last_error = NULL, \
+               sent_at = o.value ->> 3, finished_at = o.value ->> 3",
+};
+
+/// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, status, error_class,
+/// error_message, run_at, sent_at, finished_at or null].
+const FAILED: OutcomeSql = OutcomeSql {
+    run_columns: "cost_cents, outcome, error_class, error_message",
+    run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 7, o.value ->> 8",
+    jobs_set: "status = o.value ->> 6, result = NULL, error_class = o.value ->> 7, \
+               last_error = o.value ->> 8, run_at = COALESCE(o.value ->> 9, jobs.run_at), \
+               sent_at = o.value ->> 10, finished_at = o.value ->> 11",
+};
+
+impl OutcomeSql {
+    fn statements(
+        &self,
+        db: &D1Database,
+        rows: &impl Serialize,
+    ) -> worker::Result<[D1PreparedStatement; 2]> {
+        let rows = JsValue::from_str(&serde_json::to_string(rows).unwrap_or_default());
+        let (run_columns, run_values, jobs_set) =
+            (self.run_columns, self.run_values, self.jobs_set);
+        let runs = db
+            .prepare(format!(
+                "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, duration_ms, \
+                 {run_columns}) \
+                 SELECT j.id, j.runs, j.attempts, o.value ->> 2, o.value ->> 3, \
+                 (o.value ->> 3) - (o.value ->> 2), {run_values} \
+                 FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
+                 AND +j.status = 'running' AND j.runs = o.value ->> 1"
+            ))
+            .bind(std::slice::from_ref(&rows))?;
+        let jobs = db
+            .prepare(format!(
+                "UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
+                 escalated_at = NULL FROM json_each(?1) o \
+                 WHERE jobs.id = o.value ->> 0 AND +jobs.status = 'running' AND jobs.runs = o.value ->> 1"
+            ))
+            .bind(&[rows])?;
+        Ok([runs, jobs])
+    }
+}
+
+/// A success as the SUCCEEDED statements read it.
+#[derive(Serialize)]
+struct SucceededRow<'a>(&'a str, u32, i64, i64, Option<&'a str>, f64);
+
+impl<'a> SucceededRow<'a> {
+    fn of(f: &'a Finished<'_>) -> Self {
+        let job = f.job;
+        SucceededRow(
+            &job.id,
+            job.runs,
+            f.started_at,
+            f.finished_at,
+            f.result.as_deref(),
+            f.cost_cents,
+        )
+    }
+}
+
+/// A failure as the FAILED statements read it.
+#[derive(Serialize)]
+struct FailedRow<'a>(
+    &'a str,
+    u32,
+    i64,
+    i64,
+    f64,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'a str,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+impl<'a> FailedRow<'a> {
+    /// `message_in_queue`: false while no message is in the queue (sent_at stays NULL).
+    fn of(
+        f: &'a Finished<'_>,
+        error: &'a JobError,
+        status: JobStatus,
+        run_at: Option<i64>,
+        message_in_queue: bool,
+    ) -> Self {
+        let finished = status.is_terminal().then_some(f.finished_at);
+        FailedRow(
+            &f.job.id,
+            f.job.runs,
+            f.started_at,
+            f.finished_at,
+            f.cost_cents,
+            run_outcome(f.decision),
+            status.as_str(),
+            error.class.as_str(),
+            &error.message,
+            run_at,
+            message_in_queue.then_some(f.finished_at),
+            finished,
+        )
+    }
 }
 
 /// One D1 round trip, counted with the rows D1 says it read and wrote.
@@ -203,63 +334,4 @@ async fn counted_batch(
             .map_or((None, None), |m| (m.rows_read, m.rows_written))
     }));
     Ok(results)
-}
-
-/// How a decision reads in the two tables.
-struct Outcome {
-    status: JobStatus,
-    run: &'static str,
-    error_class: Option<&'static str>,
-    error_message: Option<String>,
-    run_at: Option<i64>,
-    /// false while a message is not in the queue (held in D1 until the sweep sends one).
-    message_in_queue: bool,
-    finished: bool,
-}
-
-impl Outcome {
-    fn of(decision: &Decision, now_ms: i64) -> Outcome {
-        match decision {
-            Decision::Succeed => Outcome {
-                status: JobStatus::Succeeded,
-                run: "succeeded",
-                error_class: None,
-                error_message: None,
-                run_at: None,
-                message_in_queue: true,
-                finished: true,
-            },
-            Decision::Retry { error, delay_secs } => Outcome {
-                status: JobStatus::Retrying,
-                run: "retrying",
-                error_class: Some(error.class.as_str()),
-                error_message: Some(error.message.clone()),
-                run_at: Some(now_ms + i64::from(*delay_secs) * 1000),
-                message_in_queue: true,
-                finished: false,
-            },
-            Decision::Hold { error, until_ms } => Outcome {
-                status: JobStatus::Retrying,
-                run: "retrying",
-                error_class: Some(error.class.as_str()),
-                error_message: Some(error.message.clone()),
-                run_at: Some(*until_ms),
-                message_in_queue: false,
-                finished: false,
-            },
-            Decision::Dead { error } => Outcome {
-                status: JobStatus::Dead,
-                run: "dead",
-                error_class: Some(error.class.as_str()),
-                error_message: Some(error.message.clone()),
-                run_at: None,
-                message_in_queue: true,
-                finished: true,
-            },
-        }
-    }
-
-    fn sent_at(&self, now_ms: i64) -> Option<i64> {
-        self.message_in_queue.then_some(now_ms)
-    }
 }

@@ -35,30 +35,22 @@ fn job_ref<'a>(job: &'a Claimed, family: Family) -> JobRef<'a> {
     }
 }
 
-/// `job.started`, as the handler begins.
-pub fn started(job: &Claimed, family: Family, delivery: &Delivery) {
-    let extra = [("delivery.attempts", json!(delivery.delivery_attempts))];
-    emit(job_event(
-        JobEventKind::Started,
-        &job_ref(job, family),
-        None,
-        None,
-        &extra,
-    ));
-}
-
 /// What one recorded attempt produces, for a whole batch: its log lines and its data point.
 pub struct Recorded<'a> {
     pub job: &'a Claimed,
     pub decision: &'a Decision,
     pub duration_ms: i64,
     pub cost_cents: f64,
+    /// The queue's delivery count of the message that ran it.
+    pub delivery_attempts: u32,
 }
 
 pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
     let dataset = env.analytics_engine(DATASET_BINDING).ok();
     for a in attempts {
-        for line in outcome_events(&job_ref(a.job, family), a.decision, a.duration_ms) {
+        let extra = [("delivery.attempts", json!(a.delivery_attempts))];
+        let lines = outcome_events(&job_ref(a.job, family), a.decision, a.duration_ms, &extra);
+        for line in lines {
             emit(line);
         }
         if let Some(dataset) = &dataset {

@@ -4,7 +4,6 @@
 //! `cid` (the correlation id) is optional and omitted when absent, so version 1 consumers and
 //! producers on either side of a deploy read each other's messages.
 
-use crate::job_type::JobType;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,10 +23,6 @@ pub struct JobMessage {
 }
 
 impl JobMessage {
-    pub fn new(id: &str, job_type: JobType) -> Self {
-        JobMessage::stored(id, job_type.as_str(), None)
-    }
-
     /// A message for a job as stored (its type by name), carrying its correlation id.
     pub fn stored(id: &str, job_type: &str, cid: Option<&str>) -> Self {
         JobMessage {
@@ -54,11 +49,12 @@ impl JobMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job_type::JobType;
     use serde_json::json;
 
     #[test]
-    fn new_serialises_to_the_wire_shape() {
-        let m = JobMessage::new("01HZX", JobType::RssFeedRefresh);
+    fn serialises_to_the_wire_shape() {
+        let m = JobMessage::stored("01HZX", JobType::RssFeedRefresh.as_str(), None);
         assert_eq!(
             serde_json::to_value(&m).unwrap(),
             json!({"v": 1, "id": "01HZX", "type": "rss_feed_refresh"})
@@ -67,7 +63,7 @@ mod tests {
 
     #[test]
     fn parse_round_trips() {
-        let m = JobMessage::new("a", JobType::Http);
+        let m = JobMessage::stored("a", JobType::Http.as_str(), None);
         assert_eq!(JobMessage::parse(&serde_json::to_value(&m).unwrap()), Ok(m));
     }
 

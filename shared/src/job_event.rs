@@ -11,8 +11,6 @@ use crate::job_type::JobType;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobEventKind {
-    /// An attempt was claimed and its handler starts.
-    Started,
     /// The attempt succeeded.
     Completed,
     /// The attempt failed (always followed by `RetryScheduled` or `Exhausted`).
@@ -30,7 +28,6 @@ pub enum JobEventKind {
 impl JobEventKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            JobEventKind::Started => "job.started",
             JobEventKind::Completed => "job.completed",
             JobEventKind::Failed => "job.failed",
             JobEventKind::RetryScheduled => "job.retry_scheduled",
@@ -43,7 +40,7 @@ impl JobEventKind {
     /// The console level the line is written at (Workers Logs filters by it).
     pub fn level(self) -> &'static str {
         match self {
-            JobEventKind::Started | JobEventKind::Completed | JobEventKind::Skipped => "info",
+            JobEventKind::Completed | JobEventKind::Skipped => "info",
             JobEventKind::Failed | JobEventKind::RetryScheduled => "warn",
             JobEventKind::Exhausted | JobEventKind::Interrupted => "error",
         }
@@ -127,10 +124,24 @@ pub fn decision_error(decision: &Decision) -> Option<&JobError> {
 }
 
 /// The lines an attempt's recorded decision produces: completed; or failed then
-/// retry_scheduled (with the wait); or failed then exhausted.
-pub fn outcome_events(job: &JobRef<'_>, decision: &Decision, duration_ms: i64) -> Vec<Value> {
+/// retry_scheduled (with the wait); or failed then exhausted. `attempt_extra` goes on the
+/// attempt's own line (completed or failed). There is no separate line for the start: like
+/// seed 000's span, the attempt's line carries it (a lost attempt is `job.interrupted`), which
+/// keeps Workers Logs at one line per successful job.
+pub fn outcome_events(
+    job: &JobRef<'_>,
+    decision: &Decision,
+    duration_ms: i64,
+    attempt_extra: &[(&str, Value)],
+) -> Vec<Value> {
     let Some(error) = decision_error(decision) else {
-        let completed = job_event(JobEventKind::Completed, job, Some(duration_ms), None, &[]);
+        let completed = job_event(
+            JobEventKind::Completed,
+            job,
+            Some(duration_ms),
+            None,
+            attempt_extra,
+        );
         return vec![completed];
     };
     let (next, extra) = match decision {
@@ -150,7 +161,7 @@ pub fn outcome_events(job: &JobRef<'_>, decision: &Decision, duration_ms: i64) -
             job,
             Some(duration_ms),
             Some(error),
-            &[],
+            attempt_extra,
         ),
         job_event(next, job, None, Some(error), &extra),
     ]
@@ -171,11 +182,11 @@ mod tests {
 
     #[test]
     fn every_line_carries_the_span_attributes() {
-        let line = job_event(JobEventKind::Started, &JOB, None, None, &[]);
+        let line = job_event(JobEventKind::Skipped, &JOB, None, None, &[]);
         assert_eq!(
             line,
             json!({
-                "event": "job.started", "level": "info", "job.id": "01J",
+                "event": "job.skipped", "level": "info", "job.id": "01J",
                 "job.type": "weather_refresh", "job.queue": "default", "job.attempt": 2,
                 "job.handler": "consumer::handlers::forward",
                 "correlation_id": "4bf92f3577b34da6a3ce929d0e0e4736",
@@ -186,7 +197,7 @@ mod tests {
     #[test]
     fn outcomes_name_their_events_with_duration_and_error() {
         let names = |d: &Decision| -> Vec<String> {
-            outcome_events(&JOB, d, 12)
+            outcome_events(&JOB, d, 12, &[])
                 .iter()
                 .map(|l| l["event"].as_str().unwrap().to_string())
                 .collect()
@@ -206,17 +217,19 @@ mod tests {
         let dead = Decision::Dead { error };
         assert_eq!(names(&dead), ["job.failed", "job.exhausted"]);
 
-        let lines = outcome_events(&JOB, &retry, 12);
+        let extra = [("delivery.attempts", json!(3))];
+        let lines = outcome_events(&JOB, &retry, 12, &extra);
         assert_eq!(lines[0]["duration_ms"], 12);
+        assert_eq!(lines[0]["delivery.attempts"], 3, "on the attempt's line");
+        assert!(lines[1].get("delivery.attempts").is_none());
         assert_eq!(lines[0]["error.class"], "server_error");
         assert_eq!(lines[0]["error.message"], "HTTP 503");
         assert_eq!(lines[0]["level"], "warn");
         assert_eq!(lines[1]["retry.delay_secs"], 30);
-        assert_eq!(outcome_events(&JOB, &dead, 1)[1]["level"], "error");
-        assert_eq!(
-            outcome_events(&JOB, &Decision::Succeed, 5)[0]["duration_ms"],
-            5
-        );
+        assert_eq!(outcome_events(&JOB, &dead, 1, &[])[1]["level"], "error");
+        let completed = &outcome_events(&JOB, &Decision::Succeed, 5, &extra)[0];
+        assert_eq!(completed["duration_ms"], 5);
+        assert_eq!(completed["delivery.attempts"], 3);
     }
 
     #[test]

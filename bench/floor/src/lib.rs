@@ -1,12 +1,16 @@
 //! The floor the benchmark compares against: the same Rust toolchain and worker crate, the same
-//! queue messages and consumer settings, and nothing else (no validation store, no D1). One
-//! build plays both roles: `POST /v1/jobs/batch` sends one message per job to the family queue
-//! (the producer), the queue handler acks every message (the consumer), and `GET /acked` says
-//! how many it has acked.
+//! queue messages (a ULID and the request's correlation id per job) and consumer settings, and
+//! nothing else (no validation, no D1). One build plays both roles: `POST /v1/jobs/batch` sends
+//! one message per job to the family queue (the producer), the queue handler acks every message
+//! (the consumer), and `GET /acked` says how many it has acked.
+//!
+//! Given a `DB` binding it becomes the D1 floor: it also makes the round trips the platform's
+//! contract allows (one per enqueue request, two per consumer batch), each an empty statement,
+//! to show what D1 itself costs where the benchmark runs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use jobs_shared::{JobMessage, JobType};
+use jobs_shared::{job_id, JobMessage, JobType};
 use serde::Deserialize;
 use worker::{
     event, BatchMessageBuilder, Context, Env, MessageBatch, MessageExt, Request, Response, Result,
@@ -35,11 +39,17 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let Some(job_type) = batch.jobs.first().and_then(|j| JobType::parse(&j.job_type)) else {
         return Response::error("unknown type", 422);
     };
+    let now = worker::Date::now().as_millis() as i64;
+    let cid = format!("{:032x}", SENT.load(Ordering::Relaxed));
     let messages: Vec<JobMessage> = batch
         .jobs
         .iter()
-        .map(|_| JobMessage::new(&SENT.fetch_add(1, Ordering::Relaxed).to_string(), job_type))
+        .map(|_| {
+            let id = job_id(now, SENT.fetch_add(1, Ordering::Relaxed).into());
+            JobMessage::stored(&id, job_type.as_str(), Some(&cid))
+        })
         .collect();
+    d1_round_trip(&env).await?;
     env.queue(job_type.family().queue_binding())?
         .send_batch(BatchMessageBuilder::new().messages(messages).build())
         .await?;
@@ -47,10 +57,20 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 }
 
 #[event(queue)]
-async fn queue(batch: MessageBatch<JobMessage>, _env: Env, _ctx: Context) -> Result<()> {
+async fn queue(batch: MessageBatch<JobMessage>, env: Env, _ctx: Context) -> Result<()> {
+    d1_round_trip(&env).await?;
+    d1_round_trip(&env).await?;
     for message in batch.messages()? {
         message.ack();
         ACKED.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// With a DB binding (the D1 floor), one D1 round trip of an empty statement.
+async fn d1_round_trip(env: &Env) -> Result<()> {
+    if let Ok(db) = env.d1("DB") {
+        db.batch(vec![db.prepare("SELECT 1")]).await?;
     }
     Ok(())
 }
