@@ -4,7 +4,7 @@
 //! start of a failing streak, and marks a link dead after N consecutive failures.
 //! D1: one read and one write per job. The job itself succeeds: broken links are its findings.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
@@ -30,7 +30,9 @@ pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
         known.into_iter().map(|row| (row.url, row.state)).collect();
     let urls: Vec<String> = match payload.urls {
         Some(mut urls) => {
-            urls.dedup();
+            // A URL listed twice is checked once, not probed again with its state reset.
+            let mut seen = HashSet::new();
+            urls.retain(|url| seen.insert(url.clone()));
             urls
         }
         None => states.keys().cloned().collect(),
