@@ -12,12 +12,13 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { spawnSync } from "node:child_process";
 import { Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
-import { startPlatform, workerFromConfig, ROOT } from "../tests/support/platform.mjs";
+import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
 
 const CONCURRENCY = 8;
 const WARM_UP_JOBS = 100;
+/** How long the warm-up and the floor's run may take: a slow machine's, not a test's, patience. */
+const PATIENCE_MS = 15 * 60_000;
 
 /** The targets of the benchmark issue; each row says whether it is met. */
 const TARGETS = [
@@ -40,11 +41,6 @@ const percentile = (xs, p) => {
 };
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-function d1Stats(headers) {
-  const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";
-  return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
-}
-
 /** Runs `count` tasks with at most CONCURRENCY in flight. */
 async function pool(count, task) {
   let next = 0;
@@ -52,14 +48,6 @@ async function pool(count, task) {
     while (next < count) await task(next++);
   });
   await Promise.all(workers);
-}
-
-async function waitUntil(probe, what, { timeoutMs = 15 * 60_000, everyMs = 100 } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 /**
@@ -72,7 +60,7 @@ async function warmUp(send, processed) {
   const latency = performance.now() - started;
   if (res.status !== 202) throw new Error(`warm-up answered ${res.status}: ${await res.text()}`);
   await res.arrayBuffer();
-  await waitUntil(async () => (await processed()) >= WARM_UP_JOBS, "the warm-up jobs", { everyMs: 20 });
+  await waitFor(async () => (await processed()) >= WARM_UP_JOBS, { what: "the warm-up jobs", everyMs: 20, timeoutMs: PATIENCE_MS });
   return round(latency);
 }
 
@@ -109,7 +97,7 @@ const jobsBody = (type, count, payload) => JSON.stringify({ jobs: Array.from({ l
 /** The platform: enqueue phases without a consumer, then end to end with one. */
 async function platformRun(appUrl, N) {
   const SINGLE_REQUESTS = Math.min(N, 1000);
-  const headers = { "content-type": "application/json", authorization: "Bearer test-enqueue-token" };
+  const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
   const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
   const post = (path, body) => quiet.mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
   const single = await enqueuePhase(() => post("/v1/jobs", JSON.stringify({ type: "noop", payload: {} })), SINGLE_REQUESTS, 1);
@@ -117,14 +105,8 @@ async function platformRun(appUrl, N) {
   await quiet.dispose();
 
   const e2e = async (type, payload, { jobs = N, withoutIndexes = false } = {}) => {
-    const batches = [];
-    const p = await startPlatform({
-      onLog: ({ message, timestamp }) => {
-        const at = message.indexOf('{"');
-        if (at < 0 || !message.includes("batch.completed")) return;
-        batches.push({ ...JSON.parse(message.slice(at)), logged_at: timestamp });
-      },
-    });
+    const logs = logCollector();
+    const p = await startPlatform({ onLog: logs.onLog });
     if (withoutIndexes) {
       // Plain secondary indexes only: UNIQUE ones are constraints the SQL relies on (and the
       // dedup index is only written for jobs with a dedup key). What they cost is the difference.
@@ -135,10 +117,10 @@ async function platformRun(appUrl, N) {
     }
     // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
     // seldom: the end time is the consumer's own log timestamp of its last batch.
-    const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: "test-admin-token" })).body.families.default.counts.succeeded;
+    const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
     const post = () => p.mf.dispatchFetch("http://jobs.local/v1/jobs/batch", { method: "POST", headers, body: jobsBody(type, WARM_UP_JOBS, payload) });
     const coldStartMs = await warmUp(post, succeeded);
-    batches.length = 0;
+    logs.lines.length = 0;
     const enqueueStats = [];
     const started = Date.now();
     await pool(Math.ceil(jobs / 100), async () => {
@@ -148,10 +130,10 @@ async function platformRun(appUrl, N) {
       await res.arrayBuffer();
     });
     const total = Math.ceil(jobs / 100) * 100;
-    await waitUntil(async () => (await succeeded()) >= WARM_UP_JOBS + total, `${total} ${type} jobs`, { everyMs: 1000, timeoutMs: 60_000 + total * 100 });
-    const seconds = (Math.max(...batches.map((b) => b.logged_at)) - started) / 1000;
+    await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
+    const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
     await p.dispose();
-    const jobBatches = batches.filter((b) => !b.queue.endsWith("-dlq"));
+    const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
     const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
     const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
     const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
@@ -185,7 +167,7 @@ async function platformRun(appUrl, N) {
  */
 async function floorRun(N, { d1 = false } = {}) {
   const SINGLE_REQUESTS = Math.min(N, 1000);
-  const { workerOptions: consumerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "consumer", "wrangler.toml"));
+  const consumerOptions = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"));
   const producerOptions = workerFromConfig(join(ROOT, "wrangler.toml"));
   const floor = (name, extra) => ({
     name,
@@ -221,7 +203,7 @@ async function floorRun(N, { d1 = false } = {}) {
   const total = Math.ceil(N / 100) * 100;
   const started = performance.now();
   await pool(Math.ceil(N / 100), async () => (await post(mf, 100)).arrayBuffer());
-  await waitUntil(async () => (await acked()) >= WARM_UP_JOBS + total, "the floor's acks", { everyMs: 10 });
+  await waitFor(async () => (await acked()) >= WARM_UP_JOBS + total, { what: "the floor's acks", everyMs: 10, timeoutMs: PATIENCE_MS });
   const seconds = (performance.now() - started) / 1000;
   await mf.dispose();
   const e2e = { jobs: total, cold_start_ms: coldStartMs, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };

@@ -22,7 +22,6 @@ CREATE TABLE audit_log (
   target   TEXT    NOT NULL,                      -- JSON: {"id"} / {"ids"} / {"filter"} / {"kind","name"}
   affected INTEGER NOT NULL                       -- how many jobs (or pauses) it changed
 );
-CREATE INDEX audit_log_at ON audit_log (at);
 
 -- The job list's stable order (a family filter reads it too: one index, not one per filter,
 -- since every index is a row written per job), and the held jobs a resume releases.

@@ -73,7 +73,6 @@ CREATE TABLE budgets (
   requests       INTEGER NOT NULL DEFAULT 0,
   tokens_input   INTEGER NOT NULL DEFAULT 0,
   tokens_output  INTEGER NOT NULL DEFAULT 0,
-  alerted_pct    INTEGER NOT NULL DEFAULT 0, -- highest alert threshold already raised this month
   updated_at     INTEGER NOT NULL,
   PRIMARY KEY (job_type, month)
 ) WITHOUT ROWID;

@@ -6,11 +6,6 @@
 -- not tag is released at once; a job that died leaves it to expire.
 ALTER TABLE feed_items ADD COLUMN ai_lease_until INTEGER;
 
--- ms: when an alert was passed on (issue 7 routes alerts to webhooks and sets it). NULL: not
--- yet. The partial index is that router's queue.
+-- ms: when the sweep's alert evaluator (issue 7) took the alert into `alerts`, whose changes it
+-- sends to the channels. NULL: not yet. Unindexed: at most three rows per budgeted type and month.
 ALTER TABLE budget_alerts ADD COLUMN notified_at INTEGER;
-CREATE INDEX budget_alerts_unnotified ON budget_alerts (created_at) WHERE notified_at IS NULL;
-
--- The alerts raised are the rows of budget_alerts (once per type, month and threshold), so
--- this summary would only drift from them.
-ALTER TABLE budgets DROP COLUMN alerted_pct;

@@ -2,7 +2,7 @@
 // queues), every response checked against /openapi.json.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { adminApi } from "./support/admin_api.mjs";
 
@@ -12,8 +12,6 @@ before(async () => {
   app.script("/gone", [{ status: 400, body: { error: "bad request" } }]);
 });
 after(() => app.close());
-
-const msg = (job) => ({ body: { v: 1, id: job.id, type: job.type } });
 
 describe("admin API (messages delivered by the test)", () => {
   let p, api;
@@ -32,7 +30,7 @@ describe("admin API (messages delivered by the test)", () => {
   /** An http job that the app answers 400: dead at once (client_error). */
   async function deadHttpJob(extra = {}) {
     const job = await enqueue({ type: "http", payload: { url: app.url("/gone") }, ...extra });
-    await p.deliver("jobs-default", [msg(job)]);
+    await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
     assert.equal((await p.getJob(job.id)).body.status, "dead");
     return job;
   }
@@ -134,7 +132,7 @@ describe("admin API (messages delivered by the test)", () => {
   test("retry one: attempts reset, the history kept, the next attempt is a new run", async () => {
     const job = await deadHttpJob();
     const succeeded = await enqueue({ type: "noop", payload: {} });
-    await p.deliver("jobs-default", [msg(succeeded)]);
+    await p.deliver("jobs-default", [jobMessage(succeeded.id, succeeded.type)]);
     const refused = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: succeeded });
     assert.equal(refused.status, 409);
     assert.equal(refused.body.error.message, "cannot move a job from succeeded to queued");
@@ -143,7 +141,7 @@ describe("admin API (messages delivered by the test)", () => {
     assert.equal(res.status, 200);
     assert.deepEqual([res.body.job.status, res.body.job.attempts, res.body.job.runs], ["queued", 0, 1]);
     app.script("/gone", [{ status: 200 }, { status: 400 }]);
-    await p.deliver("jobs-default", [msg(job)]);
+    await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
     const after = await status(job.id);
     assert.equal(after.status, "succeeded");
     assert.equal(after.attempts, 1);
@@ -153,7 +151,7 @@ describe("admin API (messages delivered by the test)", () => {
   test("bulk retry by filter moves exactly the matching jobs; the dry run only counts them", async () => {
     const http = [await deadHttpJob(), await deadHttpJob()];
     const other = await enqueue({ type: "weather_refresh", payload: { kind: "alerts" } }); // no endpoint: dead, not_configured
-    await p.deliver("jobs-default", [msg(other)]);
+    await p.deliver("jobs-default", [jobMessage(other.id, other.type)]);
     assert.equal((await status(other.id)).status, "dead");
     const filter = { type: "http", error_class: "client_error", status: "dead" };
     const matching = await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead' AND error_class = 'client_error'");
@@ -181,7 +179,7 @@ describe("admin API (messages delivered by the test)", () => {
     const a = await enqueue({ type: "noop", payload: {} });
     const b = await enqueue({ type: "noop", payload: {} });
     const done = await enqueue({ type: "noop", payload: {} });
-    await p.deliver("jobs-default", [msg(done)]);
+    await p.deliver("jobs-default", [jobMessage(done.id, done.type)]);
     const dry = await api.call("POST", "/v1/admin/jobs/cancel", { json: { ids: [a.id, b.id, done.id, "01JNOPE"], dry_run: true } });
     assert.equal(dry.body.count, 2);
     const res = await api.call("POST", "/v1/admin/jobs/cancel", { json: { ids: [a.id, b.id, done.id, "01JNOPE"] } });

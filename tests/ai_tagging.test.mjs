@@ -4,7 +4,7 @@
 // consumer and reads what D1, the job and the LLM server saw. Every reply costs 6 cents.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
 import { adminApi } from "./support/admin_api.mjs";
 import { startLlmServer, LLM_KEY, USAGE, CENTS_PER_CALL } from "./support/llm_server.mjs";
 
@@ -24,15 +24,13 @@ function nextMonthStart() {
 let llm;
 let p;
 let api;
-const logs = [];
+const logs = logCollector();
 before(async () => {
   llm = await startLlmServer();
   p = await startPlatform({
     manualDelivery: true,
     consumerBindings: { LLM_BASE_URL: llm.base, LLM_API_KEY: LLM_KEY, LLM_MODEL: "claude-test" },
-    onLog: (entry) => {
-      logs.push(entry.message);
-    },
+    onLog: logs.onLog,
   });
   api = await adminApi(p);
   await p.db
@@ -45,12 +43,7 @@ after(async () => {
 });
 
 /** Log lines of one event since the last reset, parsed. */
-function events(name) {
-  return logs
-    .flatMap((m) => String(m).split("\n"))
-    .filter((m) => m.includes(`"event":"${name}"`))
-    .map((m) => JSON.parse(m.slice(m.indexOf("{"))));
-}
+const { events } = logs;
 
 let guid = 0;
 /** This month's budget (none when `limit` is null) and untagged items with these titles. */
@@ -73,7 +66,7 @@ async function reset({ limit = 10_000, spent = 0, titles = [] } = {}) {
   }
   if (statements.length) await p.db.batch(statements);
   llm.clear();
-  logs.length = 0;
+  logs.lines.length = 0;
 }
 
 const titles = (n, prefix = "Story") => Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`);
@@ -83,7 +76,7 @@ async function runJob() {
   const enq = await p.enqueue({ type: "ai_tagging", payload: { trigger: "manual" } });
   assert.equal(enq.status, 202, JSON.stringify(enq.body));
   const id = enq.body.id;
-  const decisions = await p.deliver("jobs-bulk", [{ id: `m-${id}-${Date.now()}`, body: { v: 1, id, type: "ai_tagging" } }]);
+  const decisions = await p.deliver("jobs-bulk", [{ id: `m-${id}-${Date.now()}`, ...jobMessage(id, "ai_tagging") }]);
   return { job: (await p.getJob(id)).body, decisions };
 }
 

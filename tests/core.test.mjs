@@ -2,7 +2,7 @@
 // local queues, and a real local HTTP server as the app endpoint.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform, TOKENS, SIGNING_SECRET } from "./support/platform.mjs";
+import { d1Stats, jobMessage, startPlatform, TOKENS, SIGNING_SECRET } from "./support/platform.mjs";
 import { startAppServer, verifySignature } from "./support/app_server.mjs";
 
 let app;
@@ -10,12 +10,6 @@ before(async () => {
   app = await startAppServer();
 });
 after(() => app.close());
-
-/** Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3"`. */
-function d1Stats(headers) {
-  const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";
-  return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
-}
 
 describe("jobs flow through the real local queues", () => {
   let p;
@@ -151,216 +145,214 @@ describe("jobs flow through the real local queues", () => {
   });
 });
 
-describe("consumer decisions, one batch at a time", () => {
+// One platform for both suites: neither needs a fresh database (bad input compares job counts
+// before and after), and with manual delivery nothing runs that a test did not deliver.
+describe("messages delivered by the test", () => {
   let p;
   before(async () => {
     p = await startPlatform({ manualDelivery: true });
   });
   after(() => p.dispose());
 
-  const message = (job) => ({ body: { v: 1, id: job.id, type: "http" } });
+  describe("consumer decisions, one batch at a time", () => {
+    const message = (job) => jobMessage(job.id, "http");
 
-  test("a failure is retried with seed 000's delay; a redelivery before it is due waits", async () => {
-    app.script("/decide-500", [{ status: 500 }]);
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-500") } });
-    const first = await p.deliver("jobs-default", [message(enq.body)]);
-    assert.equal(first.retryMessages.length, 1);
-    const delay = first.retryMessages[0].delaySeconds;
-    assert.ok(delay >= 22 && delay <= 38, `delay ${delay} s`);
+    test("a failure is retried with seed 000's delay; a redelivery before it is due waits", async () => {
+      app.script("/decide-500", [{ status: 500 }]);
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-500") } });
+      const first = await p.deliver("jobs-default", [message(enq.body)]);
+      assert.equal(first.retryMessages.length, 1);
+      const delay = first.retryMessages[0].delaySeconds;
+      assert.ok(delay >= 22 && delay <= 38, `delay ${delay} s`);
 
-    const early = await p.deliver("jobs-default", [{ ...message(enq.body), attempts: 2 }]);
-    assert.equal(early.retryMessages.length, 1, "not due yet: retried, not run");
-    assert.ok(Math.abs(early.retryMessages[0].delaySeconds - delay) <= 2);
-    assert.equal(app.requests("/decide-500").length, 1, "the endpoint was called once");
+      const early = await p.deliver("jobs-default", [{ ...message(enq.body), attempts: 2 }]);
+      assert.equal(early.retryMessages.length, 1, "not due yet: retried, not run");
+      assert.ok(Math.abs(early.retryMessages[0].delaySeconds - delay) <= 2);
+      assert.equal(app.requests("/decide-500").length, 1, "the endpoint was called once");
+    });
+
+    test("Retry-After on a 429 sets the retry delay exactly", async () => {
+      app.script("/decide-429", [{ status: 429, headers: { "retry-after": "7" } }]);
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-429") } });
+      const result = await p.deliver("jobs-default", [message(enq.body)]);
+      assert.deepEqual(result.retryMessages.map((m) => m.delaySeconds), [7]);
+      const job = (await p.getJob(enq.body.id)).body;
+      assert.equal(job.error.class, "rate_limited");
+    });
+
+    test("a redelivered message of a succeeded job is acked without calling the endpoint again", async () => {
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/once") } });
+      const first = await p.deliver("jobs-default", [{ id: "m-1", ...message(enq.body) }]);
+      assert.deepEqual(first.explicitAcks, ["m-1"]);
+      assert.equal((await p.getJob(enq.body.id)).body.status, "succeeded");
+      const again = await p.deliver("jobs-default", [{ id: "m-2", ...message(enq.body), attempts: 2 }]);
+      assert.deepEqual(again.explicitAcks, ["m-2"]);
+      assert.equal(again.retryMessages.length, 0);
+      assert.equal(app.requests("/once").length, 1);
+      assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
+    });
+
+    test("two messages of one job in one batch run it once; the second is acked as a duplicate", async () => {
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/twice-in-batch") } });
+      const result = await p.deliver("jobs-default", [
+        { id: "m-a", ...message(enq.body) },
+        { id: "m-b", ...message(enq.body) },
+      ]);
+      assert.deepEqual([...result.explicitAcks].sort(), ["m-a", "m-b"]);
+      assert.equal(result.retryMessages.length, 0);
+      assert.equal(app.requests("/twice-in-batch").length, 1);
+      assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
+    });
+
+    test("a job that fell due while the batch's handlers ran comes back at once, neither run nor acked", async () => {
+      // Why a message claimed nothing is read after the handlers: by then this job is due.
+      app.script("/slow-neighbour", [{ status: 200, delayMs: 2500 }]);
+      const slow = await p.enqueue({ type: "http", payload: { url: app.url("/slow-neighbour") } });
+      const soon = await p.enqueue({ type: "http", payload: { url: app.url("/fell-due") }, delay_seconds: 2 });
+      const result = await p.deliver("jobs-default", [
+        { id: "m-slow", ...message(slow.body) },
+        { id: "m-soon", ...message(soon.body) },
+      ]);
+      assert.deepEqual(result.explicitAcks, ["m-slow"]);
+      assert.deepEqual(result.retryMessages, [{ msgId: "m-soon", delaySeconds: 1 }]);
+      assert.equal(app.requests("/fell-due").length, 0);
+      assert.equal((await p.getJob(soon.body.id)).body.status, "queued");
+    });
+
+    test("a stray message for a job held in D1 (scheduled) is acked; the job waits for the sweep", async () => {
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/held-for-sweep") }, delay_seconds: 86_400 });
+      assert.equal(enq.body.status, "scheduled");
+      const result = await p.deliver("jobs-default", [{ id: "m-held", ...message(enq.body) }]);
+      assert.deepEqual(result.explicitAcks, ["m-held"]);
+      assert.equal(result.retryMessages.length, 0);
+      assert.equal((await p.getJob(enq.body.id)).body.status, "scheduled");
+      assert.equal(app.requests("/held-for-sweep").length, 0);
+    });
+
+    test("a message that is not a job is acked and dropped, the rest of the batch runs", async () => {
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/mixed") } });
+      const result = await p.deliver("jobs-default", [
+        { id: "bad", body: { hello: "there" } },
+        { id: "good", ...message(enq.body) },
+      ]);
+      assert.deepEqual([...result.explicitAcks].sort(), ["bad", "good"]);
+      assert.equal((await p.getJob(enq.body.id)).body.status, "succeeded");
+    });
+
+    test("the DLQ consumer records a job the queue gave up on as dead", async () => {
+      const enq = await p.enqueue({ type: "http", payload: { url: app.url("/never") } });
+      const result = await p.deliver("jobs-default-dlq", [{ id: "d-1", ...message(enq.body), attempts: 101 }]);
+      assert.deepEqual(result.explicitAcks, ["d-1"]);
+      const job = (await p.getJob(enq.body.id)).body;
+      assert.equal(job.status, "dead");
+      assert.equal(job.error.class, "delivery_exhausted");
+      assert.equal(await p.count("SELECT delivery_attempts FROM dead_letters WHERE job_id = ?", job.id), 101);
+    });
   });
 
-  test("Retry-After on a 429 sets the retry delay exactly", async () => {
-    app.script("/decide-429", [{ status: 429, headers: { "retry-after": "7" } }]);
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-429") } });
-    const result = await p.deliver("jobs-default", [message(enq.body)]);
-    assert.deepEqual(result.retryMessages.map((m) => m.delaySeconds), [7]);
-    const job = (await p.getJob(enq.body.id)).body;
-    assert.equal(job.error.class, "rate_limited");
-  });
+  describe("bad input gets a clear error and writes nothing", () => {
+    const jobCount = () => p.count("SELECT count(*) FROM jobs");
+    const ok = { type: "http", payload: { url: "https://example.com/hook" } };
 
-  test("a redelivered message of a succeeded job is acked without calling the endpoint again", async () => {
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/once") } });
-    const first = await p.deliver("jobs-default", [{ id: "m-1", ...message(enq.body) }]);
-    assert.deepEqual(first.explicitAcks, ["m-1"]);
-    assert.equal((await p.getJob(enq.body.id)).body.status, "succeeded");
-    const again = await p.deliver("jobs-default", [{ id: "m-2", ...message(enq.body), attempts: 2 }]);
-    assert.deepEqual(again.explicitAcks, ["m-2"]);
-    assert.equal(again.retryMessages.length, 0);
-    assert.equal(app.requests("/once").length, 1);
-    assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
-  });
+    const cases = [
+      ["malformed JSON", { body: "{not json", headers: { "content-type": "application/json" } }, 400, "malformed_json", undefined],
+      ["wrong content type", { body: JSON.stringify(ok), headers: { "content-type": "text/plain" } }, 415, "unsupported_media_type", "content-type"],
+      ["body not an object", { json: [ok] }, 400, "invalid_body", undefined],
+      ["unknown type", { json: { ...ok, type: "mine_bitcoin" } }, 422, "unknown_type", "type"],
+      ["missing type", { json: { payload: {} } }, 422, "invalid_field", "type"],
+      ["invalid payload: no url", { json: { type: "http", payload: {} } }, 422, "invalid_payload", "payload.url"],
+      ["invalid payload: wrong type", { json: { type: "rss_feed_refresh", payload: { force_refresh: "yes" } } }, 422, "invalid_payload", "payload.force_refresh"],
+      ["unknown field", { json: { ...ok, colour: "red" } }, 422, "unknown_field", "colour"],
+      ["priority of the wrong type", { json: { ...ok, priority: "high" } }, 422, "invalid_field", "priority"],
+      ["priority out of range", { json: { ...ok, priority: 101 } }, 422, "out_of_range", "priority"],
+      ["negative delay", { json: { ...ok, delay_seconds: -1 } }, 422, "out_of_range", "delay_seconds"],
+      ["delay beyond a year", { json: { ...ok, delay_seconds: 40_000_000 } }, 422, "out_of_range", "delay_seconds"],
+      ["both delay and run_at", { json: { ...ok, delay_seconds: 5, run_at: "2030-01-01T00:00:00Z" } }, 422, "conflicting_fields", "run_at"],
+      ["run_at not a time", { json: { ...ok, run_at: "tomorrow" } }, 422, "invalid_field", "run_at"],
+      ["max_attempts out of range", { json: { ...ok, max_attempts: 0 } }, 422, "out_of_range", "max_attempts"],
+      ["oversize payload", { json: { type: "http", payload: { url: "https://example.com", body: "x".repeat(130 * 1024) } } }, 413, "payload_too_large", "payload"],
+      ["oversize body", { body: JSON.stringify({ ...ok, pad: "x".repeat(1100 * 1024) }), headers: { "content-type": "application/json" } }, 413, "body_too_large", undefined],
+    ];
 
-  test("two messages of one job in one batch run it once; the second is acked as a duplicate", async () => {
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/twice-in-batch") } });
-    const result = await p.deliver("jobs-default", [
-      { id: "m-a", ...message(enq.body) },
-      { id: "m-b", ...message(enq.body) },
-    ]);
-    assert.deepEqual([...result.explicitAcks].sort(), ["m-a", "m-b"]);
-    assert.equal(result.retryMessages.length, 0);
-    assert.equal(app.requests("/twice-in-batch").length, 1);
-    assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
-  });
+    for (const [name, request, status, code, field] of cases) {
+      test(`POST /v1/jobs, ${name}: ${status} ${code}`, async () => {
+        const before = await jobCount();
+        const res = await p.request("POST", "/v1/jobs", request);
+        assert.equal(res.status, status, JSON.stringify(res.body));
+        assert.equal(res.body.error.code, code);
+        assert.equal(typeof res.body.error.message, "string");
+        assert.equal(res.body.error.field, field);
+        assert.equal(await jobCount(), before);
+      });
+    }
 
-  test("a job that fell due while the batch's handlers ran comes back at once, neither run nor acked", async () => {
-    // Why a message claimed nothing is read after the handlers: by then this job is due.
-    app.script("/slow-neighbour", [{ status: 200, delayMs: 2500 }]);
-    const slow = await p.enqueue({ type: "http", payload: { url: app.url("/slow-neighbour") } });
-    const soon = await p.enqueue({ type: "http", payload: { url: app.url("/fell-due") }, delay_seconds: 2 });
-    const result = await p.deliver("jobs-default", [
-      { id: "m-slow", ...message(slow.body) },
-      { id: "m-soon", ...message(soon.body) },
-    ]);
-    assert.deepEqual(result.explicitAcks, ["m-slow"]);
-    assert.deepEqual(result.retryMessages, [{ msgId: "m-soon", delaySeconds: 1 }]);
-    assert.equal(app.requests("/fell-due").length, 0);
-    assert.equal((await p.getJob(soon.body.id)).body.status, "queued");
-  });
-
-  test("a stray message for a job held in D1 (scheduled) is acked; the job waits for the sweep", async () => {
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/held-for-sweep") }, delay_seconds: 86_400 });
-    assert.equal(enq.body.status, "scheduled");
-    const result = await p.deliver("jobs-default", [{ id: "m-held", ...message(enq.body) }]);
-    assert.deepEqual(result.explicitAcks, ["m-held"]);
-    assert.equal(result.retryMessages.length, 0);
-    assert.equal((await p.getJob(enq.body.id)).body.status, "scheduled");
-    assert.equal(app.requests("/held-for-sweep").length, 0);
-  });
-
-  test("a message that is not a job is acked and dropped, the rest of the batch runs", async () => {
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/mixed") } });
-    const result = await p.deliver("jobs-default", [
-      { id: "bad", body: { hello: "there" } },
-      { id: "good", ...message(enq.body) },
-    ]);
-    assert.deepEqual([...result.explicitAcks].sort(), ["bad", "good"]);
-    assert.equal((await p.getJob(enq.body.id)).body.status, "succeeded");
-  });
-
-  test("the DLQ consumer records a job the queue gave up on as dead", async () => {
-    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/never") } });
-    const result = await p.deliver("jobs-default-dlq", [{ id: "d-1", ...message(enq.body), attempts: 101 }]);
-    assert.deepEqual(result.explicitAcks, ["d-1"]);
-    const job = (await p.getJob(enq.body.id)).body;
-    assert.equal(job.status, "dead");
-    assert.equal(job.error.class, "delivery_exhausted");
-    assert.equal(await p.count("SELECT delivery_attempts FROM dead_letters WHERE job_id = ?", job.id), 101);
-  });
-});
-
-describe("bad input gets a clear error and writes nothing", () => {
-  let p;
-  before(async () => {
-    p = await startPlatform({ manualDelivery: true });
-  });
-  after(() => p.dispose());
-
-  const jobCount = () => p.count("SELECT count(*) FROM jobs");
-  const ok = { type: "http", payload: { url: "https://example.com/hook" } };
-
-  const cases = [
-    ["malformed JSON", { body: "{not json", headers: { "content-type": "application/json" } }, 400, "malformed_json", undefined],
-    ["wrong content type", { body: JSON.stringify(ok), headers: { "content-type": "text/plain" } }, 415, "unsupported_media_type", "content-type"],
-    ["body not an object", { json: [ok] }, 400, "invalid_body", undefined],
-    ["unknown type", { json: { ...ok, type: "mine_bitcoin" } }, 422, "unknown_type", "type"],
-    ["missing type", { json: { payload: {} } }, 422, "invalid_field", "type"],
-    ["invalid payload: no url", { json: { type: "http", payload: {} } }, 422, "invalid_payload", "payload.url"],
-    ["invalid payload: wrong type", { json: { type: "rss_feed_refresh", payload: { force_refresh: "yes" } } }, 422, "invalid_payload", "payload.force_refresh"],
-    ["unknown field", { json: { ...ok, colour: "red" } }, 422, "unknown_field", "colour"],
-    ["priority of the wrong type", { json: { ...ok, priority: "high" } }, 422, "invalid_field", "priority"],
-    ["priority out of range", { json: { ...ok, priority: 101 } }, 422, "out_of_range", "priority"],
-    ["negative delay", { json: { ...ok, delay_seconds: -1 } }, 422, "out_of_range", "delay_seconds"],
-    ["delay beyond a year", { json: { ...ok, delay_seconds: 40_000_000 } }, 422, "out_of_range", "delay_seconds"],
-    ["both delay and run_at", { json: { ...ok, delay_seconds: 5, run_at: "2030-01-01T00:00:00Z" } }, 422, "conflicting_fields", "run_at"],
-    ["run_at not a time", { json: { ...ok, run_at: "tomorrow" } }, 422, "invalid_field", "run_at"],
-    ["max_attempts out of range", { json: { ...ok, max_attempts: 0 } }, 422, "out_of_range", "max_attempts"],
-    ["oversize payload", { json: { type: "http", payload: { url: "https://example.com", body: "x".repeat(130 * 1024) } } }, 413, "payload_too_large", "payload"],
-    ["oversize body", { body: JSON.stringify({ ...ok, pad: "x".repeat(1100 * 1024) }), headers: { "content-type": "application/json" } }, 413, "body_too_large", undefined],
-  ];
-
-  for (const [name, request, status, code, field] of cases) {
-    test(`POST /v1/jobs, ${name}: ${status} ${code}`, async () => {
+    test("a batch over 100 jobs: 422 batch_too_large, nothing written", async () => {
       const before = await jobCount();
-      const res = await p.request("POST", "/v1/jobs", request);
-      assert.equal(res.status, status, JSON.stringify(res.body));
-      assert.equal(res.body.error.code, code);
-      assert.equal(typeof res.body.error.message, "string");
-      assert.equal(res.body.error.field, field);
+      const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array(101).fill(ok) } });
+      assert.equal(res.status, 422);
+      assert.equal(res.body.error.code, "batch_too_large");
+      assert.equal(res.body.error.field, "jobs");
       assert.equal(await jobCount(), before);
     });
-  }
 
-  test("a batch over 100 jobs: 422 batch_too_large, nothing written", async () => {
-    const before = await jobCount();
-    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array(101).fill(ok) } });
-    assert.equal(res.status, 422);
-    assert.equal(res.body.error.code, "batch_too_large");
-    assert.equal(res.body.error.field, "jobs");
-    assert.equal(await jobCount(), before);
-  });
-
-  test("a batch with one bad job names it, and writes none of the good ones", async () => {
-    const before = await jobCount();
-    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: [ok, { ...ok, payload: { url: "ftp://x" } }, ok] } });
-    assert.equal(res.status, 422);
-    assert.equal(res.body.error.field, "jobs[1].payload.url");
-    assert.equal(await jobCount(), before);
-  });
-
-  const authCases = [
-    ["no token", { token: null }, 401, "unauthorized"],
-    ["a wrong token", { token: "nope" }, 401, "unauthorized"],
-    ["a malformed header", { token: null, headers: { authorization: "Basic abc" } }, 401, "unauthorized"],
-  ];
-  for (const [name, opts, status, code] of authCases) {
-    test(`POST /v1/jobs with ${name}: ${status}, nothing written`, async () => {
+    test("a batch with one bad job names it, and writes none of the good ones", async () => {
       const before = await jobCount();
-      const res = await p.request("POST", "/v1/jobs", { json: ok, ...opts });
-      assert.equal(res.status, status);
-      assert.equal(res.body.error.code, code);
+      const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: [ok, { ...ok, payload: { url: "ftp://x" } }, ok] } });
+      assert.equal(res.status, 422);
+      assert.equal(res.body.error.field, "jobs[1].payload.url");
       assert.equal(await jobCount(), before);
     });
-  }
 
-  test("an enqueue token on an admin route: 403 forbidden; the admin token passes", async () => {
-    const res = await p.request("GET", "/v1/admin/stats");
-    assert.equal(res.status, 403);
-    assert.equal(res.body.error.code, "forbidden");
-    const admin = await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin });
-    assert.equal(admin.status, 200);
-  });
+    const authCases = [
+      ["no token", { token: null }, 401, "unauthorized"],
+      ["a wrong token", { token: "nope" }, 401, "unauthorized"],
+      ["a malformed header", { token: null, headers: { authorization: "Basic abc" } }, 401, "unauthorized"],
+    ];
+    for (const [name, opts, status, code] of authCases) {
+      test(`POST /v1/jobs with ${name}: ${status}, nothing written`, async () => {
+        const before = await jobCount();
+        const res = await p.request("POST", "/v1/jobs", { json: ok, ...opts });
+        assert.equal(res.status, status);
+        assert.equal(res.body.error.code, code);
+        assert.equal(await jobCount(), before);
+      });
+    }
 
-  test("an admin token may also enqueue", async () => {
-    const res = await p.enqueue(ok, { token: TOKENS.admin });
-    assert.equal(res.status, 202);
-  });
+    test("an enqueue token on an admin route: 403 forbidden; the admin token passes", async () => {
+      const res = await p.request("GET", "/v1/admin/stats");
+      assert.equal(res.status, 403);
+      assert.equal(res.body.error.code, "forbidden");
+      const admin = await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin });
+      assert.equal(admin.status, 200);
+    });
 
-  test("unknown routes and methods answer JSON errors", async () => {
-    const missing = await p.request("GET", "/v1/nothing");
-    assert.equal(missing.status, 404);
-    assert.equal(missing.body.error.code, "not_found");
-    const method = await p.request("DELETE", "/v1/jobs");
-    assert.equal(method.status, 405);
-    const job = await p.getJob("01JUNKJUNKJUNKJUNKJUNKJUNK");
-    assert.equal(job.status, 404);
-    assert.equal(job.body.error.code, "not_found");
-  });
+    test("an admin token may also enqueue", async () => {
+      const res = await p.enqueue(ok, { token: TOKENS.admin });
+      assert.equal(res.status, 202);
+    });
 
-  test("GET /healthz reports D1, queues and auth configuration", async () => {
-    const res = await p.request("GET", "/healthz", { token: null });
-    assert.equal(res.status, 200);
-    assert.deepEqual(res.body, {
-      status: "ok",
-      d1: true,
-      queues: true,
-      auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false },
-      // No channel configured: nothing is ever sent (tests/observability.test.mjs sets them).
-      escalation: { pagerduty: false, slack: false, digest: false, dashboard_links: false },
+    test("unknown routes and methods answer JSON errors", async () => {
+      const missing = await p.request("GET", "/v1/nothing");
+      assert.equal(missing.status, 404);
+      assert.equal(missing.body.error.code, "not_found");
+      const method = await p.request("DELETE", "/v1/jobs");
+      assert.equal(method.status, 405);
+      const job = await p.getJob("01JUNKJUNKJUNKJUNKJUNKJUNK");
+      assert.equal(job.status, 404);
+      assert.equal(job.body.error.code, "not_found");
+    });
+
+    test("GET /healthz reports D1, queues and auth configuration", async () => {
+      const res = await p.request("GET", "/healthz", { token: null });
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, {
+        status: "ok",
+        d1: true,
+        queues: true,
+        auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false },
+        // No channel configured: nothing is ever sent (tests/observability.test.mjs sets them).
+        escalation: { pagerduty: false, slack: false, digest: false, dashboard_links: false },
+      });
     });
   });
 });

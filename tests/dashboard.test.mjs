@@ -1,25 +1,25 @@
-// Issue 5: the operator dashboard in real headless Chromium (Debian's, driven by playwright-core)
-// against the built workers on local workerd: the numbers match the API, and replaying a dead
-// job by clicking takes it off the dead list.
+// Issue 5: the operator dashboard in real headless Chromium (Debian's, started as for the
+// browser stand-in and driven by playwright-core over CDP) against the built workers on local
+// workerd: the numbers match the API, and replaying a dead job by clicking takes it off the dead list.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
-import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { chromium as playwright } from "playwright-core";
+import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
+import { startChromium } from "../dev/browser-standin/chromium.mjs";
 
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-
-let app, p, browser, base;
+let app, p, chromium, browser, base;
 before(async () => {
   app = await startAppServer();
   app.script("/gone", [{ status: 400 }]);
   p = await startPlatform({ manualDelivery: true });
   base = String(await p.mf.ready);
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+  chromium = await startChromium();
+  browser = await playwright.connectOverCDP(chromium.url);
 });
 after(async () => {
   await browser?.close();
+  await chromium?.close();
   await p?.dispose();
   await app?.close();
 });
@@ -39,7 +39,7 @@ test("load the dashboard, see the API's numbers, replay a dead job by clicking",
   const dead = [];
   for (let i = 0; i < 2; i++) {
     const enq = await p.enqueue({ type: "http", payload: { url: app.url("/gone") } });
-    await p.deliver("jobs-default", [{ body: { v: 1, id: enq.body.id, type: "http" } }]);
+    await p.deliver("jobs-default", [jobMessage(enq.body.id, "http")]);
     dead.push(enq.body.id);
   }
   await p.enqueue({ type: "noop", payload: {} }); // one waiting in the backlog

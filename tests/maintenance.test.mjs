@@ -4,7 +4,7 @@
 // timestamps back, which is all the sweep reads.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform } from "./support/platform.mjs";
+import { jobMessage, startPlatform } from "./support/platform.mjs";
 import { tick, unsentProducer, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
 
 const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
@@ -129,8 +129,6 @@ describe("priority aging and promotion", () => {
   });
   after(() => p.dispose());
 
-  const message = (id, type = "noop") => ({ body: { v: 1, id, type } });
-
   test("a job waiting over an hour gains +10 every 5 minutes and moves up a family at its threshold", async () => {
     const now = Date.now();
     const waiting = (await p.enqueue({ type: "noop", priority: 75 })).body.id;
@@ -159,12 +157,12 @@ describe("priority aging and promotion", () => {
     assert.equal((await row(p, waiting)).priority, 100, "capped at 100");
 
     // The message still in jobs-default is stale: acked without running.
-    const stale = await p.deliver("jobs-default", [{ id: "stale", ...message(waiting) }]);
+    const stale = await p.deliver("jobs-default", [{ id: "stale", ...jobMessage(waiting, "noop") }]);
     assert.deepEqual(stale.explicitAcks, ["stale"]);
     job = await row(p, waiting);
     assert.deepEqual([job.status, job.attempts], ["queued", 0]);
 
-    await p.deliver("jobs-high", [{ id: "fresh", ...message(waiting) }]);
+    await p.deliver("jobs-high", [{ id: "fresh", ...jobMessage(waiting, "noop") }]);
     assert.equal((await row(p, waiting)).status, "succeeded");
   });
 });

@@ -3,7 +3,7 @@
 // the app endpoint and the PagerDuty/Slack/digest webhooks are real local HTTP servers.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { tick, DAY, MINUTE } from "./support/sweep.mjs";
 import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
@@ -12,19 +12,18 @@ const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TRACEPARENT = `00-${TRACE}-00f067aa0ba902b7-01`;
 const SPAN_ATTRIBUTES = ["job.id", "job.type", "job.queue", "job.attempt", "job.handler", "correlation_id"];
 
-/** Collects every worker log line that is a JSON object. */
-function logCollector() {
-  const lines = [];
-  const onLog = ({ message }) => {
-    const at = message.indexOf("{");
-    if (at < 0) return;
-    try {
-      lines.push(JSON.parse(message.slice(at)));
-    } catch {
-      // not a JSON line
-    }
-  };
-  return { lines, onLog, of: (id) => lines.filter((l) => l["job.id"] === id) };
+/** Enqueues `n` jobs like `job` in one request; returns their ids. */
+async function enqueueBatch(p, job, n) {
+  const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => job) } });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body.jobs.map((j) => j.id);
+}
+
+/** Enqueues `n` jobs like `job` in one request and delivers them to `queue` in one batch; returns their ids. */
+async function enqueueAndDeliver(p, queue, job, n = 1) {
+  const ids = await enqueueBatch(p, job, n);
+  await p.deliver(queue, ids.map((id) => jobMessage(id, job.type)));
+  return ids;
 }
 
 let app;
@@ -72,7 +71,7 @@ describe("job logs and correlation ids (real queues)", () => {
     }
     assert.equal(typeof lines[0].duration_ms, "number");
     assert.equal(lines[0]["delivery.attempts"], 1);
-    const batch = logs.lines.find((l) => l.event === "batch.completed");
+    const [batch] = logs.events("batch.completed");
     assert.equal(typeof batch["d1.rows_written"], "number", "the benchmark's batch line stays");
   });
 
@@ -139,7 +138,7 @@ describe("skipped and interrupted jobs (manual delivery)", () => {
   after(() => p.dispose());
 
   test("a message whose job does not exist, or already finished, is logged as job.skipped", async () => {
-    await p.deliver("jobs-default", [{ body: { v: 1, id: "01JNOPE", type: "noop", cid: "req-x" } }]);
+    await p.deliver("jobs-default", [jobMessage("01JNOPE", "noop", { cid: "req-x" })]);
     const [missing] = logs.of("01JNOPE");
     assert.equal(missing.event, "job.skipped");
     assert.equal(missing.reason, "not_found");
@@ -147,9 +146,9 @@ describe("skipped and interrupted jobs (manual delivery)", () => {
     for (const key of SPAN_ATTRIBUTES) assert.ok(key in missing, key);
 
     const enq = await p.enqueue({ type: "noop", payload: {} });
-    const body = { v: 1, id: enq.body.id, type: "noop" };
-    await p.deliver("jobs-default", [{ body }]);
-    await p.deliver("jobs-default", [{ body }]);
+    const message = jobMessage(enq.body.id, "noop");
+    await p.deliver("jobs-default", [message]);
+    await p.deliver("jobs-default", [message]);
     const events = logs.of(enq.body.id).map((l) => `${l.event}${l.reason ? `:${l.reason}` : ""}`);
     assert.deepEqual(events, ["job.completed", "job.skipped:finished"]);
   });
@@ -177,25 +176,19 @@ describe("GET /metrics", () => {
   });
   after(() => p.dispose());
 
-  const ids = async (job, n) => {
-    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => job) } });
-    assert.equal(res.status, 202);
-    return res.body.jobs.map((j) => j.id);
-  };
   // A tick whose roll-up reaches the present: run records are final 16 minutes after they end.
   const rollUp = async () => {
     await new Promise((r) => setTimeout(r, 5));
     await tick(p, Date.now() + 16 * MINUTE);
   };
-  const deliver = (queue, jobIds, type) => p.deliver(queue, jobIds.map((id) => ({ body: { v: 1, id, type } })));
 
   test("after a known workload it shows the histogram, retries, backlog, budget, DLQ, schedules and screenshots", async () => {
-    await deliver("jobs-default", await ids({ type: "noop", payload: {} }, 3), "noop");
+    await enqueueAndDeliver(p, "jobs-default", { type: "noop", payload: {} }, 3);
     app.script("/metrics-503", [{ status: 503 }]);
-    await deliver("jobs-default", await ids({ type: "http", payload: { url: app.url("/metrics-503") } }, 1), "http");
-    const high = await ids({ type: "stock_refresh", payload: {} }, 3);
-    await deliver("jobs-high", high.slice(0, 1), "stock_refresh"); // no endpoint: dead
-    await p.deliver("jobs-default-dlq", [{ body: { v: 1, id: high[0], type: "stock_refresh" } }]);
+    await enqueueAndDeliver(p, "jobs-default", { type: "http", payload: { url: app.url("/metrics-503") } });
+    const high = await enqueueBatch(p, { type: "stock_refresh", payload: {} }, 3);
+    await p.deliver("jobs-high", [jobMessage(high[0], "stock_refresh")]); // no endpoint: dead
+    await p.deliver("jobs-default-dlq", [jobMessage(high[0], "stock_refresh")]);
     await p.db.prepare("INSERT INTO budgets (job_type, month, limit_cents, spent_cents, updated_at) VALUES ('ai_tagging', '2025-01', 50000, 1234, 0)").run();
     await p.db.prepare("UPDATE schedules SET missed_runs = 2 WHERE name = 'rss_feed_refresh'").run();
     await p.db.prepare("INSERT INTO jobs (id, type, family, status, payload, max_attempts, run_at, created_at, updated_at, started_at) VALUES ('01JSHOT', 'screenshot_capture', 'screenshot', 'running', '{}', 3, 0, 0, 0, 0)").run();
@@ -231,7 +224,7 @@ describe("GET /metrics", () => {
     assert.equal(m.get("job_queue_backlog_total").type, "gauge");
 
     // More work only adds to the counters.
-    await deliver("jobs-default", await ids({ type: "noop", payload: {} }, 2), "noop");
+    await enqueueAndDeliver(p, "jobs-default", { type: "noop", payload: {} }, 2);
     await rollUp();
     const again = parsePrometheusText(await (await p.mf.dispatchFetch("http://jobs.local/metrics", { headers: { authorization: "Bearer scrape-token" } })).text());
     assert.equal(sampleValue(again, "job_execution_duration_seconds_count", noop), 5);
@@ -274,13 +267,6 @@ describe("escalation and alerts", () => {
 
   const bodies = (path) => hooks.requests(path).map((r) => JSON.parse(r.body));
   const slackTexts = (pattern) => bodies("/slack").map((b) => b.text).filter((t) => pattern.test(t));
-  const enqueueAndDeliver = async (type, queue, n = 1, payload = {}) => {
-    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => ({ type, payload })) } });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    const jobIds = res.body.jobs.map((j) => j.id);
-    await p.deliver(queue, jobIds.map((id) => ({ body: { v: 1, id, type } })));
-    return jobIds;
-  };
 
   test("healthz shows which channels are configured", async () => {
     const res = await p.request("GET", "/healthz", { token: null });
@@ -289,10 +275,10 @@ describe("escalation and alerts", () => {
 
   test("dead jobs page (high), post to chat (default), and wait for one daily digest (low, bulk)", async () => {
     // No endpoints are configured, so each of these goes dead at once (not_configured).
-    const [stock] = await enqueueAndDeliver("stock_refresh", "jobs-high");
-    const weather = await enqueueAndDeliver("weather_refresh", "jobs-default", 2, { kind: "alerts" });
-    await enqueueAndDeliver("social_refresh", "jobs-low", 2);
-    await enqueueAndDeliver("image_processing", "jobs-bulk", 1, { image_key: "img-1" });
+    const [stock] = await enqueueAndDeliver(p, "jobs-high", { type: "stock_refresh", payload: {} });
+    const weather = await enqueueAndDeliver(p, "jobs-default", { type: "weather_refresh", payload: { kind: "alerts" } }, 2);
+    await enqueueAndDeliver(p, "jobs-low", { type: "social_refresh", payload: {} }, 2);
+    await enqueueAndDeliver(p, "jobs-bulk", { type: "image_processing", payload: { image_key: "img-1" } });
     const now = Date.now();
     await tick(p, now);
 
@@ -333,9 +319,8 @@ describe("escalation and alerts", () => {
 
   test("alerts open once, stay quiet while firing, and resolve when the condition clears", async () => {
     const start = Date.now() + 3 * DAY; // past the previous test's windows
-    const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: 3 }, () => ({ type: "message_relay", payload: { message_id: "m-1" } })) } });
-    const relay = res.body.jobs.map((j) => j.id);
-    const weather = await enqueueAndDeliver("weather_refresh", "jobs-default", 2, { kind: "alerts" });
+    const relay = await enqueueBatch(p, { type: "message_relay", payload: { message_id: "m-1" } }, 3);
+    const weather = await enqueueAndDeliver(p, "jobs-default", { type: "weather_refresh", payload: { kind: "alerts" } }, 2);
     // Their run records are "now": move them to the evaluation time, as if they had just failed.
     await p.db.prepare("UPDATE job_runs SET finished_at = ? WHERE job_id IN (?, ?)").bind(start - MINUTE, ...weather).run();
     const backlogEvents = () => bodies("/pagerduty").filter((b) => b.dedup_key === "alert:backlog:high");

@@ -7,13 +7,16 @@ import { tick, MINUTE, HOUR } from "./support/sweep.mjs";
 
 const admin = { token: TOKENS.admin };
 
-describe("schedules API", () => {
-  let p;
-  before(async () => {
-    p = await startPlatform();
-  });
-  after(() => p.dispose());
+// One platform for both suites. The API's tests leave the seed schedules unplanned, as the
+// migration wrote them (a PUT of an unchanged expression keeps the plan), which is what the
+// enqueuer's first test starts from.
+let p;
+before(async () => {
+  p = await startPlatform();
+});
+after(() => p.dispose());
 
+describe("schedules API", () => {
   const api = (method, path, json) => p.request(method, `/v1/admin/schedules${path}`, { ...admin, json });
 
   test("seed 000's cadences are installed, valid, and listed page by page", async () => {
@@ -120,12 +123,6 @@ describe("schedules API", () => {
 });
 
 describe("the periodic enqueuer", () => {
-  let p;
-  before(async () => {
-    p = await startPlatform();
-  });
-  after(() => p.dispose());
-
   const runsOf = (id) => p.count("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?", id);
   const jobsOf = (id) =>
     p.count("SELECT count(*) FROM jobs WHERE id IN (SELECT job_id FROM schedule_runs WHERE schedule_id = ?)", id);
@@ -195,5 +192,4 @@ describe("the periodic enqueuer", () => {
     await tick(p, due + 4 * HOUR);
     assert.equal(await runsOf(id), 3);
   });
-
 });

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { chromium as playwright } from "playwright-core";
 import { unstable_readConfig } from "wrangler";
-import { ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { startChromium } from "../dev/browser-standin/chromium.mjs";
 
@@ -38,6 +38,14 @@ function dimensions(bytes) {
   assert.fail("no JPEG frame header");
 }
 
+/** Enqueues a screenshot job on `p` and runs its message once; returns the job and the decisions. */
+async function capture(p, payload) {
+  const enq = await p.enqueue({ type: "screenshot_capture", payload });
+  assert.equal(enq.status, 202, JSON.stringify(enq.body));
+  const decisions = await p.deliver(QUEUE, [jobMessage(enq.body.id, "screenshot_capture")]);
+  return { job: (await p.getJob(enq.body.id)).body, decisions };
+}
+
 let chromium, app;
 before(async () => {
   chromium = await startChromium();
@@ -58,17 +66,9 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
   });
   after(() => p?.dispose());
 
-  /** Enqueues a screenshot job and runs its message once; returns the job and the decisions. */
-  async function capture(payload) {
-    const enq = await p.enqueue({ type: "screenshot_capture", payload });
-    assert.equal(enq.status, 202, JSON.stringify(enq.body));
-    const decisions = await p.deliver(QUEUE, [{ body: { v: 1, id: enq.body.id, type: "screenshot_capture" } }]);
-    return { job: (await p.getJob(enq.body.id)).body, decisions };
-  }
-
   test("a page served locally lands in R2 as a real PNG of the viewport's size", async () => {
     app.script("/page", [html('<h1 style="background:#c0ffee;height:100px">Hello</h1>')]);
-    const { job, decisions } = await capture({
+    const { job, decisions } = await capture(p, {
       url: app.url("/page"),
       viewport: { width: 640, height: 480 },
       wait_until: "load",
@@ -95,7 +95,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
 
   test("jpeg of the full page: the whole height, beyond the viewport", async () => {
     app.script("/tall", [html('<div style="height:2000px;background:linear-gradient(red,blue)"></div>')]);
-    const { job } = await capture({
+    const { job } = await capture(p, {
       url: app.url("/tall"),
       viewport: { width: 500, height: 400 },
       full_page: true,
@@ -114,14 +114,14 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
   test("waits for a selector the page adds late", async () => {
     const script = '<script>setTimeout(() => document.body.innerHTML = "<p id=ready>ready</p>", 400)</script>';
     app.script("/late", [html("loading", script)]);
-    const { job } = await capture({ url: app.url("/late"), selector: "#ready", viewport: { width: 300, height: 200 } });
+    const { job } = await capture(p, { url: app.url("/late"), selector: "#ready", viewport: { width: 300, height: 200 } });
     assert.equal(job.status, "succeeded", JSON.stringify(job.error));
     assert.deepEqual([job.result.width, job.result.height], [300, 200]);
   });
 
   test("a target 404 is dead on the first attempt, without a retry", async () => {
     app.script("/missing", [{ status: 404, headers: { "content-type": "text/html" }, raw: "<h1>gone</h1>" }]);
-    const { job, decisions } = await capture({ url: app.url("/missing") });
+    const { job, decisions } = await capture(p, { url: app.url("/missing") });
     assert.equal(job.status, "dead");
     assert.equal(job.attempts, 1);
     assert.equal(job.error.class, "client_error");
@@ -131,26 +131,26 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     // Without a body Chrome fails the navigation itself (ERR_HTTP_RESPONSE_CODE_FAILURE): the
     // status still decides.
     app.script("/missing-empty", [{ status: 410, raw: "" }]);
-    const empty = await capture({ url: app.url("/missing-empty") });
+    const empty = await capture(p, { url: app.url("/missing-empty") });
     assert.deepEqual([empty.job.status, empty.job.error.class], ["dead", "client_error"]);
     assert.match(empty.job.error.message, /answered HTTP 410/);
   });
 
   test("a navigation timeout retries with backoff; a name that does not resolve is dead (dns)", async () => {
     app.script("/hang", [{ ...html("late"), delayMs: 5000 }]);
-    const slow = await capture({ url: app.url("/hang"), timeout_ms: 1000 });
+    const slow = await capture(p, { url: app.url("/hang"), timeout_ms: 1000 });
     assert.equal(slow.job.status, "retrying");
     assert.equal(slow.job.error.class, "navigation_timeout");
     assert.match(slow.job.error.message, /within 1000 ms/);
     const [retry] = slow.decisions.retryMessages;
     assert.ok(retry.delaySeconds >= 22 && retry.delaySeconds <= 38, `seed 000 backoff: ${retry.delaySeconds}`);
 
-    const selector = await capture({ url: app.url("/page"), selector: "#never", timeout_ms: 1000 });
+    const selector = await capture(p, { url: app.url("/page"), selector: "#never", timeout_ms: 1000 });
     assert.equal(selector.job.status, "retrying");
     assert.equal(selector.job.error.class, "navigation_timeout");
     assert.match(selector.job.error.message, /selector matched nothing/);
 
-    const dns = await capture({ url: "http://no-such-host.invalid/" });
+    const dns = await capture(p, { url: "http://no-such-host.invalid/" });
     assert.equal(dns.job.status, "dead");
     assert.equal(dns.job.error.class, "dns");
     assert.match(dns.job.error.message, /ERR_NAME_NOT_RESOLVED/);
@@ -164,14 +164,14 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.equal(busy.status, 429);
     await busy.text();
 
-    const { job, decisions } = await capture({ url: app.url("/page") });
+    const { job, decisions } = await capture(p, { url: app.url("/page") });
     assert.equal(job.status, "retrying");
     assert.equal(job.error.class, "rate_limited");
     assert.match(job.error.message, /browser binding.*HTTP 429/);
     assert.deepEqual(decisions.retryMessages.map((m) => m.delaySeconds), [30]);
 
     for (const id of held) await (await standin.fetch(`http://browser/v1/devtools/browser/${id}`, { method: "DELETE" })).text();
-    const again = await capture({ url: app.url("/page") });
+    const again = await capture(p, { url: app.url("/page") });
     assert.equal(again.job.status, "succeeded", "released sessions free their slots");
   });
 
@@ -184,7 +184,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     const slots = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.screenshot.browser_slots;
     assert.deepEqual(await slots(), { running: 0, limit: 3, utilization: 0 });
     app.script("/slow", [{ ...html("slow"), delayMs: 1500 }]);
-    const running = capture({ url: app.url("/slow") });
+    const running = capture(p, { url: app.url("/slow") });
     const during = await p.waitFor(async () => {
       const s = await slots();
       return s.running === 1 ? s : null;
@@ -224,17 +224,11 @@ describe("screenshot_capture through the REST endpoint (SCREENSHOT_MODE=rest)", 
   });
   after(() => p?.dispose());
 
-  async function capture(payload) {
-    const enq = await p.enqueue({ type: "screenshot_capture", payload });
-    const decisions = await p.deliver(QUEUE, [{ body: { v: 1, id: enq.body.id, type: "screenshot_capture" } }]);
-    return { job: (await p.getJob(enq.body.id)).body, decisions };
-  }
-
   test("posts the options with the API token and stores the image it answers", async () => {
     // The API's answer is an image: a real one, taken by Chromium for this test.
     const png = await realPng(800, 600);
     app.script(endpoint, [{ status: 200, headers: { "content-type": "image/png" }, raw: png }]);
-    const { job } = await capture({
+    const { job } = await capture(p, {
       url: "https://example.com/",
       viewport: { width: 800, height: 600 },
       wait_until: "networkidle",
@@ -262,12 +256,12 @@ describe("screenshot_capture through the REST endpoint (SCREENSHOT_MODE=rest)", 
       { status: 429, headers: { "retry-after": "45" }, body: { success: false, errors: [{ code: 2001, message: "Rate limit exceeded" }] } },
       { status: 400, body: { success: false, errors: [{ code: 5006, message: "invalid url" }] } },
     ]);
-    const limited = await capture({ url: "https://example.com/" });
+    const limited = await capture(p, { url: "https://example.com/" });
     assert.equal(limited.job.status, "retrying");
     assert.equal(limited.job.error.class, "rate_limited");
     assert.match(limited.job.error.message, /Rate limit exceeded/);
     assert.deepEqual(limited.decisions.retryMessages.map((m) => m.delaySeconds), [45]);
-    const refused = await capture({ url: "https://example.com/" });
+    const refused = await capture(p, { url: "https://example.com/" });
     assert.equal(refused.job.status, "dead");
     assert.match(refused.job.error.message, /HTTP 400: invalid url/);
   });

@@ -17,7 +17,7 @@ use worker::{console_error, D1Database, Env};
 
 use crate::claim_store::{self, Claimed, Finished, Seen};
 use crate::delivery::Delivery;
-use crate::job_events::{self, correlation, Recorded};
+use crate::job_events::{self, Recorded};
 use crate::{chain, dead_letters, handlers, now_ms};
 
 /// When D1 itself fails, the whole batch comes back after this long.
@@ -69,29 +69,29 @@ async fn run_jobs(
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
     let held: HashSet<&str> = claim.held.iter().map(|h| h.id.as_str()).collect();
     let mut runs: Vec<(&Delivery, &Claimed)> = Vec::new();
+    let mut started: HashSet<&str> = HashSet::new();
     let mut unclaimed: Vec<&Delivery> = Vec::new();
     for delivery in valid {
         let id = delivery.job_id().unwrap_or_default();
         match claimed.remove(id) {
-            Some(job) => runs.push((delivery, job)),
+            Some(job) => {
+                started.insert(id);
+                runs.push((delivery, job))
+            }
             // Paused: held in D1 without spending an attempt; the resume re-sends it.
             None if held.contains(id) => {
                 job_events::skipped(delivery, family, "paused", None);
                 delivery.ack()
             }
+            // A second message for a job an earlier message of this batch claimed: nothing to
+            // read.
+            None if started.contains(id) => {
+                job_events::skipped(delivery, family, "duplicate", None);
+                delivery.ack()
+            }
             None => unclaimed.push(delivery),
         }
     }
-    // A second message for a job an earlier message of this batch claimed: nothing to read.
-    let ran: HashSet<&str> = runs.iter().map(|(_, job)| job.id.as_str()).collect();
-    unclaimed.retain(|delivery| {
-        let duplicate = ran.contains(delivery.job_id().unwrap_or_default());
-        if duplicate {
-            job_events::skipped(delivery, family, "duplicate", None);
-            delivery.ack()
-        }
-        !duplicate
-    });
     let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
 
     let mut attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
@@ -99,14 +99,12 @@ async fn run_jobs(
         .iter()
         .zip(&attempts)
         .map(|((_, job), attempt)| {
-            let policy =
-                JobType::parse(&job.job_type).map_or(RetryPolicy::SEED_000, |t| t.spec().retry);
             let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
             decide(
                 &outcome,
                 job.attempts,
                 job.max_attempts,
-                &policy,
+                &attempt.policy,
                 Math::random(),
                 attempt.finished_at,
             )
@@ -181,7 +179,7 @@ async fn run_jobs(
             Decision::Retry { delay_secs, .. } => delivery.retry((*delay_secs).into()),
             Decision::Dead { .. } => dead.push((
                 *delivery,
-                JobMessage::stored(&job.id, &job.job_type, Some(correlation(job))),
+                JobMessage::stored(&job.id, &job.job_type, Some(job.correlation())),
             )),
         }
     }
@@ -189,7 +187,7 @@ async fn run_jobs(
     let next_steps: Vec<_> = plans
         .iter()
         .zip(&runs)
-        .filter_map(|(p, (_, job))| Some((p.next.as_ref()?, correlation(job))))
+        .filter_map(|(p, (_, job))| Some((p.next.as_ref()?, job.correlation())))
         .collect();
     futures::join!(
         dead_letters::send(family, &dead, env),
@@ -207,11 +205,14 @@ struct Attempt {
     cost_cents: f64,
     /// Checked follow-up jobs the handler returned (see crate::chain).
     follow_ups: Vec<Value>,
+    /// The type's retry policy (seed 000's for a type this build does not know).
+    policy: RetryPolicy,
 }
 
 async fn execute(job: &Claimed, env: &Env) -> Attempt {
     let started_at = now_ms();
-    let ran = match JobType::parse(&job.job_type) {
+    let job_type = JobType::parse(&job.job_type);
+    let ran = match job_type {
         Some(job_type) => handlers::run(job, job_type, env, started_at).await,
         None => handlers::HandlerRun {
             outcome: Err(JobError::new(
@@ -229,6 +230,7 @@ async fn execute(job: &Claimed, env: &Env) -> Attempt {
         outcome,
         cost_cents: ran.cost_cents,
         follow_ups,
+        policy: job_type.map_or(RetryPolicy::SEED_000, |t| t.spec().retry),
     }
 }
 

@@ -6,9 +6,7 @@
 //! (dev/browser-standin) speaks the same protocol, so this code runs unchanged in tests.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
-use futures::future::{select, Either};
 use futures::StreamExt;
 use jobs_shared::{ErrorClass, JobError};
 
@@ -16,7 +14,7 @@ use crate::handlers::fetch_timeout;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
-    Delay, EventStream, Fetcher, Headers, Method, Request, RequestInit, Response, WebSocket,
+    EventStream, Fetcher, Headers, Method, Request, RequestInit, Response, WebSocket,
     WebsocketEvent,
 };
 
@@ -224,10 +222,9 @@ impl Cdp<'_> {
         if left <= 0 {
             return Ok(None);
         }
-        let timer = Box::pin(Delay::from(Duration::from_millis(left.unsigned_abs())));
-        let event = match select(self.events.next(), timer).await {
-            Either::Left((event, _)) => event,
-            Either::Right(_) => return Ok(None),
+        let Some(event) = fetch_timeout::within(left.unsigned_abs(), self.events.next()).await
+        else {
+            return Ok(None);
         };
         match event {
             Some(Ok(WebsocketEvent::Message(message))) => {

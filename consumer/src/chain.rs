@@ -4,14 +4,15 @@
 //! message is sent after that batch. A send that fails leaves the step in the outbox
 //! (`sent_at` NULL) for the maintenance sweep, like any enqueue.
 
-use futures::future::join_all;
+use jobs_shared::job_event::run_outcome;
+use jobs_shared::queue_send::{send_to, Outgoing};
 use jobs_shared::{
     after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
-    ChainPosition, Decision, Delivery, ErrorClass, JobError, JobMessage, NewJob,
+    ChainPosition, Decision, Delivery, ErrorClass, Family, JobError, NewJob,
 };
 use serde_json::Value;
 use wasm_bindgen::JsValue;
-use worker::{console_error, D1Database, D1PreparedStatement, Env, MessageBuilder};
+use worker::{D1Database, D1PreparedStatement, Env};
 
 use crate::claim_store::Claimed;
 use crate::num;
@@ -45,16 +46,18 @@ pub fn take_follow_ups(
 pub struct Planned {
     pub chain: ChainMove,
     pub next: Option<NewJob>,
-    /// The status the step's own row is written with (what the chain's writes are guarded on).
+    /// The status the step's own row is written with, its run outcome (what the chain's writes
+    /// are guarded on).
     step_status: &'static str,
 }
 
 pub fn plan(job: &Claimed, decision: &Decision, follow_ups: Vec<Value>, now_ms: i64) -> Planned {
     let at = position(job);
-    let (chain, step_status) = match decision {
-        Decision::Succeed => (after_success(&at, follow_ups), "succeeded"),
-        Decision::Dead { error } => (after_death(&at, &job.job_type, &error.to_string()), "dead"),
-        Decision::Retry { .. } | Decision::Hold { .. } => (ChainMove::None, "retrying"),
+    let step_status = run_outcome(decision);
+    let chain = match decision {
+        Decision::Succeed => after_success(&at, follow_ups),
+        Decision::Dead { error } => after_death(&at, &job.job_type, &error.to_string()),
+        Decision::Retry { .. } | Decision::Hold { .. } => ChainMove::None,
     };
     let ChainMove::Next { step, index, .. } = &chain else {
         return Planned {
@@ -161,7 +164,7 @@ pub fn statements(
                     num((*index).into()),
                     rest.map_or(JsValue::NULL, |r| JsValue::from_str(&r)),
                     // Chains inherit the correlation id of the request that started them.
-                    JsValue::from_str(crate::job_events::correlation(job)),
+                    JsValue::from_str(job.correlation()),
                 ]))?;
             // A chain a handler started, or one an operator's retry revived, runs (again).
             vec![insert, parent(parent_id, "running", None)?]
@@ -177,26 +180,11 @@ pub fn statements(
 /// Sends each next step's message with its correlation id (the step is already in D1; a
 /// failed send leaves it in the outbox for the sweep).
 pub async fn send(env: &Env, jobs: &[(&NewJob, &str)]) {
-    join_all(jobs.iter().map(|(job, cid)| async move {
-        let Delivery::Send { delay_secs } = job.delivery else {
-            return;
-        };
-        let message = JobMessage::stored(&job.id, job.job_type.as_str(), Some(cid));
-        let message = MessageBuilder::new(message)
-            .delay_seconds(delay_secs)
-            .build();
-        let sent = match env.queue(job.family.queue_binding()) {
-            Ok(queue) => queue.send(message).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = sent {
-            console_error!(
-                "send of chain step {} failed, left in the outbox: {e}",
-                job.id
-            );
-        }
-    }))
-    .await;
+    let outgoing: Vec<Outgoing> = jobs
+        .iter()
+        .filter_map(|(job, cid)| Outgoing::new_job(job, cid))
+        .collect();
+    send_to(env, &outgoing, Family::queue_binding).await;
 }
 
 fn random_u128() -> u128 {

@@ -32,6 +32,13 @@ pub struct Claimed {
     pub correlation_id: Option<String>,
 }
 
+impl Claimed {
+    /// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
+    pub fn correlation(&self) -> &str {
+        self.correlation_id.as_deref().unwrap_or(&self.id)
+    }
+}
+
 /// The state of a job whose message claimed nothing, to say why.
 #[derive(Deserialize)]
 pub struct Seen {
@@ -148,25 +155,13 @@ pub async fn finish(
             Decision::Succeed => succeeded.push(SucceededRow::of(f)),
             Decision::Retry { error, delay_secs } => {
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
-                failed.push(FailedRow::of(
-                    f,
-                    error,
-                    JobStatus::Retrying,
-                    Some(run_at),
-                    true,
-                ));
+                failed.push(FailedRow::of(f, error, Some(run_at), true));
             }
             // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
-            Decision::Hold { error, until_ms } => failed.push(FailedRow::of(
-                f,
-                error,
-                JobStatus::Retrying,
-                Some(*until_ms),
-                false,
-            )),
-            Decision::Dead { error } => {
-                failed.push(FailedRow::of(f, error, JobStatus::Dead, None, true))
+            Decision::Hold { error, until_ms } => {
+                failed.push(FailedRow::of(f, error, Some(*until_ms), false))
             }
+            Decision::Dead { error } => failed.push(FailedRow::of(f, error, None, true)),
         }
     }
     let mut statements = Vec::new();
@@ -218,14 +213,15 @@ const SUCCEEDED: OutcomeSql = OutcomeSql {
                sent_at = o.value ->> 3, finished_at = o.value ->> 3",
 };
 
-/// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, status, error_class,
-/// error_message, run_at, sent_at, finished_at or null].
+/// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
+/// error_message, run_at, sent_at, finished_at or null]. The run's outcome is also the job's
+/// new status (retrying or dead).
 const FAILED: OutcomeSql = OutcomeSql {
     run_columns: "cost_cents, outcome, error_class, error_message",
-    run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 7, o.value ->> 8",
-    jobs_set: "status = o.value ->> 6, result = NULL, error_class = o.value ->> 7, \
-               last_error = o.value ->> 8, run_at = COALESCE(o.value ->> 9, jobs.run_at), \
-               sent_at = o.value ->> 10, finished_at = o.value ->> 11",
+    run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7",
+    jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
+               last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
+               sent_at = o.value ->> 9, finished_at = o.value ->> 10",
 };
 
 impl OutcomeSql {
@@ -286,7 +282,6 @@ struct FailedRow<'a>(
     f64,
     &'static str,
     &'static str,
-    &'static str,
     &'a str,
     Option<i64>,
     Option<i64>,
@@ -298,11 +293,10 @@ impl<'a> FailedRow<'a> {
     fn of(
         f: &'a Finished<'_>,
         error: &'a JobError,
-        status: JobStatus,
         run_at: Option<i64>,
         message_in_queue: bool,
     ) -> Self {
-        let finished = status.is_terminal().then_some(f.finished_at);
+        let finished = matches!(f.decision, Decision::Dead { .. }).then_some(f.finished_at);
         FailedRow(
             &f.job.id,
             f.job.runs,
@@ -310,7 +304,6 @@ impl<'a> FailedRow<'a> {
             f.finished_at,
             f.cost_cents,
             run_outcome(f.decision),
-            status.as_str(),
             error.class.as_str(),
             &error.message,
             run_at,

@@ -2,10 +2,11 @@
 //! DLQs so that what arrives there by another path (the queue's own max_retries safety net)
 //! is recorded as dead too: D1 always agrees with the DLQ.
 
+use jobs_shared::queue_send::{send_to, Outgoing};
 use jobs_shared::{sql_in_list, Family, JobMessage, JobStatus};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{console_error, BatchMessageBuilder, Env, MessageBuilder};
+use worker::{console_error, Env};
 
 use crate::delivery::Delivery;
 use crate::now_ms;
@@ -13,27 +14,15 @@ use crate::now_ms;
 /// Sends dead jobs to the family DLQ, then acks their messages. D1 already says `dead`; if the
 /// DLQ send fails the messages are acked anyway (the DLQ is a notification, D1 the record).
 pub async fn send(family: Family, dead: &[(&Delivery, JobMessage)], env: &Env) {
-    if dead.is_empty() {
-        return;
-    }
-    let messages: Vec<_> = dead
+    let outgoing: Vec<Outgoing> = dead
         .iter()
-        .map(|(_, m)| MessageBuilder::new(m.clone()).build())
+        .map(|(_, message)| Outgoing {
+            family,
+            message: message.clone(),
+            delay_secs: 0,
+        })
         .collect();
-    let sent = match env.queue(family.dlq_binding()) {
-        Ok(queue) => {
-            queue
-                .send_batch(BatchMessageBuilder::new().messages(messages).build())
-                .await
-        }
-        Err(e) => Err(e),
-    };
-    if let Err(e) = sent {
-        console_error!(
-            "DLQ send for {} failed (jobs are dead in D1): {e}",
-            family.as_str()
-        );
-    }
+    send_to(env, &outgoing, Family::dlq_binding).await;
     dead.iter().for_each(|(d, _)| d.ack());
 }
 

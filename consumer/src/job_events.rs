@@ -20,18 +20,13 @@ use crate::delivery::Delivery;
 /// runtime without it), the data points are skipped and the logs still carry everything.
 const DATASET_BINDING: &str = "METRICS";
 
-/// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
-pub fn correlation(job: &Claimed) -> &str {
-    job.correlation_id.as_deref().unwrap_or(&job.id)
-}
-
 fn job_ref<'a>(job: &'a Claimed, family: Family) -> JobRef<'a> {
     JobRef {
         id: &job.id,
         job_type: &job.job_type,
         queue: family.as_str(),
         attempt: job.attempts,
-        correlation_id: correlation(job),
+        correlation_id: job.correlation(),
     }
 }
 

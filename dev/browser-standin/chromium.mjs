@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM = "/usr/bin/chromium";
 
 /** Resolves once Chromium listens: `{url: "http://127.0.0.1:<port>", close()}`. Port 0 picks a free one. */
 export async function startChromium({ port = 0 } = {}) {

@@ -4,7 +4,7 @@
 //! limit can cross a threshold at once: its alert is raised in the same batch.
 
 use jobs_shared::{
-    actor_of, alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
+    alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
     next_month_start_ms, percent_used, rfc3339, validate_limit_change, ApiError, BudgetAction,
     BudgetSpec, JobType, RaisedAlert, SqlValue, MONTH_LIMIT_SQL,
 };
@@ -14,8 +14,9 @@ use worker::{
     console_log, D1Database, D1PreparedStatement, D1Result, Env, Method, Request, Response,
 };
 
-use crate::admin::audit_store::{self, Entry};
+use crate::admin::audit_store;
 use crate::admin::d1::{self, text};
+use crate::admin::Admin;
 use crate::{body, env_config, respond};
 
 /// `rest` is the path after /v1/admin/budgets.
@@ -27,11 +28,11 @@ pub async fn route(
 ) -> Result<Response, ApiError> {
     match (rest, method) {
         ([], Method::Get) => {
-            only_params(req, &[])?;
+            d1::only_params(req, &[], false)?;
             list(env).await
         }
         ([name], Method::Get) => {
-            only_params(req, &[])?;
+            d1::only_params(req, &[], false)?;
             status(env, budgeted(name)?).await
         }
         ([name], Method::Patch) => set_limit(req, env, budgeted(name)?).await,
@@ -52,19 +53,6 @@ fn budgeted(name: &str) -> Result<(JobType, BudgetSpec), ApiError> {
         .ok_or_else(|| {
             ApiError::new(404, "not_found", format!("{name:?} has no budget")).with_field("type")
         })
-}
-
-fn only_params(req: &Request, known: &[&str]) -> Result<Vec<(String, String)>, ApiError> {
-    let pairs = d1::query(req)?;
-    match pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        Some((key, _)) => {
-            Err(
-                ApiError::new(422, "unknown_field", format!("unknown parameter {key:?}"))
-                    .with_field(key.as_str()),
-            )
-        }
-        None => Ok(pairs),
-    }
 }
 
 /// GET /v1/admin/budgets: every budgeted type, this month.
@@ -108,14 +96,12 @@ async fn set_limit(
     let now = env_config::now_ms();
     let month = month_of(now);
     let db = d1::database(env)?;
-    let header = req.headers().get("authorization").ok().flatten();
-    let actor = actor_of(header.as_deref());
-    let entry = Entry {
-        actor: &actor,
-        action: "budget.limit",
-        target: json!({ "job_type": job_type.as_str(), "month": month, "limit_cents": limit }),
-        now_ms: now,
-    };
+    let admin = Admin::of(req, env);
+    let entry = admin.entry_at(
+        "budget.limit",
+        json!({ "job_type": job_type.as_str(), "month": month, "limit_cents": limit }),
+        now,
+    );
     let key = [text(job_type.as_str()), text(month.as_str())];
     let mut statements = vec![
         d1::statement(
@@ -240,7 +226,7 @@ async fn history(
     env: &Env,
     (job_type, _): (JobType, BudgetSpec),
 ) -> Result<Response, ApiError> {
-    let pairs = only_params(req, &["months"])?;
+    let pairs = d1::only_params(req, &["months"], false)?;
     let months = history_months(d1::param(&pairs, "months"))?;
     let now = env_config::now_ms();
     let from = month_back(now, months - 1);

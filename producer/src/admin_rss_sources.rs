@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{Env, Method, Request, Response};
 
-use crate::{body, env_config, respond};
+use crate::admin::d1;
+use crate::{body, env_config, random, respond};
 
 #[derive(Deserialize)]
 struct SourceRow {
@@ -51,7 +52,7 @@ pub async fn route(
 }
 
 async fn list(env: &Env) -> Result<Response, ApiError> {
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let db = d1::database(env)?;
     let rows: Vec<SourceRow> = db
         .prepare(format!(
             "SELECT {COLUMNS} FROM rss_sources ORDER BY created_at, id"
@@ -68,17 +69,16 @@ async fn list(env: &Env) -> Result<Response, ApiError> {
 
 async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     let source = validate_new_source(&body::json(req).await?)?;
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
+    let id = uuid_v4(random::bytes()?);
     let now = env_config::now_ms() as f64;
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let db = d1::database(env)?;
     let row: Option<SourceRow> = db
         .prepare(format!(
             "INSERT INTO rss_sources (id, name, url, refresh_interval_minutes, created_at, updated_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING RETURNING {COLUMNS}"
         ))
         .bind(&[
-            uuid_v4(bytes).into(),
+            id.into(),
             source.name.as_str().into(),
             source.url.as_str().into(),
             source.refresh_interval_minutes.into(),
@@ -108,7 +108,7 @@ async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, 
             )
         }
     };
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let db = d1::database(env)?;
     let row: Option<SourceRow> = db
         .prepare(format!(
             "UPDATE rss_sources SET is_active = ?2, updated_at = ?3, \

@@ -5,20 +5,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use worker::D1Database;
 
-#[derive(Deserialize)]
-struct ChainRow {
-    parent_id: Option<String>,
-    chain_step: Option<i64>,
-    chain_status: Option<String>,
-    chain_error: Option<String>,
-    next_steps: Option<String>,
-    #[serde(rename = "type")]
-    job_type: String,
-    status: String,
-}
+use crate::job_store::JobRow;
 
 #[derive(Deserialize)]
-struct StepRow {
+pub struct StepRow {
     id: String,
     #[serde(rename = "type")]
     job_type: String,
@@ -27,35 +17,31 @@ struct StepRow {
     next_steps: Option<String>,
 }
 
-/// The chain fields of job `id` (none when it is in no chain), read in one round trip.
-pub async fn fields(db: &D1Database, id: &str) -> worker::Result<Map<String, Value>> {
-    let job = db
-        .prepare(
-            "SELECT parent_id, chain_step, chain_status, chain_error, next_steps, type, status \
-             FROM jobs WHERE id = ?1",
-        )
-        .bind(&[id.into()])?;
-    let steps = db
-        .prepare(
-            "SELECT id, type, status, chain_step, next_steps FROM jobs WHERE parent_id = ?1 \
-             ORDER BY chain_step",
-        )
-        .bind(&[id.into()])?;
-    let results = db.batch(vec![job, steps]).await?;
+/// The steps of the chain job `id` heads, in order (none unless it heads one). The job's own
+/// chain columns come with its row (crate::job_store::find), read alongside.
+pub async fn steps(db: &D1Database, id: &str) -> worker::Result<Vec<StepRow>> {
+    db.prepare(
+        "SELECT id, type, status, chain_step, next_steps FROM jobs WHERE parent_id = ?1 \
+         ORDER BY chain_step",
+    )
+    .bind(&[id.into()])?
+    .all()
+    .await?
+    .results()
+}
+
+/// The chain fields of `job` (none when it is in no chain), given its `children` steps.
+pub fn fields(job: &JobRow, children: &[StepRow]) -> Map<String, Value> {
     let mut out = Map::new();
-    let Some(job) = results[0].results::<ChainRow>()?.into_iter().next() else {
-        return Ok(out);
-    };
     if let Some(parent) = &job.parent_id {
         out.insert("parent_id".into(), json!(parent));
         out.insert("chain_step".into(), json!(job.chain_step));
     }
     let Some(chain_status) = &job.chain_status else {
-        return Ok(out);
+        return out;
     };
-    let children: Vec<StepRow> = results[1].results()?;
     let mut steps =
-        vec![json!({ "step": 0, "id": id, "type": job.job_type, "status": job.status })];
+        vec![json!({ "step": 0, "id": job.id, "type": job.job_type, "status": job.status })];
     steps.extend(children.iter().map(
         |s| json!({ "step": s.chain_step, "id": s.id, "type": s.job_type, "status": s.status }),
     ));
@@ -74,5 +60,5 @@ pub async fn fields(db: &D1Database, id: &str) -> worker::Result<Map<String, Val
         "chain".into(),
         json!({ "status": chain_status, "error": job.chain_error, "steps": steps }),
     );
-    Ok(out)
+    out
 }

@@ -2,9 +2,9 @@
 //! (shared `correlation`), else a fresh one; returned in the `X-Request-Id` header.
 
 use jobs_shared::{correlation, ApiError};
-use worker::{Request, Response};
+use worker::Request;
 
-use crate::respond;
+use crate::random;
 
 pub const HEADER: &str = "x-request-id";
 
@@ -15,15 +15,5 @@ pub fn of_request(req: &Request) -> Result<String, ApiError> {
     {
         return Ok(id);
     }
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
-    Ok(correlation::mint(bytes))
-}
-
-pub fn with_header(mut response: Response, cid: &str) -> Result<Response, ApiError> {
-    response
-        .headers_mut()
-        .set(HEADER, cid)
-        .map_err(|e| respond::internal(&e))?;
-    Ok(response)
+    Ok(correlation::mint(random::bytes()?))
 }

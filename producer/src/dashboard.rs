@@ -4,7 +4,7 @@
 //! which checks the token on every call. Served with a strict CSP and never framed.
 
 use jobs_shared::ApiError;
-use worker::{Env, Headers, Request, Response};
+use worker::{Env, Request, Response};
 
 use crate::respond;
 
@@ -37,23 +37,19 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
         )));
     }
     let bytes = asset.bytes().await.map_err(|e| respond::internal(&e))?;
-    let headers = Headers::new();
-    for (name, value) in [
-        ("content-type", *content_type),
-        (
-            "content-security-policy",
-            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
-             img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        ),
-        ("x-content-type-options", "nosniff"),
-        ("referrer-policy", "no-referrer"),
-        ("cache-control", "no-cache"),
-    ] {
-        headers
-            .set(name, value)
-            .map_err(|e| respond::internal(&e))?;
-    }
-    Ok(Response::from_bytes(bytes)
-        .map_err(|e| respond::internal(&e))?
-        .with_headers(headers))
+    let response = Response::from_bytes(bytes).map_err(|e| respond::internal(&e))?;
+    respond::with_headers(
+        response,
+        &[
+            ("content-type", content_type),
+            (
+                "content-security-policy",
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                 img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+            ("cache-control", "no-cache"),
+        ],
+    )
 }

@@ -1,97 +1,58 @@
-//! Hands written jobs to their family's queue: one sendBatch per family (per 100 messages).
+//! Hands written jobs to their family's queue, through the Workers' one send path
+//! (`jobs_shared::queue_send`: one sendBatch per family per 100 messages).
 
-use jobs_shared::{Delivery, Family, JobMessage, NewJob};
-use worker::{BatchMessageBuilder, Env, MessageBuilder};
+use jobs_shared::queue_send::{send_to, Outgoing};
+use jobs_shared::{plan_delivery_at, Delivery, Family, NewJob};
+use serde::Deserialize;
+use worker::Env;
 
 /// Sends each job's message (delayed where the job asked for it). A failed send is logged and
 /// left alone: the job is already in D1 in the outbox, and the sweep re-sends it.
 pub async fn send(env: &Env, jobs: &[&NewJob], correlation_id: &str) {
-    let outgoing = jobs
+    let outgoing: Vec<Outgoing> = jobs
         .iter()
-        .filter_map(|job| match job.delivery {
-            Delivery::Send { delay_secs } => Some(Outgoing {
-                family: job.family,
-                message: JobMessage::stored(&job.id, job.job_type.as_str(), Some(correlation_id)),
-                delay_secs,
-            }),
-            Delivery::Hold { .. } => None,
-        })
+        .filter_map(|job| Outgoing::new_job(job, correlation_id))
         .collect();
-    send_all(env, outgoing).await;
+    send_all(env, &outgoing).await;
 }
 
-/// One job's message for its next run.
-pub struct Outgoing {
-    pub family: Family,
-    pub message: JobMessage,
-    pub delay_secs: u32,
+/// A job read back from D1 to be sent: what its message and delay need.
+#[derive(Deserialize)]
+pub struct Unsent {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub family: String,
+    pub run_at: i64,
+    /// Carried in the message (the consumer reads the column too).
+    #[serde(default)]
+    pub correlation_id: Option<String>,
 }
 
-impl Outgoing {
-    /// A message for a job read back from D1 (type and family as stored); None for a family
-    /// this build does not know.
-    pub fn stored(
-        id: &str,
-        job_type: &str,
-        family: &str,
-        delay_secs: u32,
-        correlation_id: Option<&str>,
-    ) -> Option<Outgoing> {
-        Some(Outgoing {
-            family: Family::parse(family)?,
-            message: JobMessage::stored(id, job_type, correlation_id),
+/// The columns an `Unsent` is read from, for `RETURNING` and `SELECT` lists.
+pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";
+
+impl Unsent {
+    /// Its message, delayed until its `run_at`. Due beyond the queue's delay limit, it is sent
+    /// with the delay `beyond_limit`, or (None) not at all: it waits in the outbox for the sweep.
+    pub fn outgoing(&self, now_ms: i64, beyond_limit: Option<u32>) -> Option<Outgoing> {
+        let delay_secs = match plan_delivery_at(self.run_at, now_ms) {
+            Delivery::Send { delay_secs } => delay_secs,
+            Delivery::Hold { .. } => beyond_limit?,
+        };
+        Outgoing::stored(
+            &self.id,
+            &self.job_type,
+            &self.family,
             delay_secs,
-        })
+            self.correlation_id.as_deref(),
+        )
     }
 }
 
-/// Sends messages to their family's queue in sendBatch calls of at most 100 (the queue's batch
-/// limit). The jobs must already be in the outbox (`sent_at` NULL), so a failed send loses
-/// nothing. Returns the ids of the jobs whose messages the queues accepted.
-pub async fn send_all(env: &Env, outgoing: Vec<Outgoing>) -> Vec<String> {
+/// Sends messages to their family's queue (see `queue_send`). The jobs must already be in the
+/// outbox (`sent_at` NULL), so a failed send loses nothing. Returns the ids of the jobs whose
+/// messages the queues accepted.
+pub async fn send_all(env: &Env, outgoing: &[Outgoing]) -> Vec<String> {
     send_to(env, outgoing, Family::queue_binding).await
 }
-
-/// Sends messages to the queue `binding` names for each family (its job queue or its DLQ), at
-/// most 100 per sendBatch; a failed send is logged. Returns the ids the queues accepted.
-pub async fn send_to(
-    env: &Env,
-    outgoing: Vec<Outgoing>,
-    binding: fn(Family) -> &'static str,
-) -> Vec<String> {
-    let mut accepted = Vec::with_capacity(outgoing.len());
-    for family in Family::ALL {
-        let of_family: Vec<&Outgoing> = outgoing.iter().filter(|o| o.family == family).collect();
-        for chunk in of_family.chunks(MAX_SEND_BATCH) {
-            let messages: Vec<_> = chunk
-                .iter()
-                .map(|o| {
-                    MessageBuilder::new(o.message.clone())
-                        .delay_seconds(o.delay_secs)
-                        .build()
-                })
-                .collect();
-            let count = messages.len();
-            let sent = match env.queue(binding(family)) {
-                Ok(queue) => {
-                    queue
-                        .send_batch(BatchMessageBuilder::new().messages(messages).build())
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            match sent {
-                Ok(()) => accepted.extend(chunk.iter().map(|o| o.message.id.clone())),
-                Err(e) => worker::console_error!(
-                    "send of {count} {} message(s) to {} failed: {e}",
-                    family.as_str(),
-                    binding(family)
-                ),
-            }
-        }
-    }
-    accepted
-}
-
-/// Cloudflare Queues' sendBatch limit.
-const MAX_SEND_BATCH: usize = 100;

@@ -6,9 +6,10 @@ use jobs_shared::{job_id, validate_batch, validate_enqueue, ApiError, D1Stats, N
 use serde::Serialize;
 use worker::{Env, Request, Response};
 
+use crate::admin::d1;
 use crate::env_config::now_ms;
 use crate::job_store::{self, Written};
-use crate::{body, correlation, dispatch, respond};
+use crate::{body, correlation, dispatch, random, respond};
 
 #[derive(Serialize)]
 struct Accepted<'a> {
@@ -28,7 +29,7 @@ pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now, &cid).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
-    correlation::with_header(with_stats(response, stats)?, &cid)
+    traced(response, &stats, &cid)
 }
 
 pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
@@ -51,7 +52,7 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
         .map(|(job, w)| accepted(job, w, &cid))
         .collect();
     let response = respond::json(202, &serde_json::json!({ "jobs": results }))?;
-    correlation::with_header(with_stats(response, stats)?, &cid)
+    traced(response, &stats, &cid)
 }
 
 async fn write_and_send(
@@ -60,7 +61,7 @@ async fn write_and_send(
     now: i64,
     cid: &str,
 ) -> Result<(Vec<Written>, D1Stats), ApiError> {
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let db = d1::database(env)?;
     let (written, stats) = job_store::insert(&db, jobs, now, cid)
         .await
         .map_err(|e| respond::internal(&e))?;
@@ -74,13 +75,16 @@ async fn write_and_send(
     Ok((written, stats))
 }
 
-/// The D1 work behind the response, in a Server-Timing header (see D1Stats).
-fn with_stats(mut response: Response, stats: D1Stats) -> Result<Response, ApiError> {
-    response
-        .headers_mut()
-        .set("server-timing", &stats.server_timing())
-        .map_err(|e| respond::internal(&e))?;
-    Ok(response)
+/// The D1 work behind the response in a Server-Timing header (see D1Stats), and the
+/// correlation id in its header.
+fn traced(response: Response, stats: &D1Stats, cid: &str) -> Result<Response, ApiError> {
+    respond::with_headers(
+        response,
+        &[
+            ("server-timing", &stats.server_timing()),
+            (correlation::HEADER, cid),
+        ],
+    )
 }
 
 fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Accepted<'a> {
@@ -93,9 +97,7 @@ fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Accepted<'a
     }
 }
 
-/// Randomness for job ids, from the runtime's CSPRNG.
+/// Randomness for job ids.
 fn random_u128() -> Result<u128, ApiError> {
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
-    Ok(u128::from_le_bytes(bytes))
+    Ok(u128::from_le_bytes(random::bytes()?))
 }

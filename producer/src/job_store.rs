@@ -174,6 +174,12 @@ pub struct JobRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub correlation_id: Option<String>,
+    /// Its place in a chain (crate::chain_view).
+    pub parent_id: Option<String>,
+    pub chain_step: Option<i64>,
+    pub chain_status: Option<String>,
+    pub chain_error: Option<String>,
+    pub next_steps: Option<String>,
 }
 
 /// One attempt's record.
@@ -198,7 +204,8 @@ pub async fn find(
         JobRow,
         "SELECT id, type AS job_type, family, status, priority, payload, dedup_key, attempts, max_attempts, \
          run_at, error_class, last_error, result, created_at, updated_at, started_at, \
-         finished_at, correlation_id FROM jobs WHERE id = ?",
+         finished_at, correlation_id, parent_id, chain_step, chain_status, chain_error, next_steps \
+         FROM jobs WHERE id = ?",
         id
     )
     .fetch_optional(conn);

@@ -4,19 +4,21 @@ use jobs_shared::{rfc3339, ApiError};
 use serde_json::{json, Value};
 use worker::{Env, Response};
 
+use crate::admin::d1;
 use crate::job_store::{self, JobRow, RunRow};
 use crate::{chain_view, respond};
 
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
-    let chain = chain_view::fields(&db, id);
-    let conn = sqlx_d1::D1Connection::new(env.d1("DB").map_err(|e| respond::internal(&e))?);
-    let (found, chain) = futures::join!(job_store::find(&conn, id), chain);
+    let db = d1::database(env)?;
+    let steps = chain_view::steps(&db, id);
+    let conn = sqlx_d1::D1Connection::new(d1::database(env)?);
+    let (found, steps) = futures::join!(job_store::find(&conn, id), steps);
     match found.map_err(|e| respond::internal(&e))? {
         Some((job, runs)) => {
+            let steps = steps.map_err(|e| respond::internal(&e))?;
             let mut body = view(&job, &runs);
             if let Value::Object(fields) = &mut body {
-                fields.extend(chain.map_err(|e| respond::internal(&e))?);
+                fields.extend(chain_view::fields(&job, &steps));
             }
             respond::json(200, &body)
         }

@@ -17,6 +17,7 @@ mod job_view;
 mod maintenance;
 mod metrics;
 mod openapi;
+mod random;
 mod respond;
 mod router;
 mod schedule_api;

@@ -6,11 +6,11 @@
 
 use jobs_shared::alert_rules::FamilyWindow;
 use jobs_shared::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
-use jobs_shared::{auth::bearer_in, ApiError, Scope};
+use jobs_shared::{auth::bearer_in, ApiError, Scope, SqlValue};
 use serde::Deserialize;
-use wasm_bindgen::JsValue;
-use worker::{Env, Headers, Request, Response};
+use worker::{Env, Request, Response};
 
+use crate::admin::d1;
 use crate::{auth, env_config, respond};
 
 /// Each family's due backlog (what the sweep's alert evaluator reads too).
@@ -30,13 +30,9 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
     ) {
         auth::require(req, env, Scope::Admin)?;
     }
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
-    let now = JsValue::from_f64(env_config::now_ms() as f64);
-    let statement = |sql: &str, values: &[JsValue]| {
-        db.prepare(sql)
-            .bind(values)
-            .map_err(|e| respond::internal(&e))
-    };
+    let db = d1::database(env)?;
+    let now = SqlValue::Int(env_config::now_ms());
+    let statement = |sql: &str, values: &[SqlValue]| d1::statement(&db, sql, values);
     let statements = vec![
         statement(
             "SELECT job_type, family, status, bucket, count, sum_ms FROM execution_histogram",
@@ -64,17 +60,11 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
             &[],
         )?,
     ];
-    let results = db
-        .batch(statements)
-        .await
-        .map_err(|e| respond::internal(&e))?;
-    let rows = |i: usize| -> Result<Vec<LabelledValue>, ApiError> {
-        results[i].results().map_err(|e| respond::internal(&e))
-    };
-    let backlog: Vec<FamilyWindow> = results[1].results().map_err(|e| respond::internal(&e))?;
-    let screenshot: Vec<Count> = results[2].results().map_err(|e| respond::internal(&e))?;
+    let results = d1::batch(&db, statements).await?;
+    let backlog: Vec<FamilyWindow> = d1::rows(&results[1])?;
+    let screenshot: Vec<Count> = d1::rows(&results[2])?;
     let snapshot = MetricsSnapshot {
-        histogram: results[0].results().map_err(|e| respond::internal(&e))?,
+        histogram: d1::rows(&results[0])?,
         backlog: backlog
             .into_iter()
             .map(|r| LabelledValue {
@@ -83,16 +73,11 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
             })
             .collect(),
         screenshot_running: screenshot.first().map_or(0.0, |c| c.value),
-        budget_cents: rows(3)?,
-        dead_letters: rows(4)?,
-        schedule_missed: rows(5)?,
-        alerts_open: rows(6)?,
+        budget_cents: d1::rows(&results[3])?,
+        dead_letters: d1::rows(&results[4])?,
+        schedule_missed: d1::rows(&results[5])?,
+        alerts_open: d1::rows(&results[6])?,
     };
-    let headers = Headers::new();
-    headers
-        .set("content-type", CONTENT_TYPE)
-        .map_err(|e| respond::internal(&e))?;
-    Ok(Response::ok(render(&snapshot))
-        .map_err(|e| respond::internal(&e))?
-        .with_headers(headers))
+    let response = Response::ok(render(&snapshot)).map_err(|e| respond::internal(&e))?;
+    respond::with_headers(response, &[("content-type", CONTENT_TYPE)])
 }

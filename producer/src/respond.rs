@@ -10,6 +10,20 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> std::result::Result<Response
         .map_err(|e| internal(&e))
 }
 
+/// `response` with each (name, value) header set, in order.
+pub fn with_headers(
+    mut response: Response,
+    headers: &[(&str, &str)],
+) -> std::result::Result<Response, ApiError> {
+    for (name, value) in headers {
+        response
+            .headers_mut()
+            .set(name, value)
+            .map_err(|e| internal(&e))?;
+    }
+    Ok(response)
+}
+
 pub fn error(err: &ApiError) -> Result<Response> {
     Ok(Response::from_json(&err.body())?.with_status(err.status))
 }

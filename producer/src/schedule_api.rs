@@ -6,6 +6,7 @@ use jobs_shared::{merge_patch, page_cursor, rfc3339, validate_schedule, ApiError
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Method, Request, Response};
 
+use crate::admin::{self, d1};
 use crate::env_config::now_ms;
 use crate::job_view::parse_json;
 use crate::schedule_store::{self, ScheduleRow};
@@ -22,7 +23,7 @@ pub async fn route(
     rest: &[&str],
     method: Method,
 ) -> Result<Response, ApiError> {
-    let db = env.d1("DB").map_err(|e| respond::internal(&e))?;
+    let db = d1::database(env)?;
     match (rest, method) {
         ([], Method::Get) => list(req, &db).await,
         ([], Method::Post) => create(req, &db).await,
@@ -41,26 +42,19 @@ pub async fn route(
 }
 
 async fn list(req: &Request, db: &D1Database) -> Result<Response, ApiError> {
-    let url = req.url().map_err(|e| respond::internal(&e))?;
-    let query = |name: &str| {
-        url.query_pairs()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.into_owned())
-    };
-    let limit = page_cursor::limit(query("limit").as_deref(), PAGE, MAX_PAGE)?;
-    let after = match query("cursor") {
-        Some(cursor) => page_cursor::decode(&cursor)?.0,
-        None => 0,
-    };
+    // Unlike the other admin lists, a repeated key is not refused here: its first value counts.
+    let pairs = d1::query_pairs(req)?;
+    let limit = page_cursor::limit(d1::param(&pairs, "limit"), PAGE, MAX_PAGE)?;
+    let after = d1::param(&pairs, "cursor")
+        .map(page_cursor::decode)
+        .transpose()?
+        .map_or(0, |(id, _)| id);
     let mut rows = schedule_store::list(db, after, limit)
         .await
         .map_err(|e| respond::internal(&e))?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor = match rows.last() {
-        Some(last) if more => Some(page_cursor::encode(last.id, &last.name)),
-        _ => None,
-    };
+    let next_cursor = admin::page_end(&mut rows, limit, |last| {
+        page_cursor::encode(last.id, &last.name)
+    });
     let schedules: Vec<Value> = rows.iter().map(view).collect();
     respond::json(
         200,
@@ -82,10 +76,10 @@ async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError
 }
 
 async fn get(db: &D1Database, id: &str) -> Result<Response, ApiError> {
-    let row = found(db, id).await?;
-    let runs = schedule_store::recent_runs(db, row.id, RECENT_RUNS)
+    let (row, runs) = schedule_store::find_with_runs(db, id, RECENT_RUNS)
         .await
-        .map_err(|e| respond::internal(&e))?;
+        .map_err(|e| respond::internal(&e))?
+        .ok_or_else(|| not_found(id))?;
     let mut body = view(&row);
     body["recent_runs"] = runs
         .iter()
@@ -144,8 +138,7 @@ async fn toggle(req: &mut Request, db: &D1Database, id: &str) -> Result<Response
 }
 
 async fn delete(db: &D1Database, id: &str) -> Result<Response, ApiError> {
-    let row = found(db, id).await?;
-    if !schedule_store::delete(db, row.id)
+    if !schedule_store::delete(db, id)
         .await
         .map_err(|e| respond::internal(&e))?
     {

@@ -69,15 +69,29 @@ pub async fn find(db: &D1Database, id_or_name: &str) -> worker::Result<Option<Sc
         .await
 }
 
-pub async fn recent_runs(db: &D1Database, id: i64, limit: u32) -> worker::Result<Vec<RunRow>> {
-    db.prepare(
-        "SELECT due_at, fired_at, job_id, missed FROM schedule_runs WHERE schedule_id = ?1 \
-         ORDER BY due_at DESC LIMIT ?2",
-    )
-    .bind(&[num(id), num(limit.into())])?
-    .all()
-    .await?
-    .results()
+/// A schedule and its latest `limit` runs, newest first, in one round trip.
+pub async fn find_with_runs(
+    db: &D1Database,
+    id_or_name: &str,
+    limit: u32,
+) -> worker::Result<Option<(ScheduleRow, Vec<RunRow>)>> {
+    let (value, filter) = key(id_or_name);
+    let results = db
+        .batch(vec![
+            db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE {filter}"))
+                .bind(std::slice::from_ref(&value))?,
+            db.prepare(format!(
+                "SELECT due_at, fired_at, job_id, missed FROM schedule_runs \
+                 WHERE schedule_id = (SELECT id FROM schedules WHERE {filter}) \
+                 ORDER BY due_at DESC LIMIT ?2"
+            ))
+            .bind(&[value, num(limit.into())])?,
+        ])
+        .await?;
+    let Some(row) = results[0].results::<ScheduleRow>()?.pop() else {
+        return Ok(None);
+    };
+    Ok(Some((row, results[1].results()?)))
 }
 
 /// The spec's columns in the order `?2`..`?11` of the statements below.
@@ -143,14 +157,18 @@ pub async fn update(
     .await
 }
 
-/// Deletes a schedule and its run records; false if there was none.
-pub async fn delete(db: &D1Database, id: i64) -> worker::Result<bool> {
+/// Deletes a schedule and its run records, in one round trip; false if there was none.
+pub async fn delete(db: &D1Database, id_or_name: &str) -> worker::Result<bool> {
+    let (value, filter) = key(id_or_name);
     let results = db
         .batch(vec![
-            db.prepare("DELETE FROM schedule_runs WHERE schedule_id = ?1")
-                .bind(&[num(id)])?,
-            db.prepare("DELETE FROM schedules WHERE id = ?1 RETURNING id")
-                .bind(&[num(id)])?,
+            db.prepare(format!(
+                "DELETE FROM schedule_runs \
+                 WHERE schedule_id = (SELECT id FROM schedules WHERE {filter})"
+            ))
+            .bind(std::slice::from_ref(&value))?,
+            db.prepare(format!("DELETE FROM schedules WHERE {filter} RETURNING id"))
+                .bind(&[value])?,
         ])
         .await?;
     Ok(!results[1].results::<serde_json::Value>()?.is_empty())

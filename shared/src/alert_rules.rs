@@ -6,6 +6,8 @@
 
 use serde::Deserialize;
 
+use crate::budget::{alert_severity, RaisedAlert};
+use crate::config_var::int_var;
 use crate::family::{Escalation, Family};
 
 /// Thresholds, each a var with a default (seed 003: failure rate over 10 % in an hour; the
@@ -39,17 +41,8 @@ impl AlertConfig {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (AlertConfig, Vec<String>) {
         let mut warnings = Vec::new();
         let d = AlertConfig::default_config();
-        let mut int = |name: &str, default: i64, max: i64| match var(name) {
-            None => default,
-            Some(text) => match text.trim().parse::<i64>() {
-                Ok(n) if (1..=max).contains(&n) => n,
-                _ => {
-                    warnings.push(format!(
-                        "{name}={text:?} is not 1 to {max}; using {default}"
-                    ));
-                    default
-                }
-            },
+        let mut int = |name: &str, default: i64, max: i64| {
+            int_var(name, var(name), max, default, &mut warnings).unwrap_or(default)
         };
         let backlog = int("ALERT_BACKLOG_THRESHOLD", d.backlog, 100_000_000);
         let failure_rate_pct = int("ALERT_FAILURE_RATE_PCT", d.failure_rate_pct, 100);
@@ -73,7 +66,8 @@ pub struct Observations {
     pub families: Vec<FamilyWindow>,
     pub long_running: Vec<LongRunning>,
     pub schedules: Vec<LateSchedule>,
-    pub budgets: Vec<BudgetAlert>,
+    /// This month's rows of `budget_alerts`.
+    pub budgets: Vec<RaisedAlert>,
 }
 
 /// A family's backlog now and its last hour of attempts.
@@ -105,15 +99,6 @@ pub struct LateSchedule {
     pub missed_recent: i64,
 }
 
-/// A budget threshold this month's spend reached (a row of `budget_alerts`).
-#[derive(Clone, Debug, Deserialize)]
-pub struct BudgetAlert {
-    pub job_type: String,
-    pub threshold: i64,
-    pub spent_cents: f64,
-    pub limit_cents: f64,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     Info,
@@ -130,6 +115,13 @@ impl Severity {
             Severity::Critical => "critical",
         }
     }
+
+    /// The severity [`Severity::as_str`] names (as the alerts table stores it).
+    pub fn parse(name: &str) -> Option<Severity> {
+        [Severity::Info, Severity::Warning, Severity::Critical]
+            .into_iter()
+            .find(|s| s.as_str() == name)
+    }
 }
 
 /// A rule firing for one key now.
@@ -141,14 +133,8 @@ pub struct Firing {
     pub summary: String,
 }
 
-impl Firing {
-    /// Who hears about it: alerts about the high family page; everything else goes to chat.
-    pub fn channel(&self) -> Escalation {
-        alert_channel(&self.key)
-    }
-}
-
-/// The channel of an alert by its key (stored alerts keep only rule and key).
+/// Who hears about an alert, by its key (stored alerts keep only rule and key): alerts about
+/// the high family page; everything else goes to chat.
 pub fn alert_channel(key: &str) -> Escalation {
     match Family::parse(key) {
         Some(family) if family.escalation() == Escalation::Page => Escalation::Page,
@@ -228,17 +214,13 @@ pub fn firing(obs: &Observations, config: &AlertConfig, now_ms: i64) -> Vec<Firi
         out.push(Firing {
             rule: "budget",
             key: format!("{}:{}", b.job_type, b.threshold),
-            severity: match b.threshold {
-                100.. => Severity::Critical,
-                90.. => Severity::Warning,
-                _ => Severity::Info,
-            },
+            severity: alert_severity(b.threshold),
             summary: format!(
                 "{} reached {} % of this month's budget (${:.2} of ${:.2})",
                 b.job_type,
                 b.threshold,
                 b.spent_cents / 100.0,
-                b.limit_cents / 100.0
+                b.limit_cents as f64 / 100.0
             ),
         });
     }
@@ -324,11 +306,12 @@ mod tests {
                 },
             ],
             budgets: [75, 90]
-                .map(|threshold| BudgetAlert {
+                .map(|threshold| RaisedAlert {
                     job_type: "ai_tagging".into(),
+                    month: "2025-06".into(),
                     threshold,
                     spent_cents: 45_000.0,
-                    limit_cents: 50_000.0,
+                    limit_cents: 50_000,
                 })
                 .to_vec(),
         }
@@ -354,8 +337,8 @@ mod tests {
         assert!(fired[1].summary.contains("15.0 %"), "{}", fired[1].summary);
         assert_eq!(fired[6].severity, Severity::Warning);
         assert_eq!(fired[5].severity, Severity::Info);
-        assert_eq!(fired[0].channel(), Escalation::Page);
-        assert_eq!(fired[1].channel(), Escalation::Chat);
+        assert_eq!(alert_channel(&fired[0].key), Escalation::Page);
+        assert_eq!(alert_channel(&fired[1].key), Escalation::Chat);
     }
 
     #[test]

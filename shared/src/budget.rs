@@ -8,6 +8,7 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::alert_rules::Severity;
 use crate::api_error::ApiError;
 
 /// What a type's budget starts from before an operator changes it.
@@ -102,18 +103,22 @@ pub fn history_months(value: Option<&str>) -> Result<u32, ApiError> {
 }
 
 /// How loud an alert threshold is (seed 000: INFO at 75 %, WARNING at 90 %, CRITICAL at 100 %).
-pub fn alert_level(threshold: u32) -> &'static str {
+pub fn alert_severity(threshold: u32) -> Severity {
     match threshold {
-        t if t >= HARD_STOP_AT_PCT => "critical",
-        t if t >= QUEUE_AT_PCT => "warning",
-        _ => "info",
+        t if t >= HARD_STOP_AT_PCT => Severity::Critical,
+        t if t >= QUEUE_AT_PCT => Severity::Warning,
+        _ => Severity::Info,
     }
+}
+
+/// [`alert_severity`] by name, as logs and the budget API show it.
+pub fn alert_level(threshold: u32) -> &'static str {
+    alert_severity(threshold).as_str()
 }
 
 /// The UTC month of `ms`, as `YYYY-MM` (the budgets table's key).
 pub fn month_of(ms: i64) -> String {
-    let at = utc(ms);
-    format!("{:04}-{:02}", at.year(), at.month())
+    month_back(ms, 0)
 }
 
 /// The month `back` months before the month of `ms` (0 is that month itself).
@@ -144,8 +149,8 @@ fn utc(ms: i64) -> DateTime<Utc> {
     DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default()
 }
 
-/// Tokens one call used, as the API reported them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Tokens one call used, as the API reported them (the Messages API's `usage` object).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,

@@ -4,7 +4,7 @@
 //! the consumer writes them in the batch that records the step's outcome.
 
 use crate::api_error::ApiError;
-use crate::enqueue::validate_enqueue;
+use crate::enqueue::{invalid, validate_item};
 use crate::field_error::join;
 use serde_json::Value;
 
@@ -23,33 +23,29 @@ pub const FOLLOW_UP_KEY: &str = "follow_up";
 /// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
 /// `POST /v1/jobs` checks a job, so a chain never stalls on a step that could not be enqueued.
 pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Value>, ApiError> {
-    let invalid = |at: String, message: &str| {
-        ApiError::new(422, "invalid_field", message.to_string()).with_field(at)
-    };
     let Some(list) = steps.as_array() else {
-        return Err(invalid(field.to_string(), "must be an array of job specs"));
+        return Err(invalid(
+            "invalid_field",
+            field,
+            "must be an array of job specs",
+        ));
     };
     if list.is_empty() || list.len() > MAX_STEPS {
-        return Err(invalid(
-            field.to_string(),
-            &format!("must hold 1 to {MAX_STEPS} steps"),
-        ));
+        let message = format!("must hold 1 to {MAX_STEPS} steps");
+        return Err(invalid("invalid_field", field, message));
     }
     list.iter()
         .enumerate()
         .map(|(i, step)| {
             let at = format!("{field}[{i}]");
-            let Some(object) = step.as_object() else {
-                return Err(invalid(at, "each step must be a JSON object"));
-            };
-            if let Some(key) = STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)) {
+            let forbidden = step
+                .as_object()
+                .and_then(|object| STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)));
+            if let Some(key) = forbidden {
                 return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
                     .with_field(join(&at, key)));
             }
-            validate_enqueue(step, String::new(), now_ms).map_err(|e| ApiError {
-                field: Some(join(&at, e.field.as_deref().unwrap_or_default())),
-                ..e
-            })?;
+            validate_item(&at, "step", step, String::new, now_ms)?;
             Ok(step.clone())
         })
         .collect()

@@ -24,8 +24,11 @@ pub const MAX_BATCH: usize = 100;
 /// How far ahead a job may be scheduled.
 pub const MAX_SCHEDULE_AHEAD_SECS: i64 = 31_536_000;
 
+/// The highest per-job priority (enqueue, operators and aging all stop there).
+pub const MAX_PRIORITY: i64 = 100;
+
 /// Per-job priority inside a family: higher runs first (seed 002).
-const PRIORITY: RangeInclusive<i64> = 0..=100;
+const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
 const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
 const MAX_DEDUP_KEY_CHARS: usize = 256;
 
@@ -45,7 +48,8 @@ pub struct EnqueueRequest {
     pub steps: Option<Value>,
 }
 
-fn empty_object() -> Value {
+/// A missing payload is `{}`.
+pub(crate) fn empty_object() -> Value {
     Value::Object(Default::default())
 }
 
@@ -91,7 +95,11 @@ pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob,
     let max_attempts = in_range("max_attempts", req.max_attempts, MAX_ATTEMPTS)?
         .map_or(job_type.spec().max_attempts, |n| n as u32);
     let steps = match &req.steps {
-        Some(steps) => Some(Value::Array(validate_steps("steps", steps, now_ms)?).to_string()),
+        Some(steps) => {
+            // Checking returns the steps as given, so they are stored as the request has them.
+            validate_steps("steps", steps, now_ms)?;
+            Some(steps.to_string())
+        }
         None => None,
     };
 
@@ -202,21 +210,28 @@ pub fn validate_batch(
     }
     jobs.iter()
         .enumerate()
-        .map(|(i, job)| {
-            let at = format!("jobs[{i}]");
-            if !job.is_object() {
-                return Err(invalid(
-                    "invalid_field",
-                    at,
-                    "each job must be a JSON object",
-                ));
-            }
-            validate_enqueue(job, ids(), now_ms).map_err(|e| ApiError {
-                field: Some(join(&at, e.field.as_deref().unwrap_or_default())),
-                ..e
-            })
-        })
+        .map(|(i, job)| validate_item(&format!("jobs[{i}]"), "job", job, &mut ids, now_ms))
         .collect()
+}
+
+/// Validates one `item` of a list (a batch's job, a chain's step) as `POST /v1/jobs` would; `at`
+/// is its place (`jobs[2]`), which prefixes its error's field, and `noun` names it. `id` is
+/// minted only for an item that is an object.
+pub(crate) fn validate_item(
+    at: &str,
+    noun: &str,
+    item: &Value,
+    id: impl FnOnce() -> String,
+    now_ms: i64,
+) -> Result<NewJob, ApiError> {
+    if !item.is_object() {
+        let message = format!("each {noun} must be a JSON object");
+        return Err(invalid("invalid_field", at, message));
+    }
+    validate_enqueue(item, id(), now_ms).map_err(|e| ApiError {
+        field: Some(join(at, e.field.as_deref().unwrap_or_default())),
+        ..e
+    })
 }
 
 /// Deserializes a request object; a bad or unknown field is a 422 naming it.

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::alert_rules::{Firing, Severity};
+use crate::alert_rules::Severity;
 
 pub const PAGERDUTY_DEFAULT_URL: &str = "https://events.pagerduty.com/v2/enqueue";
 
@@ -118,18 +118,24 @@ pub fn slack_job_dead(job: &DeadJob, link: Option<&str>) -> Value {
     json!({ "text": text })
 }
 
-/// PagerDuty `trigger` (open) or `resolve` (cleared) for an alert; the same dedup key ties both.
-pub fn pagerduty_alert(routing_key: &str, rule: &str, key: &str, firing: Option<&Firing>) -> Value {
+/// PagerDuty `trigger` (open, with its severity and summary) or `resolve` (cleared, `None`) for
+/// an alert; the same dedup key ties both.
+pub fn pagerduty_alert(
+    routing_key: &str,
+    rule: &str,
+    key: &str,
+    open: Option<(Severity, &str)>,
+) -> Value {
     let dedup_key = format!("alert:{rule}:{key}");
-    match firing {
-        Some(f) => json!({
+    match open {
+        Some((severity, summary)) => json!({
             "routing_key": routing_key,
             "event_action": "trigger",
             "dedup_key": dedup_key,
             "payload": {
-                "summary": f.summary,
+                "summary": summary,
                 "source": "cf-jobs",
-                "severity": f.severity.as_str(),
+                "severity": severity.as_str(),
                 "component": rule,
                 "group": key,
             },
@@ -140,19 +146,18 @@ pub fn pagerduty_alert(routing_key: &str, rule: &str, key: &str, firing: Option<
     }
 }
 
-/// A Slack-style message for an alert opening (with its summary) or resolving.
-pub fn slack_alert(rule: &str, key: &str, firing: Option<&Firing>) -> Value {
-    let text = match firing {
-        Some(f) => {
-            let icon = if f.severity == Severity::Info {
+/// A Slack-style message for an alert opening (with its severity and summary) or resolving.
+pub fn slack_alert(rule: &str, key: &str, open: Option<(Severity, &str)>) -> Value {
+    let text = match open {
+        Some((severity, summary)) => {
+            let icon = if severity == Severity::Info {
                 ":information_source:"
             } else {
                 ":warning:"
             };
             format!(
-                "{icon} [{}] alert {rule}/{key} firing: {}",
-                f.severity.as_str(),
-                f.summary
+                "{icon} [{}] alert {rule}/{key} firing: {summary}",
+                severity.as_str()
             )
         }
         None => format!(":white_check_mark: alert {rule}/{key} resolved"),
@@ -259,13 +264,7 @@ mod tests {
 
     #[test]
     fn alerts_trigger_and_resolve_with_one_dedup_key() {
-        let f = Firing {
-            rule: "backlog",
-            key: "high".into(),
-            severity: Severity::Warning,
-            summary: "s".into(),
-        };
-        let open = pagerduty_alert("rk", "backlog", "high", Some(&f));
+        let open = pagerduty_alert("rk", "backlog", "high", Some((Severity::Warning, "s")));
         let resolve = pagerduty_alert("rk", "backlog", "high", None);
         assert_eq!(open["dedup_key"], resolve["dedup_key"]);
         assert_eq!(

@@ -192,11 +192,11 @@ impl Family {
         self.row().admit_priority
     }
 
-    /// The family a job waiting here with `priority` is promoted to, if any: one step up,
-    /// once the priority reaches that family's threshold.
-    pub fn promotion(self, priority: i64) -> Option<Family> {
+    /// Where a starving job waiting here is promoted, if anywhere: the family one step up and
+    /// the priority the job needs to enter it.
+    pub fn promotion(self) -> Option<(Family, u8)> {
         let up = self.next_up()?;
-        (priority >= i64::from(up.admit_priority()?)).then_some(up)
+        Some((up, up.admit_priority()?))
     }
 
     /// Which family a consumer batch came from, and whether it is the DLQ.
@@ -279,13 +279,18 @@ mod tests {
 
     #[test]
     fn promotion_climbs_one_family_at_its_threshold() {
-        assert_eq!(Family::Bulk.promotion(49), None);
-        assert_eq!(Family::Bulk.promotion(50), Some(Family::Low));
-        assert_eq!(Family::Low.promotion(70), Some(Family::Default));
-        assert_eq!(Family::Default.promotion(89), None);
-        assert_eq!(Family::Default.promotion(90), Some(Family::High));
-        assert_eq!(Family::High.promotion(100), None);
-        assert_eq!(Family::Screenshot.promotion(100), None);
+        let promoted = |f: Family, priority: i64| {
+            f.promotion()
+                .filter(|(_, at)| priority >= i64::from(*at))
+                .map(|(up, _)| up)
+        };
+        assert_eq!(promoted(Family::Bulk, 49), None);
+        assert_eq!(promoted(Family::Bulk, 50), Some(Family::Low));
+        assert_eq!(promoted(Family::Low, 70), Some(Family::Default));
+        assert_eq!(promoted(Family::Default, 89), None);
+        assert_eq!(promoted(Family::Default, 90), Some(Family::High));
+        assert_eq!(promoted(Family::High, 100), None);
+        assert_eq!(promoted(Family::Screenshot, 100), None);
         // Nothing but screenshot jobs enters the browser family, and bulk is never a target.
         for f in Family::ALL {
             assert_ne!(f.next_up(), Some(Family::Screenshot));

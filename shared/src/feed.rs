@@ -4,6 +4,7 @@
 //! and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
 
 use crate::api_error::ApiError;
+use crate::time_fmt::parse_rfc3339;
 use chrono::DateTime;
 use md5::{Digest as _, Md5};
 use quick_xml::events::{BytesStart, Event};
@@ -214,9 +215,9 @@ pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
 /// RSS dates are RFC 2822, Atom's RFC 3339; an unreadable date is just absent.
 pub fn parse_feed_date(s: &str) -> Option<i64> {
     DateTime::parse_from_rfc2822(s)
-        .or_else(|_| DateTime::parse_from_rfc3339(s))
         .ok()
         .map(|t| t.timestamp_millis())
+        .or_else(|| parse_rfc3339(s))
 }
 
 /// Consecutive failed refreshes that disable a source (seed 000's 5-error policy).

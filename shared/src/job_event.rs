@@ -58,20 +58,12 @@ pub struct JobRef<'a> {
     pub correlation_id: &'a str,
 }
 
-/// Seed 000's `job.handler`: the module that runs the type, named from the `Handler` variant
-/// (so a handler added to the registry is named without touching this file).
+/// Seed 000's `job.handler`: the module that runs the type ([`crate::Handler::module`]).
 pub fn handler_name(job_type: &str) -> String {
-    let Some(handler) = JobType::parse(job_type).map(JobType::handler) else {
-        return "unknown".to_string();
-    };
-    let mut name = String::from("consumer::handlers::");
-    for (i, c) in format!("{handler:?}").chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            name.push('_');
-        }
-        name.push(c.to_ascii_lowercase());
+    match JobType::parse(job_type) {
+        Some(t) => format!("consumer::handlers::{}", t.handler().module()),
+        None => "unknown".to_string(),
     }
-    name
 }
 
 /// One log line's object. `extra` adds event-specific fields (e.g. `retry.delay_secs`).

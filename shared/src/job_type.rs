@@ -77,6 +77,21 @@ pub enum Handler {
     Screenshot,
 }
 
+impl Handler {
+    /// The consumer module that runs it (`consumer::handlers::<module>`), named in job logs.
+    pub fn module(self) -> &'static str {
+        match self {
+            Handler::Http => "http",
+            Handler::Noop => "noop",
+            Handler::Forward => "forward",
+            Handler::RssRefresh => "rss_refresh",
+            Handler::LinkHealth => "link_health",
+            Handler::AiTagging => "ai_tagging",
+            Handler::Screenshot => "screenshot",
+        }
+    }
+}
+
 impl JobType {
     pub const ALL: [JobType; 16] = [
         JobType::RssFeedRefresh,

@@ -2,7 +2,9 @@
 //! Workers: the job type registry, validation, the state machine, retry and
 //! error policy, auth and signing. No Workers types, I/O, clock or RNG: time
 //! comes in as Unix ms and randomness as a unit float, so everything here is
-//! tested natively and builds for `wasm32-unknown-unknown` alike.
+//! tested natively and builds for `wasm32-unknown-unknown` alike. The one exception is
+//! `queue_send` (feature `workers`, which only the Workers enable): both Workers' way onto a
+//! queue, kept here so it is written once.
 
 pub mod actor;
 pub mod ai_tags;
@@ -12,6 +14,7 @@ pub mod auth;
 pub mod budget;
 pub mod bulk_request;
 pub mod chain;
+mod config_var;
 pub mod correlation;
 pub mod cron_schedule;
 pub mod d1_stats;
@@ -37,6 +40,8 @@ pub mod page_cursor;
 pub mod pause;
 pub mod payloads;
 pub mod prometheus;
+#[cfg(feature = "workers")]
+pub mod queue_send;
 pub mod retry_policy;
 pub mod schedule_spec;
 pub mod screenshot;

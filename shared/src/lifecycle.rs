@@ -127,11 +127,16 @@ pub fn sources_of(to: JobStatus) -> Vec<JobStatus> {
 }
 
 /// `statuses` as an SQL list for `status IN (...)`, e.g. `'queued', 'retrying'`.
-/// Safe to splice into SQL: the names are fixed lowercase words, never user input.
 pub fn sql_in_list(statuses: &[JobStatus]) -> String {
-    statuses
-        .iter()
-        .map(|s| format!("'{}'", s.as_str()))
+    sql_name_list(statuses.iter().map(|s| s.as_str()))
+}
+
+/// Fixed names (statuses, families) as an SQL list for `... IN (...)`, e.g. `'low', 'bulk'`.
+/// Safe to splice into SQL: `'static` names are the code's own words, never user input.
+pub fn sql_name_list(names: impl IntoIterator<Item = &'static str>) -> String {
+    names
+        .into_iter()
+        .map(|name| format!("'{name}'"))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -36,7 +36,7 @@ pub struct Reply {
 #[derive(Deserialize)]
 struct Wire {
     content: Vec<Block>,
-    usage: WireUsage,
+    usage: Usage,
 }
 
 #[derive(Deserialize)]
@@ -45,12 +45,6 @@ struct Block {
     kind: String,
     #[serde(default)]
     text: String,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    input_tokens: u64,
-    output_tokens: u64,
 }
 
 /// Parses a 2xx reply body; `Err` says what is missing (no usage means nothing to bill by).
@@ -66,10 +60,7 @@ pub fn parse_reply(body: &str) -> Result<Reply, String> {
         .join("");
     Ok(Reply {
         text,
-        usage: Usage {
-            input_tokens: wire.usage.input_tokens,
-            output_tokens: wire.usage.output_tokens,
-        },
+        usage: wire.usage,
     })
 }
 

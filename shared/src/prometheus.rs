@@ -2,6 +2,7 @@
 //! batch read. Seed 000's metric names, plus the dead-letter, schedule-miss and open-alert
 //! counts an on-call engineer wants next to them.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::Deserialize;
@@ -41,7 +42,13 @@ pub fn render(s: &MetricsSnapshot) -> String {
         totals_by_status(&s.histogram, status)
             .into_iter()
             .map(|((job_type, family), n)| {
-                (vec![("job_type", job_type), ("queue", family)], n as f64)
+                (
+                    vec![
+                        ("job_type", job_type.to_string()),
+                        ("queue", family.to_string()),
+                    ],
+                    n as f64,
+                )
             })
             .collect::<Vec<_>>()
     };
@@ -121,6 +128,15 @@ pub fn render(s: &MetricsSnapshot) -> String {
     out
 }
 
+/// One histogram series' counts per bucket (not cumulative), count and sum, as summed over
+/// its rows.
+#[derive(Default)]
+struct Series {
+    buckets: [i64; DURATION_BUCKETS_MS.len()],
+    count: i64,
+    sum_ms: i64,
+}
+
 fn histogram(out: &mut String, rows: &[HistogramRow]) {
     let name = "job_execution_duration_seconds";
     header(
@@ -129,60 +145,56 @@ fn histogram(out: &mut String, rows: &[HistogramRow]) {
         "histogram",
         "Execution time of job attempts, by type, queue and outcome.",
     );
-    let mut series: Vec<(&str, &str, &str)> = rows
-        .iter()
-        .map(|r| (r.job_type.as_str(), r.family.as_str(), r.status.as_str()))
-        .collect();
-    series.sort_unstable();
-    series.dedup();
-    for (job_type, family, status) in series {
+    let mut series: BTreeMap<(&str, &str, &str), Series> = BTreeMap::new();
+    for r in rows {
+        let s = series
+            .entry((r.job_type.as_str(), r.family.as_str(), r.status.as_str()))
+            .or_default();
+        // The last index (+Inf), like any other outside the bounds, shows only in the count.
+        if let Some(n) = usize::try_from(r.bucket)
+            .ok()
+            .and_then(|i| s.buckets.get_mut(i))
+        {
+            *n += r.count;
+        }
+        s.count += r.count;
+        s.sum_ms += r.sum_ms;
+    }
+    let les = DURATION_BUCKETS_MS.map(|le| format_value(le as f64 / 1000.0));
+    let (bucket, sum, count) = (
+        format!("{name}_bucket"),
+        format!("{name}_sum"),
+        format!("{name}_count"),
+    );
+    for ((job_type, family, status), s) in series {
         let labels = [
             ("job_type", job_type),
             ("queue", family),
             ("status", status),
         ];
-        let of_series = || {
-            rows.iter()
-                .filter(move |r| r.job_type == job_type && r.family == family && r.status == status)
-        };
+        let with_le = |le| [labels[0], labels[1], labels[2], ("le", le)];
         let mut cumulative = 0;
-        for (i, le) in DURATION_BUCKETS_MS.iter().enumerate() {
-            cumulative += of_series()
-                .filter(|r| r.bucket == i as i64)
-                .map(|r| r.count)
-                .sum::<i64>();
-            let le = format_value(*le as f64 / 1000.0);
-            sample(
-                out,
-                &format!("{name}_bucket"),
-                &[&labels[..], &[("le", &le)]].concat(),
-                cumulative as f64,
-            );
+        for (n, le) in s.buckets.iter().zip(&les) {
+            cumulative += n;
+            sample(out, &bucket, &with_le(le), cumulative as f64);
         }
-        let count: i64 = of_series().map(|r| r.count).sum();
-        let sum_ms: i64 = of_series().map(|r| r.sum_ms).sum();
-        sample(
-            out,
-            &format!("{name}_bucket"),
-            &[&labels[..], &[("le", "+Inf")]].concat(),
-            count as f64,
-        );
-        sample(out, &format!("{name}_sum"), &labels, sum_ms as f64 / 1000.0);
-        sample(out, &format!("{name}_count"), &labels, count as f64);
+        sample(out, &bucket, &with_le("+Inf"), s.count as f64);
+        sample(out, &sum, &labels, s.sum_ms as f64 / 1000.0);
+        sample(out, &count, &labels, s.count as f64);
     }
 }
 
 /// Counts of one status per (type, family), in label order.
-fn totals_by_status(rows: &[HistogramRow], status: &str) -> Vec<((String, String), i64)> {
-    let mut totals: Vec<((String, String), i64)> = Vec::new();
+fn totals_by_status<'a>(
+    rows: &'a [HistogramRow],
+    status: &str,
+) -> BTreeMap<(&'a str, &'a str), i64> {
+    let mut totals = BTreeMap::new();
     for r in rows.iter().filter(|r| r.status == status) {
-        let key = (r.job_type.clone(), r.family.clone());
-        match totals.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += r.count,
-            None => totals.push((key, r.count)),
-        }
+        *totals
+            .entry((r.job_type.as_str(), r.family.as_str()))
+            .or_default() += r.count;
     }
-    totals.sort();
     totals
 }
 

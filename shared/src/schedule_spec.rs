@@ -5,10 +5,10 @@
 
 use crate::api_error::ApiError;
 use crate::cron_schedule::CronSchedule;
-use crate::enqueue::{decode_fields, invalid, not_an_object, validate_enqueue};
+use crate::enqueue::{decode_fields, empty_object, invalid, not_an_object, validate_enqueue};
 use crate::job_type::JobType;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const MAX_NAME_CHARS: usize = 100;
 const MAX_TEXT_CHARS: usize = 1000;
@@ -29,10 +29,6 @@ struct ScheduleRequest {
     max_attempts: Option<i64>,
     dedup_key: Option<String>,
     created_by: Option<String>,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Map::new())
 }
 
 fn yes() -> bool {

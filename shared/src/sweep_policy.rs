@@ -3,17 +3,14 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::config_var::int_var;
 use crate::ids::job_id;
 
-/// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to 100.
+/// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to
+/// [`crate::enqueue::MAX_PRIORITY`].
 pub const AGING_AFTER_MS: i64 = 3_600_000;
 pub const AGING_EVERY_MS: i64 = 300_000;
 pub const AGING_STEP: i64 = 10;
-pub const MAX_PRIORITY: i64 = 100;
-
-pub fn aged_priority(priority: i64) -> i64 {
-    (priority + AGING_STEP).min(MAX_PRIORITY)
-}
 
 /// The sweep's knobs. Every one is a var with a default, so none must be set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,18 +43,8 @@ impl SweepConfig {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (SweepConfig, Vec<String>) {
         let mut warnings = Vec::new();
         let mut read = |name: &str, default: i64, unit_ms: i64, max: i64| -> i64 {
-            let Some(text) = var(name).filter(|v| !v.trim().is_empty()) else {
-                return default;
-            };
-            match text.trim().parse::<i64>() {
-                Ok(n) if (1..=max).contains(&n) => n * unit_ms,
-                _ => {
-                    warnings.push(format!(
-                        "{name}={text:?} is not 1 to {max}; using the default"
-                    ));
-                    default
-                }
-            }
+            let value = var(name).filter(|v| !v.trim().is_empty());
+            int_var(name, value, max, "the default", &mut warnings).map_or(default, |n| n * unit_ms)
         };
         let d = SweepConfig::DEFAULT;
         let config = SweepConfig {
@@ -83,13 +70,6 @@ pub fn scheduled_job_id(schedule_id: i64, due_ms: i64) -> String {
 mod tests {
     use super::*;
     use std::collections::HashMap;
-
-    #[test]
-    fn aging_caps_at_100() {
-        assert_eq!(aged_priority(0), 10);
-        assert_eq!(aged_priority(95), 100);
-        assert_eq!(aged_priority(100), 100);
-    }
 
     #[test]
     fn config_defaults_and_overrides() {

@@ -39,7 +39,9 @@ export async function startLlmServer() {
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
-      received.push({ method: req.method, path: req.url, headers: req.headers, body });
+      // The item's title, pulled out of the prompt: its marker chooses the answer.
+      const title = /^Title: (.*)$/m.exec(body?.messages?.[0]?.content ?? "")?.[1] ?? "";
+      received.push({ method: req.method, path: req.url, headers: req.headers, body, title });
       const send = (status, json, headers = {}) => {
         res.writeHead(status, { "content-type": "application/json", ...headers });
         res.end(JSON.stringify(json));
@@ -48,8 +50,6 @@ export async function startLlmServer() {
       if (req.method !== "POST" || req.url !== "/v1/messages") return error(404, "not_found_error", "no such route");
       if (req.headers["x-api-key"] !== LLM_KEY) return error(401, "authentication_error", "invalid x-api-key");
       if (!req.headers["anthropic-version"]) return error(400, "invalid_request_error", "anthropic-version missing");
-      const prompt = body?.messages?.[0]?.content ?? "";
-      const title = /^Title: (.*)$/m.exec(prompt)?.[1] ?? "";
       if (title.includes("[429]")) return send(429, { type: "error", error: { type: "rate_limit_error", message: "slow down" } }, { "retry-after": "120" });
       if (title.includes("[500]")) return error(500, "api_error", "boom");
       if (title.includes("[401]")) return error(401, "authentication_error", "key revoked");
@@ -68,8 +68,8 @@ export async function startLlmServer() {
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   return {
     base: `http://127.0.0.1:${server.address().port}`,
-    /** Requests so far (each with the item's title pulled out of the prompt). */
-    requests: () => received.map((r) => ({ ...r, title: /^Title: (.*)$/m.exec(r.body?.messages?.[0]?.content ?? "")?.[1] })),
+    /** Requests so far, each with the item's title. */
+    requests: () => [...received],
     clear: () => received.splice(0),
     close: () => new Promise((r) => server.close(r)),
   };

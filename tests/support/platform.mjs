@@ -66,6 +66,52 @@ export async function startPlatform({
   return new Platform(mf, db, producer.name, consumer.name);
 }
 
+/**
+ * Collects every worker log line that is a JSON object, parsed, with Miniflare's timestamp as
+ * `logged_at`; pass `onLog` to startPlatform. `of` and `events` pick one job's or one event's lines.
+ */
+export function logCollector() {
+  const lines = [];
+  const onLog = ({ message, timestamp }) => {
+    const at = message.indexOf("{");
+    if (at < 0) return;
+    try {
+      lines.push({ ...JSON.parse(message.slice(at)), logged_at: timestamp });
+    } catch {
+      // not a JSON line
+    }
+  };
+  return {
+    lines,
+    onLog,
+    of: (id) => lines.filter((l) => l["job.id"] === id),
+    events: (name) => lines.filter((l) => l.event === name),
+  };
+}
+
+/** Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3"`. */
+export function d1Stats(headers) {
+  const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";
+  return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Polls every `everyMs` until `probe` returns a truthy value (returned), or fails after `timeoutMs`. */
+export async function waitFor(probe, { timeoutMs = 20_000, everyMs = 100, what = "condition" } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/**
+ * The message the producer queues for a job, for `Platform.deliver`; `body` adds fields to its
+ * body (e.g. `cid`). Spread it to set the message's own id or attempts.
+ */
+export const jobMessage = (id, type, body = {}) => ({ body: { v: 1, id, type, ...body } });
+
 class Platform {
   constructor(mf, db, producerName, consumerName) {
     this.mf = mf;
@@ -120,15 +166,9 @@ class Platform {
     return Object.values(row)[0];
   }
 
-  /** Polls until `probe` returns a truthy value (returned), or fails after `timeoutMs`. */
-  async waitFor(probe, { timeoutMs = 20_000, what = "condition" } = {}) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  /** `waitFor` as a method: most tests hold only the platform. */
+  waitFor(probe, options) {
+    return waitFor(probe, options);
   }
 
   /** Waits until the job's status is one of `statuses`; returns the job. */

@@ -1,6 +1,8 @@
 //! One outbound fetch bounded by a timeout (the request is aborted when it runs out), with
-//! transport failures classified: every handler that calls out goes through here.
+//! transport failures classified: every handler that calls out goes through here. The deadline
+//! itself, `within`, also bounds the browser session's socket reads.
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::future::{select, Either};
@@ -21,13 +23,7 @@ pub async fn fetch(request: Request, timeout_ms: u32) -> Result<Response, JobErr
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);
-    let sending = Box::pin(fetch.send_with_signal(&signal));
-    let timer = Box::pin(Delay::from(Duration::from_millis(timeout_ms.into())));
-    let finished = match select(sending, timer).await {
-        Either::Left((result, _)) => Some(result),
-        Either::Right(_) => None,
-    };
-    match finished {
+    match within(timeout_ms.into(), fetch.send_with_signal(&signal)).await {
         Some(Ok(response)) => Ok(response),
         Some(Err(e)) => Err(JobError::new(
             ErrorClass::Network,
@@ -40,5 +36,14 @@ pub async fn fetch(request: Request, timeout_ms: u32) -> Result<Response, JobErr
                 format!("no response within {timeout_ms} ms"),
             ))
         }
+    }
+}
+
+/// `future`'s output, or `None` when `ms` milliseconds pass first (it is then dropped).
+pub async fn within<T>(ms: u64, future: impl Future<Output = T>) -> Option<T> {
+    let timer = Delay::from(Duration::from_millis(ms));
+    match select(Box::pin(future), Box::pin(timer)).await {
+        Either::Left((output, _)) => Some(output),
+        Either::Right(_) => None,
     }
 }

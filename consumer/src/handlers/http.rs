@@ -1,6 +1,6 @@
 //! The `http` type: deliver the request the payload describes, signed.
 
-use jobs_shared::{ErrorClass, HttpPayload, JobError, JobType};
+use jobs_shared::{HttpPayload, JobError, JobType};
 use serde_json::Value;
 use worker::{Env, Method};
 
@@ -8,8 +8,7 @@ use super::signed_request::{self, Outgoing};
 use crate::claim_store::Claimed;
 
 pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<Value>, JobError> {
-    let payload: HttpPayload = serde_json::from_str(&job.payload)
-        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("payload: {e}")))?;
+    let payload: HttpPayload = super::payload(job)?;
     let method = Method::from(
         payload
             .method

@@ -50,6 +50,14 @@ fn payload<P: DeserializeOwned>(job: &Claimed) -> Result<P, JobError> {
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("payload: {e}")))
 }
 
+/// A request we could not even build is a fault in the job's own data: retrying cannot help.
+fn invalid_request(e: worker::Error) -> JobError {
+    JobError::new(
+        ErrorClass::InvalidPayload,
+        format!("cannot build the request: {e}"),
+    )
+}
+
 /// D1 failing under a handler is the platform's fault, and usually passes: retried.
 fn d1_error(e: worker::Error) -> JobError {
     JobError::new(ErrorClass::Internal, format!("D1: {e}"))

@@ -7,7 +7,7 @@ use jobs_shared::{Capture, ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
-use super::fetch_timeout;
+use super::{fetch_timeout, invalid_request};
 use crate::config;
 
 const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
@@ -32,34 +32,26 @@ pub async fn capture(capture: &Capture, env: &Env) -> Result<Vec<u8>, JobError> 
         base.trim_end_matches('/')
     );
     let headers = Headers::new();
-    let bad_request = |e: worker::Error| {
-        JobError::new(
-            ErrorClass::InvalidPayload,
-            format!("cannot build the request: {e}"),
-        )
-    };
     headers
         .set("authorization", &format!("Bearer {token}"))
-        .map_err(bad_request)?;
+        .map_err(invalid_request)?;
     headers
         .set("content-type", "application/json")
-        .map_err(bad_request)?;
+        .map_err(invalid_request)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(capture.rest_body().to_string().into()));
-    let request = Request::new_with_init(&url, &init).map_err(bad_request)?;
+    let request = Request::new_with_init(&url, &init).map_err(invalid_request)?;
 
     let timeout = capture.timeout_ms.saturating_add(OVERHEAD_MS);
     let mut response = fetch_timeout::fetch(request, timeout).await?;
-    let status = response.status_code();
-    if !(200..300).contains(&status) {
-        let checked = fetch_timeout::check_status(&response);
+    if let Err(e) = fetch_timeout::check_status(&response) {
         let detail = api_errors(&response.text().await.unwrap_or_default());
-        checked.map_err(|e| JobError {
+        return Err(JobError {
             message: format!("browser rendering API: {}{detail}", e.message),
             ..e
-        })?;
+        });
     }
     response
         .bytes()

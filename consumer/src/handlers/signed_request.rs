@@ -9,7 +9,7 @@ use jobs_shared::{correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HE
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit};
 
-use super::fetch_timeout;
+use super::{fetch_timeout, invalid_request};
 
 use crate::claim_store::Claimed;
 
@@ -41,31 +41,35 @@ pub async fn send(
     let body = out.body.unwrap_or_default();
     let headers = Headers::new();
     for (name, value) in &out.headers {
-        headers.set(name, value).map_err(invalid)?;
+        headers.set(name, value).map_err(invalid_request)?;
     }
     if let Some(content_type) = out.content_type {
-        headers.set("content-type", content_type).map_err(invalid)?;
+        headers
+            .set("content-type", content_type)
+            .map_err(invalid_request)?;
     }
     headers
         .set(
             SIGNATURE_HEADER,
             &sign(secret.as_bytes(), now / 1000, body.as_bytes()),
         )
-        .map_err(invalid)?;
-    headers.set("x-jobs-id", &job.id).map_err(invalid)?;
+        .map_err(invalid_request)?;
+    headers.set("x-jobs-id", &job.id).map_err(invalid_request)?;
     headers
         .set("x-jobs-type", job_type.as_str())
-        .map_err(invalid)?;
+        .map_err(invalid_request)?;
     headers
         .set("x-jobs-attempt", &job.attempts.to_string())
-        .map_err(invalid)?;
-    let cid = crate::job_events::correlation(job);
-    headers.set("x-request-id", cid).map_err(invalid)?;
+        .map_err(invalid_request)?;
+    let cid = job.correlation();
+    headers.set("x-request-id", cid).map_err(invalid_request)?;
     let mut span = [0u8; 8];
     // Only the span id is random; without randomness the header is simply left out.
     if getrandom::getrandom(&mut span).is_ok() {
         if let Some(traceparent) = correlation::outgoing_traceparent(cid, span) {
-            headers.set("traceparent", &traceparent).map_err(invalid)?;
+            headers
+                .set("traceparent", &traceparent)
+                .map_err(invalid_request)?;
         }
     }
 
@@ -74,7 +78,7 @@ pub async fn send(
     if !body.is_empty() && !matches!(out.method, Method::Get | Method::Head) {
         init.with_body(Some(body.into()));
     }
-    let request = Request::new_with_init(out.url, &init).map_err(invalid)?;
+    let request = Request::new_with_init(out.url, &init).map_err(invalid_request)?;
 
     let mut response = fetch_timeout::fetch(request, out.timeout_ms).await?;
     let status = response.status_code();
@@ -90,12 +94,4 @@ fn truncate(text: &str) -> String {
         Some((cut, _)) => text[..cut].to_string(),
         None => text.to_string(),
     }
-}
-
-/// A request we could not even build is a fault in the job's own data: retrying cannot help.
-fn invalid(e: worker::Error) -> JobError {
-    JobError::new(
-        ErrorClass::InvalidPayload,
-        format!("cannot build the request: {e}"),
-    )
 }

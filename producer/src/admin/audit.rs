@@ -9,15 +9,7 @@ use super::d1;
 use crate::respond;
 
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
-    let pairs = d1::query(req)?;
-    if let Some((key, _)) = pairs.iter().find(|(k, _)| k != "cursor" && k != "limit") {
-        return Err(ApiError::new(
-            422,
-            "unknown_field",
-            format!("unknown parameter {key:?}; known: cursor, limit"),
-        )
-        .with_field(key.as_str()));
-    }
+    let pairs = d1::only_params(req, &["cursor", "limit"], true)?;
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), 50, 200)?;
     let before = d1::param(&pairs, "cursor")
         .map(page_cursor::decode)

@@ -1,4 +1,4 @@
-//! The little the admin stores share: binding values to runtime SQL, running one batch (one D1
+//! The little the D1 routes share: the binding, values bound to runtime SQL, one batch (one D1
 //! round trip), reading rows, and the query string.
 
 use jobs_shared::{ApiError, SqlValue};
@@ -49,13 +49,18 @@ pub fn text(s: impl Into<String>) -> SqlValue {
     SqlValue::Text(s.into())
 }
 
-/// The query string as (key, value) pairs; a repeated key is a 422 rather than a silent pick.
-pub fn query(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
+/// The query string as (key, value) pairs, in order, repeated keys and all.
+pub fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
     let url = req.url().map_err(|e| respond::internal(&e))?;
-    let pairs: Vec<(String, String)> = url
+    Ok(url
         .query_pairs()
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
+        .collect())
+}
+
+/// The query string as (key, value) pairs; a repeated key is a 422 rather than a silent pick.
+pub fn query(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
+    let pairs = query_pairs(req)?;
     for (i, (key, _)) in pairs.iter().enumerate() {
         if pairs[..i].iter().any(|(k, _)| k == key) {
             return Err(ApiError::new(
@@ -67,6 +72,25 @@ pub fn query(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
         }
     }
     Ok(pairs)
+}
+
+/// `query`, and a 422 for a key not in `known` (whose message lists them if `list_known`).
+pub fn only_params(
+    req: &Request,
+    known: &[&str],
+    list_known: bool,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let pairs = query(req)?;
+    match pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        Some((key, _)) => {
+            let mut message = format!("unknown parameter {key:?}");
+            if list_known {
+                message.push_str(&format!("; known: {}", known.join(", ")));
+            }
+            Err(ApiError::new(422, "unknown_field", message).with_field(key.as_str()))
+        }
+        None => Ok(pairs),
+    }
 }
 
 pub fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {

@@ -15,8 +15,9 @@ use super::job_actions_store::{self, Changed};
 use super::jobs::summary;
 use super::jobs_store::SummaryRow;
 use super::Admin;
-use crate::dispatch::{self, Outgoing};
+use crate::dispatch;
 use crate::{body, respond};
+use jobs_shared::queue_send::Outgoing;
 
 /// A move: the states it may start from, where it goes, and its audit name.
 #[derive(Clone)]
@@ -48,6 +49,7 @@ impl Move {
     /// 409 naming both states.
     fn refusal(&self, from: JobStatus) -> Result<(), ApiError> {
         check_move(from, self.to)?;
+        let sources: Vec<&str> = self.sources.iter().map(|s| s.as_str()).collect();
         Err(ApiError::new(
             409,
             "illegal_transition",
@@ -55,7 +57,7 @@ impl Move {
                 "cannot move a job from {from} to {}: {} applies to {} jobs only",
                 self.to,
                 self.action,
-                jobs_shared::sql_in_list(&self.sources).replace('\'', "")
+                sources.join(", ")
             ),
         ))
     }
@@ -94,7 +96,7 @@ pub async fn priority(
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     jobs_shared::only_fields(&body, &["priority"])?;
-    let value = parse_int(&body, "priority", 0..=100)?;
+    let value = parse_int(&body, "priority", 0..=jobs_shared::MAX_PRIORITY)?;
     change_priority(admin, id, value, false).await
 }
 
@@ -181,9 +183,9 @@ pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Resp
 
 /// Messages for requeued jobs, due now.
 async fn send(env: &Env, jobs: &[SummaryRow]) {
-    let outgoing = jobs
+    let outgoing: Vec<_> = jobs
         .iter()
         .filter_map(|job| Outgoing::stored(&job.id, &job.job_type, &job.family, 0, None))
         .collect();
-    dispatch::send_all(env, outgoing).await;
+    dispatch::send_all(env, &outgoing).await;
 }

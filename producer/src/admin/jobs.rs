@@ -40,7 +40,6 @@ pub async fn page(
             only,
             after,
             limit,
-            with_dlq: only.is_some(),
         },
     )
     .await?;
@@ -50,15 +49,7 @@ pub async fn page(
 
 /// GET /v1/admin/failures?limit=: the latest failed attempts with their errors.
 pub async fn failures(req: &Request, env: &Env) -> Result<Response, ApiError> {
-    let pairs = d1::query(req)?;
-    if let Some((key, _)) = pairs.iter().find(|(k, _)| k != "limit") {
-        return Err(ApiError::new(
-            422,
-            "unknown_field",
-            format!("unknown parameter {key:?}; known: limit"),
-        )
-        .with_field(key.as_str()));
-    }
+    let pairs = d1::only_params(req, &["limit"], true)?;
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), 20, 200)?;
     let rows = jobs_store::recent_failures(&d1::database(env)?, limit).await?;
     let failures: Vec<Value> = rows.iter().map(failure).collect();

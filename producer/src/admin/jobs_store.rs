@@ -41,11 +41,10 @@ pub struct SummaryRow {
 
 pub struct Page<'a> {
     pub filter: &'a JobFilter,
-    /// Restricts the statuses, e.g. the dead-letter list's `dead`.
+    /// Restricts the statuses (the dead-letter list's `dead`) and adds each job's DLQ arrivals.
     pub only: Option<&'a [JobStatus]>,
     pub after: Option<(i64, String)>,
     pub limit: u32,
-    pub with_dlq: bool,
 }
 
 /// One page, plus one row more than `limit` when there is a next page.
@@ -60,7 +59,7 @@ pub async fn list(db: &D1Database, page: &Page<'_>) -> Result<Vec<SummaryRow>, A
         ]);
     }
     values.push(SqlValue::Int(i64::from(page.limit) + 1));
-    let extra = if page.with_dlq { DLQ_COLUMNS } else { "" };
+    let extra = if page.only.is_some() { DLQ_COLUMNS } else { "" };
     let sql = format!(
         "SELECT {SUMMARY_COLUMNS}{extra} FROM jobs WHERE {conds} \
          ORDER BY priority DESC, id LIMIT ?"

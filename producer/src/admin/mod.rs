@@ -29,13 +29,28 @@ pub struct Admin<'a> {
     pub actor: String,
 }
 
-impl Admin<'_> {
+impl<'a> Admin<'a> {
+    /// The caller of `req`, known by its token (never the token itself: shared `actor_of`).
+    pub fn of(req: &Request, env: &'a Env) -> Admin<'a> {
+        let header = req.headers().get("authorization").ok().flatten();
+        Admin {
+            env,
+            actor: actor_of(header.as_deref()),
+        }
+    }
+
+    /// The audit entry of an action taken now.
     fn entry<'e>(&'e self, action: &'e str, target: Value) -> Entry<'e> {
+        self.entry_at(action, target, env_config::now_ms())
+    }
+
+    /// The audit entry of an action taken at `now_ms` (the time its own writes record).
+    pub fn entry_at<'e>(&'e self, action: &'e str, target: Value, now_ms: i64) -> Entry<'e> {
         Entry {
             actor: &self.actor,
             action,
             target,
-            now_ms: env_config::now_ms(),
+            now_ms,
         }
     }
 }
@@ -47,12 +62,7 @@ pub async fn route(
     rest: &[&str],
     method: Method,
 ) -> Result<Response, ApiError> {
-    let header = req.headers().get("authorization").ok().flatten();
-    let admin = Admin {
-        env,
-        actor: actor_of(header.as_deref()),
-    };
-    let admin = &admin;
+    let admin = &Admin::of(req, env);
     match (rest, method) {
         (["stats"], Method::Get) => stats::get(admin).await,
         (["jobs"], Method::Get) => jobs::list(req, env).await,
@@ -110,7 +120,11 @@ fn is_route(path: &[&str]) -> bool {
 }
 
 /// Trims a page fetched with one extra row; the cursor of its last row if there is more.
-fn page_end<T>(rows: &mut Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> Option<String> {
+pub(crate) fn page_end<T>(
+    rows: &mut Vec<T>,
+    limit: u32,
+    cursor: impl Fn(&T) -> String,
+) -> Option<String> {
     if rows.len() > limit as usize {
         rows.truncate(limit as usize);
         rows.last().map(cursor)

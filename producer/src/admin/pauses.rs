@@ -2,14 +2,14 @@
 //! (no attempt is spent): it acks their messages and marks them held. Resume sends every held
 //! job's message again, due when the job is due.
 
-use jobs_shared::{plan_delivery_at, rfc3339, ApiError, Delivery, PauseTarget};
+use jobs_shared::{rfc3339, ApiError, PauseTarget};
 use serde_json::json;
 use worker::{Request, Response};
 
 use super::d1;
 use super::pauses_store;
 use super::Admin;
-use crate::dispatch::{self, Outgoing};
+use crate::dispatch;
 use crate::{body, env_config, respond};
 
 /// GET /v1/admin/pauses
@@ -60,17 +60,12 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
     let (existed, released) =
         pauses_store::resume(&d1::database(admin.env)?, &target, &entry).await?;
     let now = env_config::now_ms();
-    let outgoing = released
+    // Due beyond the queue's delay limit: the sweep sends it from the outbox.
+    let outgoing: Vec<_> = released
         .iter()
-        .filter_map(|job| match plan_delivery_at(job.run_at, now) {
-            Delivery::Send { delay_secs } => {
-                Outgoing::stored(&job.id, &job.job_type, &job.family, delay_secs, None)
-            }
-            // Due beyond the queue's delay limit: the sweep sends it from the outbox.
-            Delivery::Hold { .. } => None,
-        })
+        .filter_map(|job| job.outgoing(now, None))
         .collect();
-    dispatch::send_all(admin.env, outgoing).await;
+    dispatch::send_all(admin.env, &outgoing).await;
     if !existed {
         return Err(ApiError::new(
             404,

@@ -8,6 +8,7 @@ use worker::D1Database;
 
 use super::audit_store::{self, Entry};
 use super::d1::{self, text};
+use crate::dispatch::Unsent;
 
 #[derive(Deserialize)]
 pub struct PauseRow {
@@ -63,22 +64,13 @@ pub async fn pause(
     Ok(!d1::rows::<serde_json::Value>(&results[0])?.is_empty())
 }
 
-#[derive(Deserialize)]
-pub struct Released {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub job_type: String,
-    pub family: String,
-    pub run_at: i64,
-}
-
 /// Resumes `target`: whether it was paused, and the jobs released (now in the outbox). Held
 /// jobs no pause covers any more are released even if this pause was gone already.
 pub async fn resume(
     db: &D1Database,
     target: &PauseTarget,
     entry: &Entry<'_>,
-) -> Result<(bool, Vec<Released>), ApiError> {
+) -> Result<(bool, Vec<Unsent>), ApiError> {
     let name = text(target.name.as_str());
     let releasable = format!(
         "held_at IS NOT NULL AND {} AND NOT {PAUSED_JOB_SQL}",

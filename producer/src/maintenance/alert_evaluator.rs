@@ -10,11 +10,11 @@
 
 use futures::future::join_all;
 use jobs_shared::alert_rules::{
-    alert_channel, changes, firing, AlertConfig, BudgetAlert, FamilyWindow, Firing, LateSchedule,
-    LongRunning, Observations, StoredAlert,
+    alert_channel, changes, firing, AlertConfig, FamilyWindow, Firing, LateSchedule, LongRunning,
+    Observations, Severity, StoredAlert,
 };
 use jobs_shared::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
-use jobs_shared::{budget, Family};
+use jobs_shared::{budget, Family, RaisedAlert};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
@@ -73,7 +73,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
             &[num(now - config.schedule_grace_secs * 1000), num(now - HOUR_MS)],
         )?,
         statement(
-            "SELECT job_type, threshold, spent_cents, limit_cents FROM budget_alerts WHERE month = ?1",
+            "SELECT job_type, month, threshold, spent_cents, limit_cents FROM budget_alerts \
+             WHERE month = ?1",
             &[JsValue::from_str(&budget::month_of(now))],
         )?,
         statement(
@@ -86,7 +87,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let running: Vec<Running> = results[1].results()?;
     let window: Vec<FamilyWindow> = results[2].results()?;
     let stored: Vec<AlertRow> = results[5].results()?;
-    let budgets: Vec<BudgetAlert> = results[4].results()?;
+    let budgets: Vec<RaisedAlert> = results[4].results()?;
     write_backlog_points(tick, &backlog, &running);
 
     let obs = Observations {
@@ -197,14 +198,11 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
         let config = &config;
         async move {
             let a = &row.alert;
-            let open = (a.status == "open").then(|| Firing {
-                rule: "",
-                key: a.key.clone(),
-                severity: severity(&row.severity),
-                summary: row.summary.clone(),
-            });
-            let page = |key: &str| pagerduty_alert(key, &a.rule, &a.key, open.as_ref());
-            let chat = || slack_alert(&a.rule, &a.key, open.as_ref());
+            // A severity the table should not hold reads as a warning.
+            let severity = Severity::parse(&row.severity).unwrap_or(Severity::Warning);
+            let open = (a.status == "open").then_some((severity, row.summary.as_str()));
+            let page = |key: &str| pagerduty_alert(key, &a.rule, &a.key, open);
+            let chat = || slack_alert(&a.rule, &a.key, open);
             notifier::deliver(config, alert_channel(&a.key), page, chat).await
         }
     }))
@@ -226,14 +224,6 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
         tick.db.batch(statements).await?;
     }
     Ok(delivered)
-}
-
-fn severity(name: &str) -> jobs_shared::alert_rules::Severity {
-    use jobs_shared::alert_rules::Severity;
-    [Severity::Info, Severity::Warning, Severity::Critical]
-        .into_iter()
-        .find(|s| s.as_str() == name)
-        .unwrap_or(Severity::Warning)
 }
 
 fn log_change(event: &str, rule: &str, key: &str, summary: Option<&str>) {

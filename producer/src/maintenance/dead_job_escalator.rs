@@ -17,7 +17,7 @@ use futures::future::join_all;
 use jobs_shared::escalation::{
     digest_message, pagerduty_job_dead, slack_job_dead, DeadJob, DigestLine, EscalationConfig,
 };
-use jobs_shared::{rfc3339, Escalation, Family};
+use jobs_shared::{rfc3339, sql_name_list, Escalation, Family};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use worker::console_error;
@@ -37,12 +37,12 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 
 /// `'high', 'default', ...`: the families whose deaths are escalated one by one, or digested.
 fn families_sql(digest: bool) -> String {
-    Family::ALL
-        .iter()
-        .filter(|f| (f.escalation() == Escalation::Digest) == digest)
-        .map(|f| format!("'{}'", f.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    sql_name_list(
+        Family::ALL
+            .into_iter()
+            .filter(|f| (f.escalation() == Escalation::Digest) == digest)
+            .map(Family::as_str),
+    )
 }
 
 async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result<Value> {

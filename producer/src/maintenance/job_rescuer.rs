@@ -12,10 +12,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{console_error, console_warn, Env};
 
-use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::job_sender;
 use super::Tick;
-use crate::dispatch::{self, Outgoing};
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
+use jobs_shared::queue_send::{send_to, Outgoing};
 
 const LOST: &str = "the lease expired before an outcome was recorded (the worker died or hung)";
 
@@ -70,7 +71,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.
 async fn dead_letter(env: &Env, jobs: &[Rescued]) {
-    let outgoing = jobs
+    let outgoing: Vec<_> = jobs
         .iter()
         .filter_map(|r| {
             let job = &r.job;
@@ -83,7 +84,7 @@ async fn dead_letter(env: &Env, jobs: &[Rescued]) {
             )
         })
         .collect();
-    dispatch::send_to(env, outgoing, Family::dlq_binding).await;
+    send_to(env, &outgoing, Family::dlq_binding).await;
 }
 
 /// `job.interrupted` for the lost attempt, then `job.exhausted` if it was the last.

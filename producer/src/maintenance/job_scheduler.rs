@@ -8,8 +8,9 @@
 use jobs_shared::{JobStatus, QUEUE_DELAY_LIMIT_SECS};
 use serde_json::{json, Value};
 
-use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::job_sender;
 use super::Tick;
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {

@@ -7,8 +7,9 @@
 use jobs_shared::JobStatus;
 use serde_json::{json, Value};
 
-use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::job_sender;
 use super::Tick;
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {

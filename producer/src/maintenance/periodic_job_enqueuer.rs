@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{console_error, console_log, D1PreparedStatement};
 
-use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::job_sender;
 use super::Tick;
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 
 #[derive(Deserialize)]

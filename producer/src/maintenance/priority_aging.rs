@@ -8,8 +8,9 @@
 use jobs_shared::{Family, JobStatus, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
 use serde_json::{json, Value};
 
-use super::job_sender::{self, Unsent, UNSENT_COLUMNS};
+use super::job_sender;
 use super::Tick;
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
@@ -29,8 +30,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let mut steps: Vec<(Family, Family, u8)> = Family::ALL
         .into_iter()
         .filter_map(|from| {
-            let to = from.next_up()?;
-            Some((from, to, to.admit_priority()?))
+            from.promotion()
+                .map(|(to, threshold)| (from, to, threshold))
         })
         .collect();
     steps.sort_by_key(|(_, to, _)| to.priority());

@@ -1,0 +1,12 @@
+//! Randomness from the runtime's CSPRNG: job ids, correlation ids and RSS source ids.
+
+use jobs_shared::ApiError;
+
+use crate::respond;
+
+/// Sixteen random bytes; a CSPRNG failure is the platform's (503).
+pub fn bytes() -> Result<[u8; 16], ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
+    Ok(bytes)
+}
