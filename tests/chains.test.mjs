@@ -9,6 +9,8 @@ let p;
 withPlatformAndApp((started) => ({ app, p } = started));
 
 const step = (path, extra = {}) => ({ type: "http", payload: { url: app.url(path) }, ...extra });
+/** A step whose target the enqueuer trusts to answer follow-up jobs. */
+const trusting = (path) => ({ type: "http", payload: { url: app.url(path), allow_follow_ups: true } });
 
 /** Waits until the parent's chain has left `running`. */
 function waitForChain(id) {
@@ -81,7 +83,7 @@ describe("job chains", () => {
   test("a handler's follow-up jobs run next, before the steps the job carried", async () => {
     // The app's scrape phase answers with the job to run next (seed 003's orchestrator).
     app.script("/s4/scrape", [{ status: 200, body: { follow_up: [step("/s4/generate")] } }]);
-    const enq = await p.enqueue({ ...step("/s4/scrape"), steps: [step("/s4/test")] });
+    const enq = await p.enqueue({ ...trusting("/s4/scrape"), steps: [step("/s4/test")] });
     const parent = await waitForChain(enq.body.id);
     assert.equal(parent.chain.status, "succeeded");
     assert.deepEqual(
@@ -90,7 +92,7 @@ describe("job chains", () => {
     );
     // A lone job whose handler returns follow-ups becomes the parent of a new chain.
     app.script("/s5/one", [{ status: 200, body: { follow_up: [step("/s5/two")] } }]);
-    const lone = await p.enqueue(step("/s5/one"));
+    const lone = await p.enqueue(trusting("/s5/one"));
     const started = await waitForChain(lone.body.id);
     assert.equal(started.chain.status, "succeeded");
     assert.equal(started.chain.steps.length, 2);
@@ -98,7 +100,7 @@ describe("job chains", () => {
 
   test("an invalid follow-up fails the step (not retried) and the chain", async () => {
     app.script("/s6/scrape", [{ status: 200, body: { follow_up: [{ type: "http", payload: {} }] } }]);
-    const enq = await p.enqueue({ ...step("/s6/scrape"), steps: [step("/s6/test")] });
+    const enq = await p.enqueue({ ...trusting("/s6/scrape"), steps: [step("/s6/test")] });
     const parent = await waitForChain(enq.body.id);
     assert.equal(parent.status, "dead");
     assert.equal(parent.error.class, "invalid_payload");

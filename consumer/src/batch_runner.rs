@@ -4,21 +4,31 @@
 //! explicit ack or retry. What it tells the outside (log lines, Analytics Engine) goes through
 //! crate::job_events.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
-use futures::future::join_all;
+use futures::future::{select, Either};
+use futures::stream::{self, StreamExt};
+use jobs_shared::lease::{self, ConsumerLimits};
+use jobs_shared::stored_result::stored_result;
 use jobs_shared::{
-    decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobStatus, JobType,
-    RetryPolicy,
+    decide, D1Stats, Decision, ErrorClass, Family, Handler, HttpPayload, JobError, JobMessage,
+    JobStatus, JobType, RetryPolicy,
 };
 use serde_json::Value;
 use worker::js_sys::Math;
-use worker::{console_error, D1Database, Env};
+use worker::{console_error, D1Database, Delay, Env};
 
-use crate::claim_store::{self, Claimed, Finished, Seen};
+use crate::claim_store::{self, Claimed, Exhausted, Finished, Seen};
 use crate::delivery::Delivery;
+use crate::handlers::{fetch_timeout, HandlerRun};
 use crate::job_events::{self, Recorded};
+use crate::outbound::Outbound;
 use crate::{chain, dead_letters, handlers, now_ms};
+
+/// How far past its deadline a job may run before the batch ends it.
+const DEADLINE_SLACK_MS: i64 = 1_000;
 
 /// When D1 itself fails, the whole batch comes back after this long.
 const D1_RETRY_SECS: u64 = 10;
@@ -61,27 +71,53 @@ async fn run_jobs(
     env: &Env,
     stats: &mut D1Stats,
 ) -> worker::Result<()> {
+    let (limits, warnings) = ConsumerLimits::from_vars(|name| crate::config(env, name));
+    warnings
+        .iter()
+        .for_each(|w| console_error!("consumer config: {w}"));
     let ids: Vec<&str> = valid.iter().filter_map(|d| d.job_id()).collect();
-    let now = now_ms();
-    let claim = claim_store::claim(db, family, &ids, now, now + family.lease_ms(), stats).await?;
+    let types = valid
+        .iter()
+        .filter_map(|d| JobType::parse(&d.message.as_ref().ok()?.job_type));
+    let lease = lease::lease_ms(family, types);
+    let batch_started = now_ms();
+    let claim = claim_store::claim(
+        db,
+        family,
+        &ids,
+        batch_started,
+        batch_started + lease,
+        stats,
+    )
+    .await?;
 
     let mut claimed: HashMap<&str, &Claimed> =
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();
     let held: HashSet<&str> = claim.held.iter().map(|h| h.id.as_str()).collect();
-    let mut runs: Vec<(&Delivery, &Claimed)> = Vec::new();
+    let exhausted: HashMap<&str, &Exhausted> =
+        claim.exhausted.iter().map(|e| (e.id.as_str(), e)).collect();
+    let mut runs: Vec<Run> = Vec::new();
     let mut started: HashSet<&str> = HashSet::new();
     let mut unclaimed: Vec<&Delivery> = Vec::new();
+    let mut dead = Vec::new();
     for delivery in valid {
         let id = delivery.job_id().unwrap_or_default();
         match claimed.remove(id) {
             Some(job) => {
                 started.insert(id);
-                runs.push((delivery, job))
+                runs.push(Run::new(delivery, job))
             }
             // Paused: held in D1 without spending an attempt; the resume re-sends it.
             None if held.contains(id) => {
                 job_events::skipped(delivery, family, "paused", None);
                 delivery.ack()
+            }
+            // Its last attempt was lost with its lease: dead now, and dead-lettered.
+            None if exhausted.contains_key(id) => {
+                let job = exhausted[id];
+                job_events::exhausted_on_claim(family, job);
+                let cid = job.correlation_id.as_deref();
+                dead.push((*delivery, JobMessage::stored(&job.id, &job.job_type, cid)));
             }
             // A second message for a job an earlier message of this batch claimed: nothing to
             // read.
@@ -94,60 +130,35 @@ async fn run_jobs(
     }
     let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
 
-    let mut attempts = join_all(runs.iter().map(|(_, job)| execute(job, env))).await;
-    let decisions: Vec<Decision> = runs
-        .iter()
-        .zip(&attempts)
-        .map(|((_, job), attempt)| {
-            let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
-            decide(
-                &outcome,
-                job.attempts,
-                job.max_attempts,
-                &attempt.policy,
-                Math::random(),
-                attempt.finished_at,
-            )
-        })
-        .collect();
-    let plans: Vec<chain::Planned> = runs
-        .iter()
-        .zip(attempts.iter_mut())
-        .zip(&decisions)
-        .map(|(((_, job), attempt), decision)| {
-            let follow_ups = std::mem::take(&mut attempt.follow_ups);
-            chain::plan(job, decision, follow_ups, attempt.finished_at)
-        })
-        .collect();
-    let finished: Vec<Finished> = runs
-        .iter()
-        .zip(&attempts)
-        .zip(&decisions)
-        .zip(&plans)
-        .map(|((((_, job), attempt), decision), chain)| Finished {
-            job,
-            started_at: attempt.started_at,
-            finished_at: attempt.finished_at,
-            decision,
-            result: attempt
-                .outcome
-                .as_ref()
-                .ok()
-                .and_then(|r| r.as_ref())
-                .map(Value::to_string),
-            cost_cents: attempt.cost_cents,
-            chain,
-        })
-        .collect();
-    let seen = match claim_store::finish(db, &finished, &unclaimed_ids, stats).await {
+    let outbound = Outbound::new(&limits);
+    let (attempts, heartbeat_stats) =
+        execute_all(db, &runs, env, &outbound, &limits, batch_started, lease).await;
+    stats.merge(&heartbeat_stats);
+    for (run, attempt) in runs.iter_mut().zip(attempts) {
+        run.finish(attempt);
+    }
+    let (ran, released): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| r.attempt.is_some());
+    let released: Vec<&Claimed> = released.iter().map(|r| r.job).collect();
+    let finished: Vec<Finished> = ran.iter().filter_map(|r| r.finished()).collect();
+    let seen = match claim_store::finish(db, &finished, &released, &unclaimed_ids, stats).await {
         Ok(seen) => seen,
         Err(e) => {
-            // The jobs stay `running` under their lease; their messages come back once it ends.
-            console_error!("recording {} outcome(s) failed: {e}", finished.len());
-            runs.iter()
-                .for_each(|(d, _)| d.retry(family.lease_secs().into()));
-            d1_failed(&unclaimed, &e);
-            return Ok(());
+            console_error!(
+                "recording {} outcome(s) together failed, one by one now: {e}",
+                finished.len()
+            );
+            match record_one_by_one(db, &mut runs, &released, &unclaimed_ids, stats).await {
+                Ok(seen) => seen,
+                Err(e) => {
+                    // The jobs stay `running` under their lease; their messages come back once it ends.
+                    console_error!("recording outcomes failed: {e}");
+                    runs.iter()
+                        .for_each(|r| r.delivery.retry((lease / 1000) as u64));
+                    d1_failed(&unclaimed, &e);
+                    dead_letters::send(family, &dead, env).await;
+                    return Ok(());
+                }
+            }
         }
     };
     let seen: HashMap<&str, &Seen> = seen.iter().map(|s| (s.id.as_str(), s)).collect();
@@ -156,44 +167,233 @@ async fn run_jobs(
         let id = delivery.job_id().unwrap_or_default();
         settle_unclaimed(delivery, family, seen.get(id).copied(), now);
     }
-    if runs.is_empty() {
-        return Ok(());
-    }
 
-    let recorded: Vec<Recorded> = finished
-        .iter()
-        .zip(&runs)
-        .map(|(f, (delivery, _))| Recorded {
-            job: f.job,
-            decision: f.decision,
-            duration_ms: f.finished_at - f.started_at,
-            cost_cents: f.cost_cents,
-            delivery_attempts: delivery.delivery_attempts,
-        })
-        .collect();
+    let recorded: Vec<Recorded> = runs.iter().filter_map(Run::recorded).collect();
     job_events::recorded(family, &recorded, env);
-    let mut dead = Vec::new();
-    for ((delivery, job), decision) in runs.iter().zip(&decisions) {
-        match decision {
-            Decision::Succeed | Decision::Hold { .. } => delivery.ack(),
-            Decision::Retry { delay_secs, .. } => delivery.retry((*delay_secs).into()),
-            Decision::Dead { .. } => dead.push((
-                *delivery,
-                JobMessage::stored(&job.id, &job.job_type, Some(job.correlation())),
+    for run in &runs {
+        match &run.decision {
+            // Released unstarted: it comes back at once, with no attempt spent.
+            None => {
+                job_events::skipped(run.delivery, family, "released", Some(1));
+                run.delivery.retry(1)
+            }
+            Some(Decision::Succeed | Decision::Hold { .. }) => run.delivery.ack(),
+            Some(Decision::Retry { delay_secs, .. }) => run.delivery.retry((*delay_secs).into()),
+            Some(Decision::Dead { .. }) => dead.push((
+                run.delivery,
+                JobMessage::stored(&run.job.id, &run.job.job_type, Some(run.job.correlation())),
             )),
         }
     }
     // A chain's next step inherits the step's correlation id.
-    let next_steps: Vec<_> = plans
+    let next_steps: Vec<_> = runs
         .iter()
-        .zip(&runs)
-        .filter_map(|(p, (_, job))| Some((p.next.as_ref()?, job.correlation())))
+        .filter_map(|r| Some((r.chain.as_ref()?.next.as_ref()?, r.job.correlation())))
         .collect();
     futures::join!(
         dead_letters::send(family, &dead, env),
         chain::send(env, &next_steps)
     );
     Ok(())
+}
+
+/// One claimed job through the batch: claimed, run (or released unstarted), decided, chained.
+struct Run<'a> {
+    delivery: &'a Delivery,
+    job: &'a Claimed,
+    /// `None` until run, and for a job released unstarted.
+    attempt: Option<Attempt>,
+    decision: Option<Decision>,
+    chain: Option<chain::Planned>,
+}
+
+impl<'a> Run<'a> {
+    fn new(delivery: &'a Delivery, job: &'a Claimed) -> Run<'a> {
+        Run {
+            delivery,
+            job,
+            attempt: None,
+            decision: None,
+            chain: None,
+        }
+    }
+
+    /// Decides what follows the attempt and plans the chain's move.
+    fn finish(&mut self, attempt: Option<Attempt>) {
+        let Some(mut attempt) = attempt else {
+            return;
+        };
+        let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
+        self.set_decision(
+            decide(
+                &outcome,
+                self.job.attempts,
+                self.job.max_attempts,
+                &attempt.policy,
+                Math::random(),
+                attempt.finished_at,
+            ),
+            std::mem::take(&mut attempt.follow_ups),
+            attempt.finished_at,
+        );
+        self.attempt = Some(attempt);
+    }
+
+    fn set_decision(&mut self, decision: Decision, follow_ups: Vec<Value>, at: i64) {
+        self.chain = Some(chain::plan(self.job, &decision, follow_ups, at));
+        self.decision = Some(decision);
+    }
+
+    /// What the record writes for this run; `None` for a job released unstarted.
+    fn finished(&self) -> Option<Finished<'_>> {
+        let attempt = self.attempt.as_ref()?;
+        Some(Finished {
+            job: self.job,
+            started_at: attempt.started_at,
+            finished_at: attempt.finished_at,
+            decision: self.decision.as_ref()?,
+            result: attempt
+                .outcome
+                .as_ref()
+                .ok()
+                .and_then(|r| r.as_ref())
+                .map(stored_result),
+            cost_cents: attempt.cost_cents,
+            chain: self.chain.as_ref()?,
+        })
+    }
+
+    fn recorded(&self) -> Option<Recorded<'_>> {
+        let attempt = self.attempt.as_ref()?;
+        Some(Recorded {
+            job: self.job,
+            decision: self.decision.as_ref()?,
+            duration_ms: attempt.finished_at - attempt.started_at,
+            cost_cents: attempt.cost_cents,
+            delivery_attempts: self.delivery.delivery_attempts,
+        })
+    }
+}
+
+/// Writes each run's record in a round trip of its own, after the batch's single record was
+/// refused: a row D1 rejects then fails its own job (retried as an internal error) and no
+/// other. Only on that failure path: the happy path stays at one round trip.
+async fn record_one_by_one(
+    db: &D1Database,
+    runs: &mut [Run<'_>],
+    released: &[&Claimed],
+    unclaimed: &[&str],
+    stats: &mut D1Stats,
+) -> worker::Result<Vec<Seen>> {
+    let seen = claim_store::finish(db, &[], released, unclaimed, stats).await?;
+    for run in runs.iter_mut() {
+        let Some(one) = run.finished() else {
+            continue;
+        };
+        let Err(e) = claim_store::finish(db, &[one], &[], &[], stats).await else {
+            continue;
+        };
+        let Some(attempt) = run.attempt.as_mut() else {
+            continue;
+        };
+        let error = JobError::new(
+            ErrorClass::Internal,
+            format!("the attempt's outcome could not be recorded: {e}"),
+        );
+        attempt.outcome = Err(error.clone());
+        let (policy, finished_at) = (attempt.policy, attempt.finished_at);
+        let decision = decide(
+            &Err(error),
+            run.job.attempts,
+            run.job.max_attempts,
+            &policy,
+            Math::random(),
+            finished_at,
+        );
+        run.set_decision(decision, Vec::new(), finished_at);
+        let Some(failed) = run.finished() else {
+            continue;
+        };
+        // Even the failure cannot be written: D1 itself is failing, leave it to the lease.
+        claim_store::finish(db, &[failed], &[], &[], stats).await?;
+    }
+    Ok(seen)
+}
+
+/// Runs every claimed job, at most `limits.connections` at once, each within its deadline,
+/// while a heartbeat extends the leases of those still running. A job that could no longer end
+/// inside the invocation's wall time, or that would call out when the invocation's subrequests
+/// are spent, is not started (`None`): its claim is undone. Returns the heartbeat's D1 work.
+async fn execute_all(
+    db: &D1Database,
+    runs: &[Run<'_>],
+    env: &Env,
+    outbound: &Outbound,
+    limits: &ConsumerLimits,
+    batch_started: i64,
+    lease: i64,
+) -> (Vec<Option<Attempt>>, D1Stats) {
+    let running: RefCell<HashMap<&str, u32>> = RefCell::new(HashMap::new());
+    let work = stream::iter(runs)
+        .map(|run| {
+            let running = &running;
+            async move {
+                let job = run.job;
+                let job_type = JobType::parse(&job.job_type);
+                let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, http_timeout(job, t)));
+                let calls_out = job_type.is_some_and(|t| t.handler() != Handler::Noop);
+                if !limits.may_start(batch_started, now_ms(), deadline)
+                    || (calls_out && !outbound.has_subrequests_left())
+                {
+                    return None;
+                }
+                running.borrow_mut().insert(&job.id, job.runs);
+                let attempt = execute(job, job_type, env, outbound, deadline).await;
+                running.borrow_mut().remove(job.id.as_str());
+                Some(attempt)
+            }
+        })
+        .buffered(limits.connections)
+        .collect::<Vec<_>>();
+    let mut stats = D1Stats::default();
+    let heartbeat = async {
+        let every = limits.heartbeat_every_ms(lease).max(1) as u64;
+        loop {
+            Delay::from(Duration::from_millis(every)).await;
+            let jobs: Vec<(&str, u32)> = running
+                .borrow()
+                .iter()
+                .map(|(id, run)| (*id, *run))
+                .collect();
+            if jobs.is_empty() {
+                continue;
+            }
+            if let Err(e) =
+                claim_store::extend_leases(db, &jobs, now_ms() + lease, &mut stats).await
+            {
+                console_error!(
+                    "extending {} lease(s) failed, tried again in {every} ms: {e}",
+                    jobs.len()
+                );
+            }
+        }
+    };
+    let attempts = match select(Box::pin(work), Box::pin(heartbeat)).await {
+        Either::Left((attempts, _)) => attempts,
+        Either::Right((never, _)) => never,
+    };
+    (attempts, stats)
+}
+
+/// An `http` job's own timeout, which may be longer than its type's.
+fn http_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
+    (job_type == JobType::Http)
+        .then(|| {
+            serde_json::from_str::<HttpPayload>(&job.payload)
+                .ok()?
+                .timeout_ms
+        })
+        .flatten()
 }
 
 /// One handler run, timed.
@@ -205,25 +405,44 @@ struct Attempt {
     cost_cents: f64,
     /// Checked follow-up jobs the handler returned (see crate::chain).
     follow_ups: Vec<Value>,
-    /// The type's retry policy (seed 000's for a type this build does not know).
+    /// The type's retry policy (the default one for a type this build does not know).
     policy: RetryPolicy,
 }
 
-async fn execute(job: &Claimed, env: &Env) -> Attempt {
+/// Runs one job within its deadline (a little over it, so a handler's own timeout, with its
+/// more precise message, ends it first).
+async fn execute(
+    job: &Claimed,
+    job_type: Option<JobType>,
+    env: &Env,
+    outbound: &Outbound,
+    deadline_ms: i64,
+) -> Attempt {
     let started_at = now_ms();
-    let job_type = JobType::parse(&job.job_type);
     let ran = match job_type {
-        Some(job_type) => handlers::run(job, job_type, env, started_at).await,
-        None => handlers::HandlerRun {
-            outcome: Err(JobError::new(
-                ErrorClass::InvalidPayload,
-                format!("unknown job type {}", job.job_type),
-            )),
-            cost_cents: 0.0,
-        },
+        Some(job_type) => {
+            let run = handlers::run(job, job_type, env, outbound, started_at);
+            let limit = deadline_ms + DEADLINE_SLACK_MS;
+            fetch_timeout::within(limit as u64, run)
+                .await
+                .unwrap_or_else(|| {
+                    HandlerRun::of(Err(JobError::new(
+                        ErrorClass::Timeout,
+                        format!("the job ran past its deadline of {deadline_ms} ms"),
+                    )))
+                })
+        }
+        None => HandlerRun::of(Err(JobError::new(
+            ErrorClass::InvalidPayload,
+            format!("unknown job type {}", job.job_type),
+        ))),
     };
     let finished_at = now_ms();
-    let (outcome, follow_ups) = chain::take_follow_ups(ran.outcome, finished_at);
+    let (outcome, follow_ups) = if ran.follow_ups_trusted {
+        chain::take_follow_ups(ran.outcome, finished_at)
+    } else {
+        (ran.outcome, Vec::new())
+    };
     Attempt {
         started_at,
         finished_at,

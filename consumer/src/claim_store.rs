@@ -2,6 +2,8 @@
 //! outcome (and to read the jobs of messages that claimed nothing). Never one per message.
 
 use jobs_shared::job_event::run_outcome;
+use jobs_shared::lease::LOST_ATTEMPT;
+use jobs_shared::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobError, JobStatus, PAUSED_JOB_SQL};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -56,9 +58,21 @@ pub struct Held {
     pub id: String,
 }
 
+/// A job whose lease ran out under an attempt that was its last: the claim records the lost
+/// attempt and ends it `dead` instead of running it again.
+#[derive(Deserialize)]
+pub struct Exhausted {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub attempts: u32,
+    pub correlation_id: Option<String>,
+}
+
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub held: Vec<Held>,
+    pub exhausted: Vec<Exhausted>,
 }
 
 /// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
@@ -67,6 +81,9 @@ pub struct Claim {
 /// from the job's current family's queue claims it: after a promotion the old one is stale.
 /// Why a message claimed nothing is read in the second round trip (`finish`), for those ids
 /// only: on the happy path there are none, and the claim returns nothing else.
+/// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
+/// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
+/// past its max_attempts.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn claim(
@@ -80,6 +97,27 @@ pub async fn claim(
     let ids_json = JsValue::from_str(&serde_json::to_string(ids).unwrap_or_default());
     let claimable = sql_in_list(&jobs_shared::sources_of(JobStatus::Running));
     let family_name = JsValue::from_str(family.as_str());
+    let lost =
+        "id IN (SELECT value FROM json_each(?1)) AND +status = 'running' AND lease_until < ?2 \
+                AND family = ?3";
+    let record_lost = db
+        .prepare(format!(
+            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
+             error_message, duration_ms) \
+             SELECT id, runs, attempts, COALESCE(started_at, ?2), ?2, \
+             CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'retrying' END, 'lease_expired', \
+             '{LOST_ATTEMPT}', ?2 - COALESCE(started_at, ?2) FROM jobs WHERE {lost} \
+             ON CONFLICT DO NOTHING"
+        ))
+        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
+    let exhaust = db
+        .prepare(format!(
+            "UPDATE jobs SET status = 'dead', finished_at = ?2, lease_until = NULL, \
+             error_class = 'lease_expired', last_error = '{LOST_ATTEMPT}', updated_at = ?2, \
+             escalated_at = NULL WHERE {lost} AND attempts >= max_attempts \
+             RETURNING id, type, attempts, correlation_id"
+        ))
+        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
     let update = db
         .prepare(format!(
             "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
@@ -112,10 +150,11 @@ pub async fn claim(
             num(now_ms + EARLY_TOLERANCE_MS),
             family_name,
         ])?;
-    let results = counted_batch(db, vec![update, hold], stats).await?;
+    let results = counted_batch(db, vec![record_lost, exhaust, update, hold], stats).await?;
     Ok(Claim {
-        claimed: results[0].results()?,
-        held: results[1].results()?,
+        exhausted: results[1].results()?,
+        claimed: results[2].results()?,
+        held: results[3].results()?,
     })
 }
 
@@ -142,9 +181,12 @@ pub struct Finished<'a> {
 /// is real work per row. Every write is guarded by (status = running, runs = this run), so an
 /// attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
 /// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `claim`).
+/// `released`: jobs claimed but never started (the batch ran out of wall time or subrequests):
+/// back to `queued` with the claim's attempt and run undone, for their messages to come back.
 pub async fn finish(
     db: &D1Database,
     finished: &[Finished<'_>],
+    released: &[&Claimed],
     unclaimed: &[&str],
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {
@@ -152,24 +194,26 @@ pub async fn finish(
     let mut failed = Vec::new();
     for f in finished {
         match f.decision {
-            Decision::Succeed => succeeded.push(SucceededRow::of(f)),
+            Decision::Succeed => succeeded.push(row(&SucceededRow::of(f))),
             Decision::Retry { error, delay_secs } => {
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
-                failed.push(FailedRow::of(f, error, Some(run_at), true));
+                failed.push(row(&FailedRow::of(f, error, Some(run_at), true)));
             }
             // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
             Decision::Hold { error, until_ms } => {
-                failed.push(FailedRow::of(f, error, Some(*until_ms), false))
+                failed.push(row(&FailedRow::of(f, error, Some(*until_ms), false)))
             }
-            Decision::Dead { error } => failed.push(FailedRow::of(f, error, None, true)),
+            Decision::Dead { error } => failed.push(row(&FailedRow::of(f, error, None, true))),
         }
     }
     let mut statements = Vec::new();
-    if !succeeded.is_empty() {
-        statements.extend(SUCCEEDED.statements(db, &succeeded)?);
+    for (sql, rows) in [(&SUCCEEDED, succeeded), (&FAILED, failed)] {
+        for array in json_arrays(&rows, MAX_ROWS_JSON_BYTES) {
+            statements.extend(sql.statements(db, array)?);
+        }
     }
-    if !failed.is_empty() {
-        statements.extend(FAILED.statements(db, &failed)?);
+    if !released.is_empty() {
+        statements.push(release(db, released)?);
     }
     for f in finished {
         statements.extend(chain::statements(db, f.job, f.chain, f.finished_at)?);
@@ -225,12 +269,13 @@ const FAILED: OutcomeSql = OutcomeSql {
 };
 
 impl OutcomeSql {
+    /// The two statements for `rows`, a JSON array of this kind's rows.
     fn statements(
         &self,
         db: &D1Database,
-        rows: &impl Serialize,
+        rows: String,
     ) -> worker::Result<[D1PreparedStatement; 2]> {
-        let rows = JsValue::from_str(&serde_json::to_string(rows).unwrap_or_default());
+        let rows = JsValue::from_str(&rows);
         let (run_columns, run_values, jobs_set) =
             (self.run_columns, self.run_values, self.jobs_set);
         let runs = db
@@ -252,6 +297,41 @@ impl OutcomeSql {
             .bind(&[rows])?;
         Ok([runs, jobs])
     }
+}
+
+/// One outcome row as JSON (rows are joined into arrays that fit D1, see `finish`).
+fn row(row: &impl Serialize) -> String {
+    serde_json::to_string(row).unwrap_or_default()
+}
+
+/// Undoes the claim of jobs that never started: no attempt was spent on them.
+fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedStatement> {
+    let rows: Vec<(&str, u32)> = jobs.iter().map(|j| (j.id.as_str(), j.runs)).collect();
+    let rows = JsValue::from_str(&serde_json::to_string(&rows).unwrap_or_default());
+    db.prepare(
+        "UPDATE jobs SET status = 'queued', attempts = attempts - 1, runs = runs - 1, \
+         lease_until = NULL FROM json_each(?1) o \
+         WHERE jobs.id = o.value ->> 0 AND +jobs.status = 'running' AND jobs.runs = o.value ->> 1",
+    )
+    .bind(&[rows])
+}
+
+/// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the
+/// run, so a job another attempt took over is left alone.
+pub async fn extend_leases(
+    db: &D1Database,
+    jobs: &[(&str, u32)],
+    lease_until: i64,
+    stats: &mut D1Stats,
+) -> worker::Result<()> {
+    let rows = JsValue::from_str(&serde_json::to_string(jobs).unwrap_or_default());
+    let extend = db
+        .prepare(
+            "UPDATE jobs SET lease_until = ?2 FROM json_each(?1) o \
+             WHERE jobs.id = o.value ->> 0 AND +jobs.status = 'running' AND jobs.runs = o.value ->> 1",
+        )
+        .bind(&[rows, num(lease_until)])?;
+    counted_batch(db, vec![extend], stats).await.map(|_| ())
 }
 
 /// A success as the SUCCEEDED statements read it.

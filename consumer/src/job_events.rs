@@ -6,14 +6,15 @@
 use jobs_shared::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
-use jobs_shared::{D1Stats, Decision, Family};
+use jobs_shared::lease::LOST_ATTEMPT;
+use jobs_shared::{D1Stats, Decision, ErrorClass, Family, JobError};
 use serde_json::{json, Value};
 use worker::{
     console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
     AnalyticsEngineDataset, Env,
 };
 
-use crate::claim_store::Claimed;
+use crate::claim_store::{Claimed, Exhausted};
 use crate::delivery::Delivery;
 
 /// The Analytics Engine binding (consumer/wrangler.toml). Absent (an older config, or a local
@@ -91,6 +92,22 @@ pub fn skipped(delivery: &Delivery, family: Family, reason: &str, retry_secs: Op
         ("message.retry_secs", json!(retry_secs)),
     ];
     emit(job_event(JobEventKind::Skipped, &job, None, None, &extra));
+}
+
+/// `job.interrupted` then `job.exhausted`: the claim found the job's last attempt lost (its
+/// lease ran out) and ended the job `dead`.
+pub fn exhausted_on_claim(family: Family, job: &Exhausted) {
+    let job = JobRef {
+        id: &job.id,
+        job_type: &job.job_type,
+        queue: family.as_str(),
+        attempt: job.attempts,
+        correlation_id: job.correlation_id.as_deref().unwrap_or(&job.id),
+    };
+    let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
+    for kind in [JobEventKind::Interrupted, JobEventKind::Exhausted] {
+        emit(job_event(kind, &job, None, Some(&error), &[]));
+    }
 }
 
 /// One line per batch: its size, wall time and D1 work (what the benchmark counts).

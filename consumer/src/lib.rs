@@ -15,6 +15,7 @@ mod delivery;
 mod handlers;
 mod job_events;
 mod link_store;
+mod outbound;
 mod rss_store;
 mod tagging_store;
 

@@ -8,8 +8,13 @@ use crate::enqueue::{invalid, validate_item};
 use crate::field_error::join;
 use serde_json::Value;
 
-/// Steps one chain may carry (the chain is a workflow, not a bulk loader).
+/// Steps one chain may carry, and follow-ups one result may add (the chain is a workflow, not
+/// a bulk loader).
 pub const MAX_STEPS: usize = 20;
+
+/// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
+/// every step cannot grow a chain without end.
+pub const MAX_CHAIN_LENGTH: u32 = 100;
 
 /// A step may not set these: a step is due when the one before it ends, has no key of its own
 /// to dedup on, and cannot nest a chain inside the chain.
@@ -109,6 +114,17 @@ pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
         .next_steps
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or_default();
+    let last_step = at.step as usize + follow_ups.len() + carried.len();
+    if last_step >= MAX_CHAIN_LENGTH as usize {
+        return ChainMove::Failed {
+            parent_id: at.parent().to_string(),
+            message: format!(
+                "step {} asked for follow-ups that would make the chain {} steps long; at most {MAX_CHAIN_LENGTH} run",
+                at.step,
+                last_step + 1
+            ),
+        };
+    }
     let mut upcoming = follow_ups.into_iter().chain(carried);
     match upcoming.next() {
         Some(step) => ChainMove::Next {
@@ -235,6 +251,29 @@ mod tests {
             after_success(&pos(None, 0, None, None), vec![]),
             ChainMove::None
         );
+    }
+
+    #[test]
+    fn follow_ups_cannot_grow_a_chain_past_its_length() {
+        let two = vec![json!({"type": "noop"}); 2];
+        let last = MAX_CHAIN_LENGTH - 1;
+        // Step 97 may add two more (98, 99): the chain then has MAX_CHAIN_LENGTH steps.
+        let m = after_success(&pos(Some("P"), last - 2, None, None), two.clone());
+        assert!(
+            matches!(m, ChainMove::Next { index, .. } if index == last - 1),
+            "{m:?}"
+        );
+        let m = after_success(&pos(Some("P"), last - 1, None, None), two);
+        let ChainMove::Failed { parent_id, message } = m else {
+            panic!("{m:?}")
+        };
+        assert_eq!(parent_id, "P");
+        assert!(message.contains("at most 100"), "{message}");
+        // The last step itself still completes the chain.
+        assert!(matches!(
+            after_success(&pos(Some("P"), last, None, None), vec![]),
+            ChainMove::Done { .. }
+        ));
     }
 
     #[test]

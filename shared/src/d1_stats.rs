@@ -23,6 +23,13 @@ impl D1Stats {
         }
     }
 
+    /// Adds the work counted elsewhere (e.g. a batch's lease heartbeats).
+    pub fn merge(&mut self, other: &D1Stats) {
+        self.round_trips += other.round_trips;
+        self.rows_read += other.rows_read;
+        self.rows_written += other.rows_written;
+    }
+
     /// The value of a `Server-Timing` header entry, readable in browser dev tools and by the
     /// benchmark: `d1;desc="round_trips=1 rows_read=0 rows_written=3"`.
     pub fn server_timing(&self) -> String {

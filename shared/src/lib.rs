@@ -32,6 +32,7 @@ pub mod job_event;
 pub mod job_filter;
 pub mod job_outcome;
 pub mod job_type;
+pub mod lease;
 pub mod lifecycle;
 pub mod link_health;
 pub mod llm_messages;
@@ -46,6 +47,7 @@ pub mod retry_policy;
 pub mod schedule_spec;
 pub mod screenshot;
 pub mod signature;
+pub mod stored_result;
 pub mod sweep_policy;
 pub mod time_fmt;
 

@@ -286,9 +286,16 @@ pub struct HttpPayload {
     pub headers: Option<BTreeMap<String, String>>,
     /// Sent as is when a JSON string, otherwise serialized as JSON.
     pub body: Option<Value>,
-    /// Overrides the type's timeout.
+    /// Overrides the type's timeout, up to [`MAX_HTTP_TIMEOUT_MS`].
     pub timeout_ms: Option<u32>,
+    /// Lets the target's answer create follow-up jobs (`{"follow_up": [...]}`). Off by default:
+    /// a server we call is untrusted input, and only the enqueuer can vouch for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_follow_ups: bool,
 }
+
+/// The longest an `http` job's payload may set its timeout to.
+pub const MAX_HTTP_TIMEOUT_MS: u32 = 120_000;
 
 pub const HTTP_METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
@@ -325,7 +332,7 @@ impl Payload for HttpPayload {
                 ));
             }
         }
-        check_range("timeout_ms", self.timeout_ms, 100..=120_000)
+        check_range("timeout_ms", self.timeout_ms, 100..=MAX_HTTP_TIMEOUT_MS)
     }
 }
 

@@ -21,6 +21,7 @@ use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
 use super::HandlerRun;
 use crate::budget_store::{self, Budget, Spend};
 use crate::claim_store::Claimed;
+use crate::outbound::Outbound;
 use crate::tagging_store::{self, Item, Tagged};
 
 const TYPE: JobType = JobType::AiTagging;
@@ -33,18 +34,20 @@ const MAX_BATCHES: usize = 12;
 const WORST_BATCH_MS: i64 = (20 / CONCURRENT_CALLS as i64) * CALL_TIMEOUT_MS as i64;
 
 /// Runs the job; `now_ms` (the run's start) picks the budget month.
-pub async fn run(job: &Claimed, env: &Env, now_ms: i64) -> HandlerRun {
+pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound, now_ms: i64) -> HandlerRun {
     let mut cost_cents = 0.0;
-    let outcome = tag(job, env, now_ms, &mut cost_cents).await;
+    let outcome = tag(job, env, outbound, now_ms, &mut cost_cents).await;
     HandlerRun {
         outcome,
         cost_cents,
+        follow_ups_trusted: true,
     }
 }
 
 async fn tag(
     job: &Claimed,
     env: &Env,
+    outbound: &Outbound,
     now_ms: i64,
     cost_cents: &mut f64,
 ) -> Result<Option<Value>, JobError> {
@@ -97,7 +100,7 @@ async fn tag(
         }
         let (chunk, later) = rest.split_at(action.batch_size().min(rest.len()));
         let calls: Vec<Call> = stream::iter(chunk)
-            .map(|item| llm.tag(item))
+            .map(|item| llm.tag(outbound, item))
             .buffered(CONCURRENT_CALLS)
             .collect()
             .await;

@@ -1,13 +1,19 @@
-//! One outbound fetch bounded by a timeout (the request is aborted when it runs out), with
-//! transport failures classified: every handler that calls out goes through here. The deadline
-//! itself, `within`, also bounds the browser session's socket reads.
+//! One outbound fetch bounded in time and size, with transport failures classified: every
+//! handler that calls out goes through here, and through the batch's outbound gate
+//! (crate::outbound). The deadline itself, `within`, also bounds the browser session's socket
+//! reads and each job as a whole.
 
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
+use async_lock::SemaphoreGuard;
 use futures::future::{select, Either};
+use futures::StreamExt;
 use jobs_shared::{classify_http_status, ErrorClass, JobError};
 use worker::{AbortController, Delay, Fetch, Request, Response};
+
+use crate::outbound::Outbound;
 
 /// The response's status classified, with its Retry-After honoured: 2xx is Ok.
 pub fn check_status(response: &Response) -> Result<(), JobError> {
@@ -19,12 +25,103 @@ pub fn check_status(response: &Response) -> Result<(), JobError> {
     )
 }
 
-pub async fn fetch(request: Request, timeout_ms: u32) -> Result<Response, JobError> {
+/// A response and the batch connection it holds until dropped (its body may still be read).
+pub struct Fetched<'a> {
+    response: Response,
+    controller: AbortController,
+    _connection: SemaphoreGuard<'a>,
+}
+
+impl Deref for Fetched<'_> {
+    type Target = Response;
+    fn deref(&self) -> &Response {
+        &self.response
+    }
+}
+
+impl DerefMut for Fetched<'_> {
+    fn deref_mut(&mut self) -> &mut Response {
+        &mut self.response
+    }
+}
+
+/// A response body read up to a size, and whether there was more.
+pub struct Body {
+    pub text: String,
+    pub truncated: bool,
+}
+
+impl Fetched<'_> {
+    /// At most `max_bytes` of the body, within `timeout_ms`: a slow or endless body cannot hold
+    /// the job, and a huge one is never read whole. The rest is abandoned (the fetch aborted).
+    pub async fn body_capped(
+        mut self,
+        max_bytes: usize,
+        timeout_ms: u32,
+    ) -> Result<Body, JobError> {
+        let mut stream = self.response.stream().map_err(|e| {
+            JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
+        })?;
+        let mut bytes = Vec::new();
+        let read = async {
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| {
+                    JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
+                })?;
+                bytes.extend_from_slice(&chunk);
+                if bytes.len() > max_bytes {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        let outcome = within(timeout_ms.into(), read).await;
+        drop(stream);
+        let truncated = match outcome {
+            Some(Ok(truncated)) => truncated,
+            Some(Err(e)) => return Err(e),
+            None => {
+                self.controller.abort();
+                return Err(JobError::new(
+                    ErrorClass::Timeout,
+                    format!("the response body did not end within {timeout_ms} ms"),
+                ));
+            }
+        };
+        if truncated {
+            self.controller.abort();
+            bytes.truncate(max_bytes);
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let valid = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+        };
+        Ok(Body { text, truncated })
+    }
+}
+
+/// Sends `request` on one of the batch's connections; `timeout_ms` starts once the connection
+/// is ours, so waiting for one never times a request out.
+pub async fn fetch<'a>(
+    outbound: &'a Outbound,
+    request: Request,
+    timeout_ms: u32,
+) -> Result<Fetched<'a>, JobError> {
+    let connection = outbound.connection().await?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);
     match within(timeout_ms.into(), fetch.send_with_signal(&signal)).await {
-        Some(Ok(response)) => Ok(response),
+        Some(Ok(response)) => Ok(Fetched {
+            response,
+            controller,
+            _connection: connection,
+        }),
         Some(Err(e)) => Err(JobError::new(
             ErrorClass::Network,
             format!("request failed: {e}"),

@@ -8,8 +8,14 @@ use worker::{Env, Method};
 
 use super::signed_request::{self, Outgoing};
 use crate::claim_store::Claimed;
+use crate::outbound::Outbound;
 
-pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<Value>, JobError> {
+pub async fn run(
+    job: &Claimed,
+    job_type: JobType,
+    env: &Env,
+    outbound: &Outbound,
+) -> Result<Option<Value>, JobError> {
     let key = job_type.env_key();
     let url = crate::config(env, &key).ok_or_else(|| {
         JobError::new(
@@ -30,5 +36,5 @@ pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<V
         content_type: Some("application/json"),
         timeout_ms: job_type.spec().timeout_ms,
     };
-    signed_request::send(out, job, job_type, env).await
+    signed_request::send(outbound, out, job, job_type, env).await
 }

@@ -1,14 +1,19 @@
 //! The `http` type: deliver the request the payload describes, signed.
 
-use jobs_shared::{HttpPayload, JobError, JobType};
+use jobs_shared::{HttpPayload, JobType};
 use serde_json::Value;
 use worker::{Env, Method};
 
 use super::signed_request::{self, Outgoing};
+use super::HandlerRun;
 use crate::claim_store::Claimed;
+use crate::outbound::Outbound;
 
-pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<Value>, JobError> {
-    let payload: HttpPayload = super::payload(job)?;
+pub async fn run(job: &Claimed, job_type: JobType, env: &Env, outbound: &Outbound) -> HandlerRun {
+    let payload: HttpPayload = match super::payload(job) {
+        Ok(payload) => payload,
+        Err(e) => return HandlerRun::of(Err(e)),
+    };
     let method = Method::from(
         payload
             .method
@@ -29,5 +34,9 @@ pub async fn run(job: &Claimed, job_type: JobType, env: &Env) -> Result<Option<V
         content_type,
         timeout_ms: payload.timeout_ms.unwrap_or(job_type.spec().timeout_ms),
     };
-    signed_request::send(out, job, job_type, env).await
+    HandlerRun {
+        outcome: signed_request::send(outbound, out, job, job_type, env).await,
+        cost_cents: 0.0,
+        follow_ups_trusted: payload.allow_follow_ups,
+    }
 }

@@ -14,13 +14,14 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
-use super::fetch_timeout;
+use super::fetch_timeout::{self, Fetched};
 use crate::claim_store::Claimed;
 use crate::link_store::{self, Checked};
+use crate::outbound::Outbound;
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
 
-pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
+pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
     let payload: LinkHealthCheckPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
     let known = link_store::states(&db, payload.urls.as_deref())
@@ -40,7 +41,7 @@ pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
     let dead_after = payload.dead_after.unwrap_or(DEFAULT_DEAD_AFTER);
     let concurrency = payload.concurrency.unwrap_or(DEFAULT_LINK_CONCURRENCY) as usize;
     let probes: Vec<Probe> = stream::iter(urls.iter())
-        .map(|url| check(url))
+        .map(|url| check(outbound, url))
         .buffered(concurrency)
         .collect()
         .await;
@@ -93,9 +94,9 @@ impl Probe {
     }
 }
 
-async fn check(url: &str) -> Probe {
+async fn check(outbound: &Outbound, url: &str) -> Probe {
     let started = crate::now_ms();
-    let (status, error, final_url) = match follow(url).await {
+    let (status, error, final_url) = match follow(outbound, url).await {
         Ok((status, final_url)) => {
             let error = (!healthy(status)).then(|| format!("HTTP {status}"));
             (Some(status), error, Some(final_url))
@@ -111,12 +112,12 @@ async fn check(url: &str) -> Probe {
 }
 
 /// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
-async fn follow(url: &str) -> Result<(u16, String), (Option<u16>, String)> {
+async fn follow(outbound: &Outbound, url: &str) -> Result<(u16, String), (Option<u16>, String)> {
     let mut current = Url::parse(url).map_err(|e| (None, format!("bad URL: {e}")))?;
     for _ in 0..=MAX_REDIRECTS {
-        let mut response = request(&current, Method::Head).await?;
+        let mut response = request(outbound, &current, Method::Head).await?;
         if head_refused(response.status_code()) {
-            response = request(&current, Method::Get).await?;
+            response = request(outbound, &current, Method::Get).await?;
         }
         let status = response.status_code();
         if !is_redirect(status) {
@@ -134,7 +135,11 @@ async fn follow(url: &str) -> Result<(u16, String), (Option<u16>, String)> {
     Err((None, format!("more than {MAX_REDIRECTS} redirects")))
 }
 
-async fn request(url: &Url, method: Method) -> Result<worker::Response, (Option<u16>, String)> {
+async fn request<'a>(
+    outbound: &'a Outbound,
+    url: &Url,
+    method: Method,
+) -> Result<Fetched<'a>, (Option<u16>, String)> {
     let headers = Headers::new();
     let _ = headers.set("user-agent", "cf-jobs-link-check/1");
     let mut init = RequestInit::new();
@@ -142,7 +147,7 @@ async fn request(url: &Url, method: Method) -> Result<worker::Response, (Option<
         .with_headers(headers)
         .with_redirect(RequestRedirect::Manual);
     let request = Request::new_with_init(url.as_str(), &init).map_err(|e| (None, e.to_string()))?;
-    fetch_timeout::fetch(request, CHECK_TIMEOUT_MS)
+    fetch_timeout::fetch(outbound, request, CHECK_TIMEOUT_MS)
         .await
         .map_err(|e| (None, e.message))
 }

@@ -11,7 +11,9 @@ use jobs_shared::{
 use worker::{Env, Headers, Method, Request, RequestInit};
 
 use super::fetch_timeout;
+use crate::outbound::Outbound;
 use crate::tagging_store::Item;
+use jobs_shared::stored_result::MAX_RESPONSE_BYTES;
 
 /// Seed 000: an API call over 30 s is given up and the item skipped.
 pub const CALL_TIMEOUT_MS: u32 = 30_000;
@@ -68,11 +70,11 @@ impl Llm {
         })
     }
 
-    pub async fn tag(&self, item: &Item) -> Call {
-        self.send(item).await.unwrap_or_else(Call::Failed)
+    pub async fn tag(&self, outbound: &Outbound, item: &Item) -> Call {
+        self.send(outbound, item).await.unwrap_or_else(Call::Failed)
     }
 
-    async fn send(&self, item: &Item) -> Result<Call, JobError> {
+    async fn send(&self, outbound: &Outbound, item: &Item) -> Result<Call, JobError> {
         let prompt = tagging_prompt(&item.title, &item.url, item.description.as_deref());
         let body = request_body(&self.model, MAX_TOKENS, TAGGING_SYSTEM_PROMPT, &prompt);
         let headers = Headers::new();
@@ -88,7 +90,8 @@ impl Llm {
             .with_headers(headers)
             .with_body(Some(body.to_string().into()));
         let request = Request::new_with_init(&self.url, &init).map_err(bad_config)?;
-        let mut response = fetch_timeout::fetch(request, CALL_TIMEOUT_MS).await?;
+        let started = crate::now_ms();
+        let response = fetch_timeout::fetch(outbound, request, CALL_TIMEOUT_MS).await?;
         let status = response.status_code();
         if matches!(status, 401 | 403) {
             return Err(JobError::new(
@@ -97,9 +100,11 @@ impl Llm {
             ));
         }
         fetch_timeout::check_status(&response)?;
-        let text = response.text().await.map_err(|e| {
-            JobError::new(ErrorClass::Network, format!("reading the LLM reply: {e}"))
-        })?;
+        let left_ms = i64::from(CALL_TIMEOUT_MS) - (crate::now_ms() - started);
+        let text = response
+            .body_capped(MAX_RESPONSE_BYTES, left_ms.max(1) as u32)
+            .await?
+            .text;
         Ok(match parse_reply(&text) {
             Err(reason) => Call::Invalid {
                 reason,

@@ -19,29 +19,47 @@ use serde_json::Value;
 use worker::Env;
 
 use crate::claim_store::Claimed;
+use crate::outbound::Outbound;
 
-/// A handler's outcome (`Ok` carries the result JSON stored on the job) and what the attempt
-/// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not.
+/// A handler's outcome (`Ok` carries the result JSON stored on the job), what the attempt
+/// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not, and
+/// whether follow-up jobs in its result may be enqueued: built-in handlers and the team's own
+/// app endpoints are trusted, an `http` target only when its job allows it.
 pub struct HandlerRun {
     pub outcome: Result<Option<Value>, JobError>,
     pub cost_cents: f64,
+    pub follow_ups_trusted: bool,
+}
+
+impl HandlerRun {
+    /// A trusted handler's outcome that cost nothing.
+    pub fn of(outcome: Result<Option<Value>, JobError>) -> HandlerRun {
+        HandlerRun {
+            outcome,
+            cost_cents: 0.0,
+            follow_ups_trusted: true,
+        }
+    }
 }
 
 /// Runs one claimed job; `started_at` is the attempt's start (the time a handler reasons in).
-pub async fn run(job: &Claimed, job_type: JobType, env: &Env, started_at: i64) -> HandlerRun {
-    let outcome = match job_type.handler() {
-        Handler::AiTagging => return ai_tagging::run(job, env, started_at).await,
+/// Every subrequest goes through the batch's `outbound` gate.
+pub async fn run(
+    job: &Claimed,
+    job_type: JobType,
+    env: &Env,
+    outbound: &Outbound,
+    started_at: i64,
+) -> HandlerRun {
+    HandlerRun::of(match job_type.handler() {
+        Handler::AiTagging => return ai_tagging::run(job, env, outbound, started_at).await,
+        Handler::Http => return http::run(job, job_type, env, outbound).await,
         Handler::Noop => Ok(None),
-        Handler::Http => http::run(job, job_type, env).await,
-        Handler::Forward => forward::run(job, job_type, env).await,
-        Handler::RssRefresh => rss_refresh::run(job, env).await,
-        Handler::LinkHealth => link_health::run(job, env).await,
-        Handler::Screenshot => screenshot::run(job, env).await,
-    };
-    HandlerRun {
-        outcome,
-        cost_cents: 0.0,
-    }
+        Handler::Forward => forward::run(job, job_type, env, outbound).await,
+        Handler::RssRefresh => rss_refresh::run(job, env, outbound).await,
+        Handler::LinkHealth => link_health::run(job, env, outbound).await,
+        Handler::Screenshot => screenshot::run(job, env, outbound).await,
+    })
 }
 
 /// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).

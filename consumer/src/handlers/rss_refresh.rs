@@ -17,6 +17,7 @@ use worker::{D1Database, Env, Headers, Method, Request, RequestInit};
 
 use super::fetch_timeout;
 use crate::claim_store::Claimed;
+use crate::outbound::Outbound;
 use crate::rss_store::{self, Refreshed, SourceRow};
 
 /// Feeds fetched at once by one job.
@@ -24,7 +25,7 @@ const CONCURRENT_FETCHES: usize = 6;
 const FETCH_TIMEOUT_MS: u32 = 20_000;
 const ACCEPT: &str = "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5";
 
-pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
+pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
     let payload: RssFeedRefreshPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
     let now = crate::now_ms();
@@ -59,7 +60,7 @@ pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
         }
     }
     let fetched: Vec<Result<SortedEntries, JobError>> = stream::iter(due.iter())
-        .map(|source| fetch_feed(&source.url))
+        .map(|source| fetch_feed(outbound, &source.url))
         .buffered(CONCURRENT_FETCHES)
         .collect()
         .await;
@@ -143,7 +144,7 @@ async fn write(
         .collect())
 }
 
-async fn fetch_feed(url: &str) -> Result<SortedEntries, JobError> {
+async fn fetch_feed(outbound: &Outbound, url: &str) -> Result<SortedEntries, JobError> {
     let headers = Headers::new();
     let _ = headers.set("accept", ACCEPT);
     let _ = headers.set("user-agent", "cf-jobs-rss/1");
@@ -151,7 +152,7 @@ async fn fetch_feed(url: &str) -> Result<SortedEntries, JobError> {
     init.with_method(Method::Get).with_headers(headers);
     let request = Request::new_with_init(url, &init)
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad feed URL: {e}")))?;
-    let mut response = fetch_timeout::fetch(request, FETCH_TIMEOUT_MS).await?;
+    let mut response = fetch_timeout::fetch(outbound, request, FETCH_TIMEOUT_MS).await?;
     fetch_timeout::check_status(&response)?;
     let text = response
         .text()

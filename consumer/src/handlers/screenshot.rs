@@ -16,8 +16,9 @@ use worker::{Env, HttpMetadata};
 use super::{screenshot_browser, screenshot_rest};
 use crate::claim_store::Claimed;
 use crate::config;
+use crate::outbound::Outbound;
 
-pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
+pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
     let payload: ScreenshotCapturePayload = super::payload(job)?;
     let capture = Capture::new(payload, JobType::ScreenshotCapture.spec().timeout_ms);
     let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;
@@ -32,7 +33,10 @@ pub async fn run(job: &Claimed, env: &Env) -> Result<Option<Value>, JobError> {
             let shot = screenshot_browser::capture(&capture, env).await?;
             (shot.bytes, Some((shot.status, shot.final_url)))
         }
-        CaptureMode::Rest => (screenshot_rest::capture(&capture, env).await?, None),
+        CaptureMode::Rest => (
+            screenshot_rest::capture(&capture, env, outbound).await?,
+            None,
+        ),
     };
     let info = image_info(&bytes)
         .filter(|info| info.format == capture.format)

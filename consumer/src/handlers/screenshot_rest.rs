@@ -9,13 +9,18 @@ use worker::{Env, Headers, Method, Request, RequestInit};
 
 use super::{fetch_timeout, invalid_request};
 use crate::config;
+use crate::outbound::Outbound;
 
 const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
 
 /// The endpoint's own setup and capture on top of the page budget.
 const OVERHEAD_MS: u32 = 30_000;
 
-pub async fn capture(capture: &Capture, env: &Env) -> Result<Vec<u8>, JobError> {
+pub async fn capture(
+    capture: &Capture,
+    env: &Env,
+    outbound: &Outbound,
+) -> Result<Vec<u8>, JobError> {
     let setting = |name: &str| {
         config(env, name).ok_or_else(|| {
             JobError::new(
@@ -45,7 +50,7 @@ pub async fn capture(capture: &Capture, env: &Env) -> Result<Vec<u8>, JobError> 
     let request = Request::new_with_init(&url, &init).map_err(invalid_request)?;
 
     let timeout = capture.timeout_ms.saturating_add(OVERHEAD_MS);
-    let mut response = fetch_timeout::fetch(request, timeout).await?;
+    let mut response = fetch_timeout::fetch(outbound, request, timeout).await?;
     if let Err(e) = fetch_timeout::check_status(&response) {
         let detail = api_errors(&response.text().await.unwrap_or_default());
         return Err(JobError {

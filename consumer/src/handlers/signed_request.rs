@@ -5,6 +5,7 @@
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
+use jobs_shared::stored_result::MAX_RESPONSE_BYTES;
 use jobs_shared::{correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit};
@@ -12,9 +13,7 @@ use worker::{Env, Headers, Method, Request, RequestInit};
 use super::{fetch_timeout, invalid_request};
 
 use crate::claim_store::Claimed;
-
-/// Response bodies kept on the job are cut here; the job row is not a blob store.
-const MAX_RESULT_BODY: usize = 4096;
+use crate::outbound::Outbound;
 
 pub struct Outgoing<'a> {
     pub url: &'a str,
@@ -26,6 +25,7 @@ pub struct Outgoing<'a> {
 }
 
 pub async fn send(
+    outbound: &Outbound,
     out: Outgoing<'_>,
     job: &Claimed,
     job_type: JobType,
@@ -80,18 +80,22 @@ pub async fn send(
     }
     let request = Request::new_with_init(out.url, &init).map_err(invalid_request)?;
 
-    let mut response = fetch_timeout::fetch(request, out.timeout_ms).await?;
+    let started = crate::now_ms();
+    let response = fetch_timeout::fetch(outbound, request, out.timeout_ms).await?;
     let status = response.status_code();
     fetch_timeout::check_status(&response)?;
-    let text = response.text().await.unwrap_or_default();
-    let body =
-        serde_json::from_str::<Value>(&text).unwrap_or_else(|_| Value::String(truncate(&text)));
-    Ok(Some(json!({ "status": status, "body": body })))
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_RESULT_BODY) {
-        Some((cut, _)) => text[..cut].to_string(),
-        None => text.to_string(),
+    // The body shares the request's timeout, and only its first MAX_RESPONSE_BYTES are read.
+    let left_ms = i64::from(out.timeout_ms) - (crate::now_ms() - started);
+    let read = response
+        .body_capped(MAX_RESPONSE_BYTES, left_ms.max(1) as u32)
+        .await?;
+    if read.truncated {
+        return Ok(Some(json!({
+            "status": status,
+            "body": read.text,
+            "body_truncated": true,
+        })));
     }
+    let body = serde_json::from_str::<Value>(&read.text).unwrap_or(Value::String(read.text));
+    Ok(Some(json!({ "status": status, "body": body })))
 }

@@ -1,0 +1,125 @@
+//! What of a handler's result D1 keeps, and how a batch of outcome rows is cut to fit D1.
+//!
+//! A result is whatever a remote server answered (an app endpoint, a feed, an LLM), so its size
+//! is untrusted: it is capped before it reaches the record batch, and the cap is flagged on the
+//! job instead of failing it (README, "Guarantees"). The record batch binds its rows as JSON
+//! arrays; D1 refuses any string over 2 MB (`SQLITE_TOOBIG`), so rows are grouped into arrays of
+//! at most [`MAX_ROWS_JSON_BYTES`] each, still within one round trip.
+
+use serde_json::{json, Value};
+
+/// The largest result stored on a job, as compact JSON (bytes).
+pub const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// The largest response body a handler reads from a remote server (bytes); the rest is never
+/// read. Below the stored cap, so that a cut body, escaped into its result, usually still fits
+/// (one that does not is replaced by the truncation marker of [`stored_result`]).
+pub const MAX_RESPONSE_BYTES: usize = 48 * 1024;
+
+/// The largest JSON array of rows bound to one statement: half of D1's 2 MB string limit.
+pub const MAX_ROWS_JSON_BYTES: usize = 1024 * 1024;
+
+/// A result as stored: compact JSON of at most [`MAX_RESULT_BYTES`]. A larger one is replaced
+/// by `{"truncated": true, "bytes": <its size>, "preview": "<its first bytes>"}`, so the job
+/// says plainly that its result was cut and how large it was.
+pub fn stored_result(result: &Value) -> String {
+    let text = result.to_string();
+    if text.len() <= MAX_RESULT_BYTES {
+        return text;
+    }
+    // The preview is escaped again inside the marker: keep it well under the cap.
+    let preview = prefix_at_char(&text, MAX_RESULT_BYTES / 2);
+    json!({ "truncated": true, "bytes": text.len(), "preview": preview }).to_string()
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+pub fn prefix_at_char(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+/// Rows (each already JSON) grouped into JSON arrays of at most `max_bytes` each; a row larger
+/// than `max_bytes` gets an array of its own (D1 then refuses that one statement alone).
+pub fn json_arrays(rows: &[String], max_bytes: usize) -> Vec<String> {
+    let mut arrays = Vec::new();
+    let mut current = String::from("[");
+    for row in rows {
+        if current.len() > 1 && current.len() + row.len() + 2 > max_bytes {
+            current.push(']');
+            arrays.push(std::mem::replace(&mut current, String::from("[")));
+        }
+        if current.len() > 1 {
+            current.push(',');
+        }
+        current.push_str(row);
+    }
+    if current.len() > 1 {
+        current.push(']');
+        arrays.push(current);
+    }
+    arrays
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_results_are_stored_as_they_are() {
+        let result = json!({"status": 200, "body": {"ok": true}});
+        assert_eq!(stored_result(&result), result.to_string());
+    }
+
+    #[test]
+    fn large_results_are_cut_and_flagged() {
+        let result = json!({"status": 200, "body": "é".repeat(200_000)});
+        let stored = stored_result(&result);
+        assert!(stored.len() <= MAX_RESULT_BYTES, "{}", stored.len());
+        let marker: Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(marker["truncated"], true);
+        assert_eq!(marker["bytes"], result.to_string().len());
+        assert!(marker["preview"]
+            .as_str()
+            .unwrap()
+            .starts_with("{\"body\":\"éé"));
+    }
+
+    #[test]
+    fn prefixes_end_on_a_character() {
+        assert_eq!(prefix_at_char("aé", 2), "a");
+        assert_eq!(prefix_at_char("aé", 3), "aé");
+        assert_eq!(prefix_at_char("", 3), "");
+    }
+
+    #[test]
+    fn rows_are_grouped_under_the_size() {
+        let rows: Vec<String> = (0..10)
+            .map(|i| format!("[\"{i}\",\"{}\"]", "x".repeat(40)))
+            .collect();
+        let arrays = json_arrays(&rows, 120);
+        assert!(arrays.len() > 1);
+        let mut all = Vec::new();
+        for array in &arrays {
+            assert!(array.len() <= 120, "{array}");
+            let parsed: Vec<Value> = serde_json::from_str(array).unwrap();
+            all.extend(parsed);
+        }
+        assert_eq!(all.len(), 10);
+        assert_eq!(all[3][0], "3");
+        assert_eq!(json_arrays(&rows, usize::MAX).len(), 1);
+        assert!(json_arrays(&[], 100).is_empty());
+        // A row over the size stands alone.
+        let big = vec![
+            "[1]".to_string(),
+            format!("[\"{}\"]", "y".repeat(300)),
+            "[2]".to_string(),
+        ];
+        assert_eq!(json_arrays(&big, 100).len(), 3);
+    }
+}
