@@ -98,6 +98,15 @@ describe("hostile answers cannot stall, poison or multiply a batch", () => {
     assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no step was created");
   });
 
+  test("100 slow endpoints in one batch: at most 6 requests open at once, none timed out", async () => {
+    const ids = await enqueueHttp(p, "/slow?ms=150", 100, { timeout_ms: 2000 });
+    remote.resetMaxOpen();
+    const result = await p.deliver("jobs-default", messages(ids));
+    assert.equal(result.explicitAcks.length, 100, JSON.stringify(result.retryMessages.slice(0, 3)));
+    assert.ok(remote.maxOpen() <= 6, `${remote.maxOpen()} requests open at once`);
+    assert.deepEqual(new Set(await statuses(p, ids)), new Set(["succeeded"]));
+  });
+
   test("a row D1 refuses fails its own job alone; the batch's other outcomes are written", async () => {
     const ids = await enqueueHttp(p, "/slow?ms=1", 4);
     const poisoned = ids[2];

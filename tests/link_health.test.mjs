@@ -1,8 +1,8 @@
 // link_health_check (issue 6): the built-in handler against a real local server: HEAD with a GET
 // fallback, redirects followed by hand, dead after N consecutive failures, bounded concurrency.
-import { describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { withPlatformAndApp } from "./support/platform.mjs";
+import { startPlatform, withPlatformAndApp } from "./support/platform.mjs";
 
 let app;
 let p;
@@ -92,5 +92,23 @@ describe("link_health_check", () => {
     assert.equal(res.body.error.field, "payload.urls[0]");
     const res2 = await p.enqueue({ type: "link_health_check", payload: { concurrency: 50 } });
     assert.equal(res2.body.error.field, "payload.concurrency");
+  });
+});
+
+describe("link_health_check within an invocation's subrequests", () => {
+  let limited;
+  before(async () => {
+    limited = await startPlatform({ consumerBindings: { SUBREQUEST_LIMIT: "3" } });
+  });
+  after(() => limited.dispose());
+
+  test("links it has no subrequests left for stay unchecked, never failing", async () => {
+    const urls = ["/s/1", "/s/2", "/s/3", "/s/4", "/s/5"].map(app.url);
+    const enq = await limited.enqueue({ type: "link_health_check", payload: { urls, concurrency: 1 } });
+    const job = await limited.waitForStatus(enq.body.id, ["succeeded", "dead"]);
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    assert.deepEqual([job.result.checked, job.result.ok, job.result.failing, job.result.unchecked], [3, 3, 0, 2]);
+    const saved = await limited.count("SELECT count(*) FROM links");
+    assert.equal(saved, 3, "only checked links are written");
   });
 });

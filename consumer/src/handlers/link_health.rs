@@ -3,13 +3,16 @@
 //! hand up to a limit so the final URL is known; it records status, latency, final URL and the
 //! start of a failing streak, and marks a link dead after N consecutive failures.
 //! D1: one read and one write per job. The job itself succeeds: broken links are its findings.
+//! A probe has a time limit of its own, and none starts that could not end inside the job's
+//! deadline or that the invocation has no subrequests left for: those links are left
+//! unchecked (counted in the result) and, checked longest ago, come first in the next run.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
-    after_check, head_refused, healthy, is_redirect, JobError, LinkHealthCheckPayload, LinkState,
-    LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
+    after_check, head_refused, healthy, is_redirect, JobError, JobType, LinkHealthCheckPayload,
+    LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
 };
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
@@ -20,13 +23,18 @@ use crate::link_store::{self, Checked};
 use crate::outbound::Outbound;
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
+/// One link's whole probe, redirects included.
+const PROBE_MS: i64 = 30_000;
 
 pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
+    let deadline = crate::now_ms() + i64::from(JobType::LinkHealthCheck.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
     let known = link_store::states(&db, payload.urls.as_deref())
         .await
         .map_err(super::d1_error)?;
+    // The table's links in the store's order: checked longest ago first.
+    let table_order: Vec<String> = known.iter().map(|row| row.url.clone()).collect();
     let mut states: HashMap<String, LinkState> =
         known.into_iter().map(|row| (row.url, row.state)).collect();
     let urls: Vec<String> = match payload.urls {
@@ -36,20 +44,22 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
             urls.retain(|url| seen.insert(url.clone()));
             urls
         }
-        None => states.keys().cloned().collect(),
+        None => table_order,
     };
     let dead_after = payload.dead_after.unwrap_or(DEFAULT_DEAD_AFTER);
     let concurrency = payload.concurrency.unwrap_or(DEFAULT_LINK_CONCURRENCY) as usize;
-    let probes: Vec<Probe> = stream::iter(urls.iter())
-        .map(|url| check(outbound, url))
+    let probes: Vec<Option<Probe>> = stream::iter(urls.iter())
+        .map(|url| check(outbound, url, deadline))
         .buffered(concurrency)
         .collect()
         .await;
+    let unchecked = probes.iter().filter(|p| p.is_none()).count();
 
     let now = crate::now_ms();
     let checked: Vec<Checked> = urls
         .into_iter()
         .zip(probes)
+        .filter_map(|(url, probe)| Some((url, probe?)))
         .map(|(url, probe)| {
             let prev = states.remove(&url).unwrap_or_default();
             let (state, status) = after_check(prev, probe.ok(), now, dead_after);
@@ -76,6 +86,7 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
         "ok": count(LinkStatus::Ok),
         "failing": count(LinkStatus::Failing),
         "dead": count(LinkStatus::Dead),
+        "unchecked": unchecked,
         "links": checked,
     })))
 }
@@ -94,21 +105,34 @@ impl Probe {
     }
 }
 
-async fn check(outbound: &Outbound, url: &str) -> Probe {
+/// One link's check; `None` when it could not be (fully) checked: no time left before
+/// `deadline`, or no subrequests left in this invocation. A link is never marked failing for
+/// the platform's own limits.
+async fn check(outbound: &Outbound, url: &str, deadline: i64) -> Option<Probe> {
     let started = crate::now_ms();
-    let (status, error, final_url) = match follow(outbound, url).await {
-        Ok((status, final_url)) => {
-            let error = (!healthy(status)).then(|| format!("HTTP {status}"));
-            (Some(status), error, Some(final_url))
-        }
-        Err((status, error)) => (status, Some(error), None),
-    };
-    Probe {
+    if started + PROBE_MS > deadline || !outbound.has_subrequests_left() {
+        return None;
+    }
+    let (status, error, final_url) =
+        match fetch_timeout::within(PROBE_MS as u64, follow(outbound, url)).await {
+            None => (
+                None,
+                Some(format!("no final answer within {PROBE_MS} ms")),
+                None,
+            ),
+            Some(Ok((status, final_url))) => {
+                let error = (!healthy(status)).then(|| format!("HTTP {status}"));
+                (Some(status), error, Some(final_url))
+            }
+            Some(Err(_)) if !outbound.has_subrequests_left() => return None,
+            Some(Err((status, error))) => (status, Some(error), None),
+        };
+    Some(Probe {
         status,
         error,
         final_url,
         latency_ms: crate::now_ms() - started,
-    }
+    })
 }
 
 /// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
