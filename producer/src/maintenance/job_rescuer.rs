@@ -4,7 +4,8 @@
 //! The lease length is the family's (shared `Family::lease_secs`), the same one the consumer
 //! claims with. A late outcome from a worker that was only slow is refused by the consumer's
 //! (status, run) guard. Each rescue is logged as `job.interrupted` (and `job.exhausted` when
-//! the job is dead), in the consumer's log schema.
+//! the job is dead), in the consumer's log schema. A backlog of expired leases is worked
+//! through in pages within the tick (`paging.rs`).
 
 use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
 use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 use worker::{console_error, console_warn, Env};
 
 use super::job_sender;
+use super::paging::{self, Page};
 use super::Tick;
 use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
@@ -30,13 +32,19 @@ struct Rescued {
 }
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    paging::pages(tick, || page(tick)).await
+}
+
+/// One page: its jobs leave `running` whatever their sends do (a failed send leaves a job in
+/// the outbox), so the next page finds others.
+async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let running = JobStatus::Running.as_str();
     let (queued, dead) = (JobStatus::Queued.as_str(), JobStatus::Dead.as_str());
     let expired = format!(
         "SELECT id FROM jobs WHERE status = '{running}' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2"
     );
     let out_of_attempts = "attempts >= max_attempts";
-    let params = [num(tick.now_ms), num(tick.config.batch.into())];
+    let params = [num(tick.now_ms), num(tick.config.page.into())];
     let record_run = tick
         .db
         .prepare(format!(
@@ -60,13 +68,18 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .bind(&params)?;
     let results = tick.db.batch(vec![record_run, release]).await?;
     let rescued: Vec<Rescued> = results[1].results()?;
+    let rows = rescued.len();
     rescued.iter().for_each(|r| log(r, tick.now_ms, dead));
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
     let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
     let sent = job_sender::send(tick.env, tick.db, &requeued, tick.now_ms).await?;
     dead_letter(tick.env, &dead_jobs).await;
-    Ok(json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }))
+    Ok(Page {
+        rows,
+        all_sent: true,
+        report: json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }),
+    })
 }
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.
