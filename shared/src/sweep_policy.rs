@@ -151,23 +151,6 @@ mod tests {
             ("RETAIN_SUCCEEDED_DAYS", "7"),
             ("RETAIN_DEAD_DAYS", "abc"),
             ("SWEEP_BATCH", " "),
-        ]
-        .into();
-        let (config, warnings) =
-            SweepConfig::from_vars(|name| vars.get(name).map(|v| v.to_string()));
-        assert_eq!(config.outbox_grace_ms, 60_000);
-        assert_eq!(config.retain_succeeded_ms, 7 * DAY_MS);
-        assert_eq!(config.retain_dead_ms, SweepConfig::DEFAULT.retain_dead_ms);
-        assert_eq!(config.batch, 100);
-        assert_eq!(config.stranded_after_ms, 3_600_000);
-        assert_eq!(config.page, 1000);
-        assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].starts_with("RETAIN_DEAD_DAYS"), "{warnings:?}");
-    }
-
-    #[test]
-    fn recovery_knobs_are_read_in_their_units() {
-        let vars: HashMap<&str, &str> = [
             ("STRANDED_AFTER_SECS", "600"),
             ("SWEEP_PAGE", "250"),
             ("SWEEP_BUDGET_SECS", "5"),
@@ -176,11 +159,17 @@ mod tests {
         .into();
         let (config, warnings) =
             SweepConfig::from_vars(|name| vars.get(name).map(|v| v.to_string()));
+        assert_eq!(config.outbox_grace_ms, 60_000);
+        assert_eq!(config.retain_succeeded_ms, 7 * DAY_MS);
+        assert_eq!(config.retain_dead_ms, SweepConfig::DEFAULT.retain_dead_ms);
+        assert_eq!(config.batch, 100);
         assert_eq!(config.stranded_after_ms, 600_000);
         assert_eq!(config.page, 250);
         assert_eq!(config.budget_ms, 5_000);
         assert_eq!(config.subrequests, 500, "over the cap keeps the default");
-        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].starts_with("RETAIN_DEAD_DAYS"), "{warnings:?}");
+        assert!(warnings[1].starts_with("SWEEP_SUBREQUESTS"), "{warnings:?}");
     }
 
     #[test]

@@ -8,12 +8,11 @@
 //! harmless (the claim is a compare-and-set). Pages through a backlog within the tick.
 
 use jobs_shared::JobStatus;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
+use crate::dispatch::UNSENT_COLUMNS;
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
@@ -22,7 +21,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let queued = JobStatus::Queued.as_str();
-    let unsent: Vec<Unsent> = tick
+    let unsent = tick
         .db
         .prepare(format!(
             "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{queued}' AND sent_at IS NULL \
@@ -31,14 +30,6 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
         .bind(&[
             num(tick.now_ms - tick.config.outbox_grace_ms),
             num(tick.config.page.into()),
-        ])?
-        .all()
-        .await?
-        .results()?;
-    let sent = job_sender::send(tick.env, tick.db, &unsent, tick.now_ms).await?;
-    Ok(Page {
-        rows: unsent.len(),
-        all_sent: sent == unsent.len(),
-        report: json!({ "found": unsent.len(), "sent": sent }),
-    })
+        ])?;
+    paging::resend(tick, unsent).await
 }

@@ -4,9 +4,11 @@
 
 use std::future::Future;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+use worker::D1PreparedStatement;
 
-use super::Tick;
+use super::{job_sender, Tick};
+use crate::dispatch::Unsent;
 use crate::env_config;
 
 /// What one page did.
@@ -60,4 +62,17 @@ where
     }
     totals.insert("pages".into(), done.into());
     Ok(Value::Object(totals))
+}
+
+/// A page of a re-sender: the jobs `select` finds (`Unsent` rows) are sent again, and each
+/// accepted send recorded. A job whose send failed would be found again, so such a page ends
+/// the paging.
+pub async fn resend(tick: &Tick<'_>, select: D1PreparedStatement) -> worker::Result<Page> {
+    let found: Vec<Unsent> = select.all().await?.results()?;
+    let sent = job_sender::send(tick.env, tick.db, &found, tick.now_ms).await?;
+    Ok(Page {
+        rows: found.len(),
+        all_sent: sent == found.len(),
+        report: json!({ "found": found.len(), "sent": sent }),
+    })
 }

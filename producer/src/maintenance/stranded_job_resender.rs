@@ -9,12 +9,11 @@
 //! Pages through a backlog within the tick.
 
 use jobs_shared::{sql_in_list, JobStatus};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
+use crate::dispatch::UNSENT_COLUMNS;
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
@@ -23,7 +22,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
-    let lost: Vec<Unsent> = tick
+    let lost = tick
         .db
         .prepare(format!(
             "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status IN ({waiting}) AND run_at <= ?1 \
@@ -32,14 +31,6 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
         .bind(&[
             num(tick.now_ms - tick.config.stranded_after_ms),
             num(tick.config.page.into()),
-        ])?
-        .all()
-        .await?
-        .results()?;
-    let sent = job_sender::send(tick.env, tick.db, &lost, tick.now_ms).await?;
-    Ok(Page {
-        rows: lost.len(),
-        all_sent: sent == lost.len(),
-        report: json!({ "found": lost.len(), "sent": sent }),
-    })
+        ])?;
+    paging::resend(tick, lost).await
 }
