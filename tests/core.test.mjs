@@ -239,13 +239,13 @@ describe("messages delivered by the test", () => {
       assert.equal((await p.getJob(enq.body.id)).body.status, "succeeded");
     });
 
-    test("the DLQ consumer records a job the queue gave up on as dead", async () => {
+    test("the DLQ consumer lists an arrival and puts a job still waiting back in the outbox", async () => {
       const enq = await p.enqueue({ type: "http", payload: { url: app.url("/never") } });
       const result = await p.deliver("jobs-default-dlq", [{ id: "d-1", ...message(enq.body), attempts: 101 }]);
       assert.deepEqual(result.explicitAcks, ["d-1"]);
       const job = (await p.getJob(enq.body.id)).body;
-      assert.equal(job.status, "dead");
-      assert.equal(job.error.class, "delivery_exhausted");
+      assert.equal(job.status, "queued", "its message is gone, not the job (tests/faults_recovery.test.mjs)");
+      assert.equal(await p.count("SELECT sent_at FROM jobs WHERE id = ?", job.id), null);
       assert.equal(await p.count("SELECT delivery_attempts FROM dead_letters WHERE job_id = ?", job.id), 101);
     });
   });

@@ -4,7 +4,7 @@
 // timestamps back, which is all the sweep reads.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jobMessage, startPlatform } from "./support/platform.mjs";
+import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { tick, unsentProducer, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
 
 const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
@@ -164,5 +164,23 @@ describe("priority aging and promotion", () => {
 
     await p.deliver("jobs-high", [{ id: "fresh", ...jobMessage(waiting, "noop") }]);
     assert.equal((await row(p, waiting)).status, "succeeded");
+  });
+
+  test("a job in a paused family is not promoted out of its pause, and moves once resumed", async () => {
+    const admin = { token: TOKENS.admin };
+    const pause = await p.request("POST", "/v1/admin/pauses", { json: { kind: "family", name: "low" }, ...admin });
+    assert.equal(pause.status, 201);
+    const now = Date.now();
+    const id = (await p.enqueue({ type: "click_rollup", payload: { hour: "2025-01-01T10:00:00Z" }, priority: 65 })).body.id;
+
+    await tick(p, now + 61 * MINUTE);
+    let job = await row(p, id);
+    assert.deepEqual([job.priority, job.family], [75, "low"], "aged, but kept in low: not sent to jobs-default");
+
+    assert.equal((await p.request("DELETE", "/v1/admin/pauses/family/low", admin)).status, 200);
+    await tick(p, now + 66 * MINUTE);
+    job = await row(p, id);
+    assert.deepEqual([job.priority, job.family], [85, "default"], "resumed: it climbs as usual");
+    assert.ok(job.sent_at);
   });
 });

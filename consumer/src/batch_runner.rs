@@ -30,9 +30,6 @@ use crate::{chain, dead_letters, handlers, now_ms};
 /// How far past its deadline a job may run before the batch ends it.
 const DEADLINE_SLACK_MS: i64 = 1_000;
 
-/// When D1 itself fails, the whole batch comes back after this long.
-const D1_RETRY_SECS: u64 = 10;
-
 pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
         console_error!("batch from unknown queue {queue}: retried later");
@@ -491,7 +488,14 @@ fn secs_until(at_ms: i64, now: i64) -> u64 {
     ((at_ms - now).max(0) as u64).div_ceil(1000).max(1)
 }
 
+/// D1 itself failed: each message comes back after a delay that grows with its deliveries
+/// (shared `d1_retry_secs`), so an outage of many hours spends few of the queue's retries.
 fn d1_failed(deliveries: &[&Delivery], e: &dyn std::fmt::Display) {
-    console_error!("D1 unavailable, batch retried in {D1_RETRY_SECS} s: {e}");
-    deliveries.iter().for_each(|d| d.retry(D1_RETRY_SECS));
+    console_error!(
+        "D1 unavailable, {} message(s) retried with backoff: {e}",
+        deliveries.len()
+    );
+    for delivery in deliveries {
+        delivery.retry(jobs_shared::d1_retry_secs(delivery.delivery_attempts));
+    }
 }

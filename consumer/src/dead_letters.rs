@@ -1,12 +1,12 @@
 //! The dead-letter side: sending jobs that went `dead` to their family's DLQ, and consuming the
-//! DLQs so that what arrives there by another path (the queue's own max_retries safety net)
-//! is recorded as dead too: D1 always agrees with the DLQ.
+//! DLQs: every arrival is listed, and a job whose message the queue gave up on by itself (its
+//! max_retries safety net) is sent again, never killed while it has attempts left.
 
 use jobs_shared::queue_send::{send_to, Outgoing};
-use jobs_shared::{sql_in_list, Family, JobMessage, JobStatus};
+use jobs_shared::{d1_retry_secs, sql_in_list, Family, JobMessage, JobStatus};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{console_error, Env};
+use worker::{console_error, console_log, Env};
 
 use crate::delivery::Delivery;
 use crate::now_ms;
@@ -26,8 +26,13 @@ pub async fn send(family: Family, dead: &[(&Delivery, JobMessage)], env: &Env) {
     dead.iter().for_each(|(d, _)| d.ack());
 }
 
-/// A DLQ batch, in one D1 batch: every job still live is marked dead (delivery_exhausted), and
-/// every arrival is listed in `dead_letters`.
+/// A DLQ batch, in one D1 batch. A DLQ arrival means the queue gave up on one message, not
+/// that the job is over: it may have been replayed, be running under another message, or be
+/// waiting for its next attempt. So every arrival is listed in `dead_letters`, and only a job
+/// that waits for a message (`queued` or `retrying`, not held by a pause) is touched: its
+/// message is gone, so it goes back to the outbox (`sent_at` NULL, `run_at` kept) for the
+/// sweep to send again (README "Guarantees"), or `dead` (delivery_exhausted) if it has no
+/// attempt left. A finished, running or scheduled job is left as it is.
 pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
     let arrivals: Vec<_> = deliveries
         .iter()
@@ -38,17 +43,25 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
         .collect();
     let arrivals = JsValue::from_str(&Value::Array(arrivals).to_string());
     let now = JsValue::from_f64(now_ms() as f64);
-    let live = sql_in_list(&JobStatus::live());
+    let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
+    let arrived = format!(
+        "id IN (SELECT json_extract(value, '$.id') FROM json_each(?2)) \
+         AND +status IN ({waiting}) AND held_at IS NULL"
+    );
     let written =
         async {
             let db = env.d1("DB")?;
-            let mark_dead = db
+            let exhausted = db
                 .prepare(format!(
                     "UPDATE jobs SET status = 'dead', error_class = 'delivery_exhausted', \
-                 last_error = 'the queue gave up delivering this job (max_retries)', \
+                 last_error = 'the queue gave up delivering this job and it has no attempt left', \
                  finished_at = ?1, updated_at = ?1, lease_until = NULL, escalated_at = NULL \
-                 WHERE id IN (SELECT json_extract(value, '$.id') FROM json_each(?2)) \
-                 AND +status IN ({live})"
+                 WHERE {arrived} AND attempts >= max_attempts RETURNING id"
+                ))
+                .bind(&[now.clone(), arrivals.clone()])?;
+            let requeue = db
+                .prepare(format!(
+                    "UPDATE jobs SET sent_at = NULL, updated_at = ?1 WHERE {arrived} RETURNING id"
                 ))
                 .bind(&[now.clone(), arrivals.clone()])?;
             let list = db
@@ -65,13 +78,32 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
                  ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value",
             )
             .bind(&[family.as_str().into(), JsValue::from_f64(deliveries.len() as f64)])?;
-            db.batch(vec![mark_dead, list, count]).await
+            let results = db.batch(vec![exhausted, requeue, list, count]).await?;
+            let ids = |i: usize| -> worker::Result<Vec<Value>> {
+                let rows: Vec<Value> = results[i].results()?;
+                Ok(rows
+                    .into_iter()
+                    .filter_map(|r| r.get("id").cloned())
+                    .collect())
+            };
+            Ok::<_, worker::Error>((ids(0)?, ids(1)?))
         };
     match written.await {
-        Ok(_) => deliveries.iter().for_each(Delivery::ack),
+        Ok((dead, requeued)) => {
+            console_log!(
+                "{}",
+                json!({
+                    "event": "dead_letters.received", "queue": family.dlq_name(),
+                    "arrivals": deliveries.len(), "requeued": requeued, "dead": dead,
+                })
+            );
+            deliveries.iter().for_each(Delivery::ack)
+        }
         Err(e) => {
-            console_error!("recording DLQ arrivals failed, retried: {e}");
-            deliveries.iter().for_each(|d| d.retry(60));
+            console_error!("recording DLQ arrivals failed, retried with backoff: {e}");
+            for delivery in deliveries {
+                delivery.retry(d1_retry_secs(delivery.delivery_attempts));
+            }
         }
     }
 }

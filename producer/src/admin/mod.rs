@@ -11,7 +11,7 @@ mod job_actions_store;
 mod jobs;
 mod jobs_store;
 mod pauses;
-mod pauses_store;
+pub(crate) mod pauses_store;
 mod stats;
 mod stats_store;
 

@@ -1,8 +1,9 @@
 //! Pause and resume a job type or a family. While paused, the consumer claims none of its jobs
-//! (no attempt is spent): it acks their messages and marks them held. Resume sends every held
-//! job's message again, due when the job is due.
+//! (no attempt is spent): it acks their messages and marks them held. Resume sends the held
+//! jobs' messages again, due when each job is due: a page of them (`MAX_BULK`) in the request,
+//! so a resume costs a bounded request whatever it held; the sweep releases the rest.
 
-use jobs_shared::{rfc3339, ApiError, PauseTarget};
+use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
 use serde_json::json;
 use worker::{Request, Response};
 
@@ -50,23 +51,25 @@ pub async fn pause(req: &mut Request, admin: &Admin<'_>) -> Result<Response, Api
     )
 }
 
-/// DELETE /v1/admin/pauses/{kind}/{name}: resumes, and re-sends the held jobs.
+/// DELETE /v1/admin/pauses/{kind}/{name}: resumes, and re-sends a page of the held jobs;
+/// answers how many were `released` and how many `remaining` the sweep will release.
 pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Response, ApiError> {
     let target = PauseTarget::parse(kind, name)?;
     let entry = admin.entry(
         "resume",
         json!({ "kind": target.kind, "name": target.name }),
     );
-    let (existed, released) =
-        pauses_store::resume(&d1::database(admin.env)?, &target, &entry).await?;
+    let resumed =
+        pauses_store::resume(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry).await?;
     let now = env_config::now_ms();
     // Due beyond the queue's delay limit: the sweep sends it from the outbox.
-    let outgoing: Vec<_> = released
+    let outgoing: Vec<_> = resumed
+        .released
         .iter()
         .filter_map(|job| job.outgoing(now, None))
         .collect();
     dispatch::send_all(admin.env, &outgoing).await;
-    if !existed {
+    if !resumed.existed {
         return Err(ApiError::new(
             404,
             "not_found",
@@ -76,6 +79,9 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
     }
     respond::json(
         200,
-        &json!({ "kind": target.kind, "name": target.name, "paused": false, "released": released.len() }),
+        &json!({
+            "kind": target.kind, "name": target.name, "paused": false,
+            "released": resumed.released.len(), "remaining": resumed.remaining,
+        }),
     )
 }

@@ -1,14 +1,17 @@
-//! SQL for pauses. Pausing is one row; resuming deletes it and, in the same batch, releases
-//! every job the consumer held for it (and no other pause still covers) back into the outbox,
-//! returning them so their messages can be sent.
+//! SQL for pauses. Pausing is one row; resuming deletes it and, in the same batch, releases a
+//! page of the jobs the consumer held for it (and no other pause still covers) back into the
+//! outbox, returning them so their messages can be sent. The sweep releases the rest
+//! (`maintenance/held_job_releaser.rs`) with the same statement.
 
 use jobs_shared::{ApiError, PauseTarget, SqlValue, PAUSED_JOB_SQL};
 use serde::Deserialize;
-use worker::D1Database;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
 
 use super::audit_store::{self, Entry};
 use super::d1::{self, text};
-use crate::dispatch::Unsent;
+use crate::dispatch::{Unsent, UNSENT_COLUMNS};
+use crate::respond;
 
 #[derive(Deserialize)]
 pub struct PauseRow {
@@ -20,13 +23,34 @@ pub struct PauseRow {
     pub held: i64,
 }
 
-/// `jobs` rows a pause target covers: the column is picked from a validated kind, never input.
-fn covers(target: &PauseTarget) -> &'static str {
-    if target.kind == "type" {
-        "jobs.type = ?"
-    } else {
-        "jobs.family = ?"
-    }
+/// Held jobs no pause covers (any more), of `target`'s jobs when given (then with one `?` for
+/// its name): the column is picked from a validated kind, never input.
+fn releasable(target: Option<&PauseTarget>) -> String {
+    let scope = match target {
+        Some(t) if t.kind == "type" => " AND jobs.type = ?",
+        Some(_) => " AND jobs.family = ?",
+        None => "",
+    };
+    format!("held_at IS NOT NULL AND NOT {PAUSED_JOB_SQL}{scope}")
+}
+
+/// Puts up to `limit` releasable held jobs (of `target`'s, when given) back in the outbox,
+/// oldest hold first, returning them (`Unsent`) to be sent.
+pub(crate) fn release(
+    db: &D1Database,
+    target: Option<&PauseTarget>,
+    now_ms: i64,
+    limit: u32,
+) -> worker::Result<D1PreparedStatement> {
+    let mut values = vec![JsValue::from_f64(now_ms as f64)];
+    values.extend(target.map(|t| JsValue::from_str(&t.name)));
+    values.push(JsValue::from_f64(limit.into()));
+    db.prepare(format!(
+        "UPDATE jobs SET held_at = NULL, sent_at = NULL, updated_at = ? WHERE id IN \
+         (SELECT id FROM jobs WHERE {} ORDER BY held_at LIMIT ?) RETURNING {UNSENT_COLUMNS}",
+        releasable(target)
+    ))
+    .bind(&values)
 }
 
 const HELD_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE held_at IS NOT NULL AND \
@@ -64,18 +88,28 @@ pub async fn pause(
     Ok(!d1::rows::<serde_json::Value>(&results[0])?.is_empty())
 }
 
-/// Resumes `target`: whether it was paused, and the jobs released (now in the outbox). Held
-/// jobs no pause covers any more are released even if this pause was gone already.
+/// A resume: whether the pause existed, the jobs released now, and how many it still holds.
+pub struct Resumed {
+    pub existed: bool,
+    pub released: Vec<Unsent>,
+    pub remaining: i64,
+}
+
+#[derive(Deserialize)]
+struct Remaining {
+    remaining: i64,
+}
+
+/// Resumes `target` and releases up to `page` of its held jobs (those no other pause covers),
+/// even if this pause was gone already; the rest stay held for the sweep to release.
 pub async fn resume(
     db: &D1Database,
     target: &PauseTarget,
+    page: u32,
     entry: &Entry<'_>,
-) -> Result<(bool, Vec<Unsent>), ApiError> {
+) -> Result<Resumed, ApiError> {
     let name = text(target.name.as_str());
-    let releasable = format!(
-        "held_at IS NOT NULL AND {} AND NOT {PAUSED_JOB_SQL}",
-        covers(target)
-    );
+    let releasable = releasable(Some(target));
     let delete = d1::statement(
         db,
         "DELETE FROM pauses WHERE kind = ? AND name = ? RETURNING kind",
@@ -84,18 +118,22 @@ pub async fn resume(
     let audit = audit_store::counted(
         db,
         entry,
-        &format!("SELECT COUNT(*) FROM jobs WHERE {releasable}"),
-        std::slice::from_ref(&name),
+        &format!("SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE {releasable} LIMIT ?)"),
+        &[name.clone(), SqlValue::Int(page.into())],
     )?;
-    let release = d1::statement(
+    let release =
+        release(db, Some(target), entry.now_ms, page).map_err(|e| respond::internal(&e))?;
+    let remaining = d1::statement(
         db,
-        &format!(
-            "UPDATE jobs SET held_at = NULL, sent_at = NULL, updated_at = ? WHERE {releasable} \
-             RETURNING id, type, family, run_at"
-        ),
-        &[SqlValue::Int(entry.now_ms), name],
+        &format!("SELECT COUNT(*) AS remaining FROM jobs WHERE {releasable}"),
+        &[name],
     )?;
-    let results = d1::batch(db, vec![delete, audit, release]).await?;
-    let existed = !d1::rows::<serde_json::Value>(&results[0])?.is_empty();
-    Ok((existed, d1::rows(&results[2])?))
+    let results = d1::batch(db, vec![delete, audit, release, remaining]).await?;
+    Ok(Resumed {
+        existed: !d1::rows::<serde_json::Value>(&results[0])?.is_empty(),
+        released: d1::rows(&results[2])?,
+        remaining: d1::rows::<Remaining>(&results[3])?
+            .first()
+            .map_or(0, |r| r.remaining),
+    })
 }

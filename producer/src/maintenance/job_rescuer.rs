@@ -4,21 +4,22 @@
 //! The lease length is the family's (shared `Family::lease_secs`), the same one the consumer
 //! claims with. A late outcome from a worker that was only slow is refused by the consumer's
 //! (status, run) guard. Each rescue is logged as `job.interrupted` (and `job.exhausted` when
-//! the job is dead), in the consumer's log schema.
+//! the job is dead), in the consumer's log schema. A backlog of expired leases is worked
+//! through in pages within the tick (`paging.rs`).
 
 use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
+use jobs_shared::lease::LOST_ATTEMPT;
 use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{console_error, console_warn, Env};
 
 use super::job_sender;
+use super::paging::{self, Page};
 use super::Tick;
 use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 use jobs_shared::queue_send::{send_to, Outgoing};
-
-const LOST: &str = "the lease expired before an outcome was recorded (the worker died or hung)";
 
 #[derive(Deserialize)]
 struct Rescued {
@@ -30,20 +31,26 @@ struct Rescued {
 }
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    paging::pages(tick, || page(tick)).await
+}
+
+/// One page: its jobs leave `running` whatever their sends do (a failed send leaves a job in
+/// the outbox), so the next page finds others.
+async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let running = JobStatus::Running.as_str();
     let (queued, dead) = (JobStatus::Queued.as_str(), JobStatus::Dead.as_str());
     let expired = format!(
         "SELECT id FROM jobs WHERE status = '{running}' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2"
     );
     let out_of_attempts = "attempts >= max_attempts";
-    let params = [num(tick.now_ms), num(tick.config.batch.into())];
+    let params = [num(tick.now_ms), num(tick.config.page.into())];
     let record_run = tick
         .db
         .prepare(format!(
             "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
              error_message, duration_ms) \
              SELECT id, runs, attempts, COALESCE(started_at, ?1), ?1, \
-             CASE WHEN {out_of_attempts} THEN 'dead' ELSE 'retrying' END, 'lease_expired', '{LOST}', \
+             CASE WHEN {out_of_attempts} THEN 'dead' ELSE 'retrying' END, 'lease_expired', '{LOST_ATTEMPT}', \
              ?1 - COALESCE(started_at, ?1) FROM jobs WHERE id IN ({expired}) ON CONFLICT DO NOTHING"
         ))
         .bind(&params)?;
@@ -52,7 +59,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .prepare(format!(
             "UPDATE jobs SET status = CASE WHEN {out_of_attempts} THEN '{dead}' ELSE '{queued}' END, \
              finished_at = CASE WHEN {out_of_attempts} THEN ?1 END, run_at = ?1, lease_until = NULL, \
-             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST}', updated_at = ?1, \
+             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST_ATTEMPT}', updated_at = ?1, \
              escalated_at = NULL \
              WHERE id IN ({expired}) AND status = '{running}' \
              RETURNING {UNSENT_COLUMNS}, status, attempts, started_at"
@@ -60,13 +67,18 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .bind(&params)?;
     let results = tick.db.batch(vec![record_run, release]).await?;
     let rescued: Vec<Rescued> = results[1].results()?;
+    let rows = rescued.len();
     rescued.iter().for_each(|r| log(r, tick.now_ms, dead));
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
     let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
     let sent = job_sender::send(tick.env, tick.db, &requeued, tick.now_ms).await?;
     dead_letter(tick.env, &dead_jobs).await;
-    Ok(json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }))
+    Ok(Page {
+        rows,
+        all_sent: true,
+        report: json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }),
+    })
 }
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.
@@ -96,7 +108,7 @@ fn log(r: &Rescued, now_ms: i64, dead: &str) {
         attempt: r.attempts,
         correlation_id: r.job.correlation_id.as_deref().unwrap_or(&r.job.id),
     };
-    let error = JobError::new(ErrorClass::LeaseExpired, LOST);
+    let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     let duration = r.started_at.map(|at| now_ms - at);
     let interrupted = job_event(JobEventKind::Interrupted, &job, duration, Some(&error), &[]);
     console_error!("{interrupted}");

@@ -3,17 +3,23 @@
 //! is due within the limit it is sent with the delay that remains, so any delay works, an
 //! hour or a year. `scheduled` becomes `queued` before the send (a failed send leaves it in
 //! the outbox for the re-sender); a held `retrying` job stays `retrying`, claimable as is,
-//! and is sent again by the next tick until a send is recorded.
+//! and is sent again by the next tick until a send is recorded. Pages through a backlog
+//! within the tick (`paging.rs`).
 
 use jobs_shared::{JobStatus, QUEUE_DELAY_LIMIT_SECS};
 use serde_json::{json, Value};
 
 use super::job_sender;
+use super::paging::{self, Page};
 use super::Tick;
 use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    paging::pages(tick, || page(tick)).await
+}
+
+async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let (scheduled, queued) = (JobStatus::Scheduled.as_str(), JobStatus::Queued.as_str());
     let retrying = JobStatus::Retrying.as_str();
     debug_assert!(jobs_shared::can_transition(
@@ -21,11 +27,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         JobStatus::Queued
     ));
     let horizon = tick.now_ms + QUEUE_DELAY_LIMIT_SECS as i64 * 1000;
-    let params = [
-        num(tick.now_ms),
-        num(horizon),
-        num(tick.config.batch.into()),
-    ];
+    let params = [num(tick.now_ms), num(horizon), num(tick.config.page.into())];
     let release = tick
         .db
         .prepare(format!(
@@ -47,5 +49,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let released = due.len();
     due.extend(results[1].results::<Unsent>()?);
     let sent = job_sender::send(tick.env, tick.db, &due, tick.now_ms).await?;
-    Ok(json!({ "scheduled": released, "retrying": due.len() - released, "sent": sent }))
+    let retrying = due.len() - released;
+    Ok(Page {
+        rows: released.max(retrying),
+        // An unsent retry would be found again; an unsent release waits in the outbox.
+        all_sent: sent == due.len(),
+        report: json!({ "scheduled": released, "retrying": retrying, "sent": sent }),
+    })
 }

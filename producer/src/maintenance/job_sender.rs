@@ -3,7 +3,7 @@
 //! re-sender leaves it alone. The rows are already in their next state: a send that fails
 //! leaves them in the outbox, and a later tick sends them.
 
-use jobs_shared::QUEUE_DELAY_LIMIT_SECS;
+use jobs_shared::{sql_in_list, JobStatus, QUEUE_DELAY_LIMIT_SECS};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
 
@@ -29,11 +29,14 @@ pub async fn send(
     if sent.is_empty() {
         return Ok(0);
     }
-    // A consumer may have claimed a job already (its claim sets sent_at): leave that alone.
+    // A consumer may have claimed a job already (it is running or finished): leave that
+    // alone. A job that waits is marked, even one sent before (a lost message re-sent).
     let ids = JsValue::from_str(&serde_json::to_string(&sent).unwrap_or_default());
-    db.prepare(
-        "UPDATE jobs SET sent_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND sent_at IS NULL",
-    )
+    let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
+    db.prepare(format!(
+        "UPDATE jobs SET sent_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND +status IN ({waiting})"
+    ))
     .bind(&[ids, num(now_ms)])?
     .run()
     .await?;

@@ -1,10 +1,13 @@
 //! The maintenance sweep, run by the producer's cron trigger every minute. Each service does
-//! one job, handles at most `SweepConfig::batch` rows per tick (a backlog takes more ticks),
-//! costs a fixed number of D1 round trips, and is safe when ticks overlap or repeat: every
-//! write is a compare-and-set on the state it read.
+//! one job, and is safe when ticks overlap or repeat: every write is a compare-and-set on the
+//! state it read. The recovery services (rescue, re-send, release) page through a backlog
+//! within one tick, `SweepConfig::page` rows a page, as long as the tick's `SweepBudget` lasts
+//! (`paging.rs`); the others handle at most `SweepConfig::batch` rows per tick at a fixed number
+//! of D1 round trips.
 
 mod alert_evaluator;
 mod dead_job_escalator;
+mod held_job_releaser;
 mod histogram_rollup;
 mod job_cleaner;
 mod job_rescuer;
@@ -12,22 +15,27 @@ mod job_scheduler;
 mod job_sender;
 mod notifier;
 mod outbox_resender;
+mod paging;
 mod periodic_job_enqueuer;
 mod priority_aging;
+mod stranded_job_resender;
 
-use jobs_shared::SweepConfig;
+use std::cell::Cell;
+
+use jobs_shared::{SweepBudget, SweepConfig};
 use serde_json::{Map, Value};
 use worker::{console_error, console_log, D1Database, Env};
 
 use crate::env_config;
 
-/// What every service gets: the bindings, the config and the tick's time (the event's
-/// scheduled time, so tests choose it).
+/// What every service gets: the bindings, the config, the tick's time (the event's
+/// scheduled time, so tests choose it) and what the recovery services may still spend.
 pub struct Tick<'a> {
     pub env: &'a Env,
     pub db: &'a D1Database,
     pub config: SweepConfig,
     pub now_ms: i64,
+    pub budget: Cell<SweepBudget>,
 }
 
 /// Runs every service once; one failing (D1 hiccup) does not stop the others. Logs one line.
@@ -45,6 +53,8 @@ pub async fn run(env: &Env, now_ms: i64) {
         db: &db,
         config,
         now_ms,
+        // The runtime's clock: the scheduled time says nothing about when the tick began.
+        budget: Cell::new(SweepBudget::new(&config, env_config::now_ms())),
     };
     let mut report = Map::new();
     report.insert("event".into(), "sweep.completed".into());
@@ -54,7 +64,9 @@ pub async fn run(env: &Env, now_ms: i64) {
         ("rescued", job_rescuer::run(&tick).await),
         ("schedules_run", periodic_job_enqueuer::run(&tick).await),
         ("released", job_scheduler::run(&tick).await),
+        ("held_released", held_job_releaser::run(&tick).await),
         ("resent", outbox_resender::run(&tick).await),
+        ("stranded_resent", stranded_job_resender::run(&tick).await),
         ("aged", priority_aging::run(&tick).await),
         ("deleted", job_cleaner::run(&tick).await),
         // After the rescuer, so the deaths it found are escalated this tick.

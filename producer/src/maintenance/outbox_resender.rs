@@ -1,32 +1,35 @@
 //! The outbox: a `queued` job with no send recorded (`sent_at` NULL) for longer than
-//! `OUTBOX_GRACE_SECS` was written but maybe never sent (the send failed, or the Worker died
-//! between the D1 write and the send). The happy path records no send until a consumer
-//! claims the job, hence the grace. Each re-send is recorded, so a job is re-sent once,
-//! not every tick; a duplicate message is harmless (the claim is a compare-and-set).
+//! `OUTBOX_GRACE_SECS` after its message was due was written but maybe never sent (the send
+//! failed, or the Worker died between the D1 write and the send), or its message was lost (the
+//! DLQ consumer put it back). The happy path records no send until a consumer claims the job,
+//! hence the grace, counted from the later of its last write and its due time: a job sent
+//! with a queue delay is not due before `run_at`, so it is not missing before then either.
+//! Each re-send is recorded, so a job is re-sent once, not every tick; a duplicate message is
+//! harmless (the claim is a compare-and-set). Pages through a backlog within the tick.
 
 use jobs_shared::JobStatus;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::job_sender;
+use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
+use crate::dispatch::UNSENT_COLUMNS;
 use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    paging::pages(tick, || page(tick)).await
+}
+
+async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let queued = JobStatus::Queued.as_str();
-    let unsent: Vec<Unsent> = tick
+    let unsent = tick
         .db
         .prepare(format!(
             "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{queued}' AND sent_at IS NULL \
-             AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
+             AND run_at <= ?1 AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
         ))
         .bind(&[
             num(tick.now_ms - tick.config.outbox_grace_ms),
-            num(tick.config.batch.into()),
-        ])?
-        .all()
-        .await?
-        .results()?;
-    let sent = job_sender::send(tick.env, tick.db, &unsent, tick.now_ms).await?;
-    Ok(json!({ "found": unsent.len(), "sent": sent }))
+            num(tick.config.page.into()),
+        ])?;
+    paging::resend(tick, unsent).await
 }

@@ -3,9 +3,13 @@
 //! Queues are FIFO, so priority alone cannot overtake a backlog: a job waiting in a lower
 //! family whose priority reaches the next family's threshold (`Family::admit_priority`) is
 //! moved there and sent to that queue. Its old message is then stale; the consumer acks it as
-//! superseded because a claim must come from the job's current family.
+//! superseded because a claim must come from the job's current family. A job a pause covers,
+//! or holds, is never promoted: a new family would take it out of its pause (it still gains
+//! priority, and moves once resumed).
 
-use jobs_shared::{Family, JobStatus, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
+use jobs_shared::{
+    Family, JobStatus, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY, PAUSED_JOB_SQL,
+};
 use serde_json::{json, Value};
 
 use super::job_sender;
@@ -41,6 +45,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                 .prepare(format!(
                     "UPDATE jobs SET family = '{to}', sent_at = NULL, updated_at = ?1 WHERE id IN \
                      (SELECT id FROM jobs WHERE family = '{from}' AND {starving} AND priority >= {threshold} \
+                     AND held_at IS NULL AND NOT {PAUSED_JOB_SQL} \
                      ORDER BY priority DESC, run_at LIMIT ?2) RETURNING {UNSENT_COLUMNS}",
                     to = to.as_str(),
                     from = from.as_str(),

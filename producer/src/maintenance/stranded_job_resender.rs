@@ -1,0 +1,36 @@
+//! Lost messages: a `queued` or `retrying` job whose message was sent (`sent_at` set) yet has
+//! not been claimed `STRANDED_AFTER_SECS` after it was due, and as long after its last recorded
+//! send, has lost its message: the queue dropped it (past its DLQ's retries, or while D1 was
+//! down for longer than the consumer's backoff outlasts). Nothing else would ever send it, so
+//! it is sent again and the send recorded: at most one message per bound. If the first message
+//! was only slow (a backlog deeper than the bound), the duplicate is harmless: the consumer's
+//! claim is a compare-and-set, so one message runs the job and the other is acked as
+//! `finished`, `lease_held` or `duplicate`. Jobs held by a pause are left to the resume.
+//! Pages through a backlog within the tick.
+
+use jobs_shared::{sql_in_list, JobStatus};
+use serde_json::Value;
+
+use super::paging::{self, Page};
+use super::Tick;
+use crate::dispatch::UNSENT_COLUMNS;
+use crate::job_store::num;
+
+pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
+    paging::pages(tick, || page(tick)).await
+}
+
+async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
+    let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
+    let lost = tick
+        .db
+        .prepare(format!(
+            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status IN ({waiting}) AND run_at <= ?1 \
+             AND sent_at <= ?1 AND held_at IS NULL ORDER BY run_at LIMIT ?2"
+        ))
+        .bind(&[
+            num(tick.now_ms - tick.config.stranded_after_ms),
+            num(tick.config.page.into()),
+        ])?;
+    paging::resend(tick, lost).await
+}
