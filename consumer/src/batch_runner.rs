@@ -98,7 +98,7 @@ async fn run_jobs(
     let decisions: Vec<Decision> = runs
         .iter()
         .zip(&attempts)
-        .map(|((_, job), attempt)| {
+        .map(|((delivery, job), attempt)| {
             let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
             decide(
                 &outcome,
@@ -107,6 +107,7 @@ async fn run_jobs(
                 &attempt.policy,
                 Math::random(),
                 attempt.finished_at,
+                delivery.queue_limit,
             )
         })
         .collect();
@@ -114,9 +115,10 @@ async fn run_jobs(
         .iter()
         .zip(attempts.iter_mut())
         .zip(&decisions)
-        .map(|(((_, job), attempt), decision)| {
+        .map(|(((delivery, job), attempt), decision)| {
             let follow_ups = std::mem::take(&mut attempt.follow_ups);
-            chain::plan(job, decision, follow_ups, attempt.finished_at)
+            let limit = delivery.queue_limit;
+            chain::plan(job, decision, follow_ups, attempt.finished_at, limit)
         })
         .collect();
     let finished: Vec<Finished> = runs

@@ -2,6 +2,7 @@
 //! (no attempt is spent): it acks their messages and marks them held. Resume sends every held
 //! job's message again, due when the job is due.
 
+use jobs_shared::queue_send::queue_delay_limit;
 use jobs_shared::{rfc3339, ApiError, PauseTarget};
 use serde_json::json;
 use worker::{Request, Response};
@@ -59,11 +60,11 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
     );
     let (existed, released) =
         pauses_store::resume(&d1::database(admin.env)?, &target, &entry).await?;
-    let now = env_config::now_ms();
+    let (now, limit) = (env_config::now_ms(), queue_delay_limit(admin.env));
     // Due beyond the queue's delay limit: the sweep sends it from the outbox.
     let outgoing: Vec<_> = released
         .iter()
-        .filter_map(|job| job.outgoing(now, None))
+        .filter_map(|job| job.outgoing(now, limit, false))
         .collect();
     dispatch::send_all(admin.env, &outgoing).await;
     if !existed {

@@ -15,7 +15,8 @@ mod outbox_resender;
 mod periodic_job_enqueuer;
 mod priority_aging;
 
-use jobs_shared::SweepConfig;
+use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::{QueueDelayLimit, SweepConfig};
 use serde_json::{Map, Value};
 use worker::{console_error, console_log, D1Database, Env};
 
@@ -27,6 +28,8 @@ pub struct Tick<'a> {
     pub env: &'a Env,
     pub db: &'a D1Database,
     pub config: SweepConfig,
+    /// QUEUE_MAX_DELAY_SECS: a job due further out waits in D1 (see job_scheduler).
+    pub queue_limit: QueueDelayLimit,
     pub now_ms: i64,
 }
 
@@ -44,6 +47,7 @@ pub async fn run(env: &Env, now_ms: i64) {
         env,
         db: &db,
         config,
+        queue_limit: queue_delay_limit(env),
         now_ms,
     };
     let mut report = Map::new();

@@ -27,6 +27,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .all()
         .await?
         .results()?;
-    let sent = job_sender::send(tick.env, tick.db, &unsent, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &unsent).await?;
     Ok(json!({ "found": unsent.len(), "sent": sent }))
 }
