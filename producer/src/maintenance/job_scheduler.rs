@@ -1,9 +1,9 @@
 //! Delayed release: a job due further out than a queue can delay a message
 //! (`QUEUE_MAX_DELAY_SECS`, default 12 h) waits in D1 with no message: `scheduled` from enqueue,
 //! or `retrying` after a long backoff. Once it is due within the limit it is sent with the delay
-//! that remains, so any delay works, an hour or a year. `scheduled` becomes `queued` before the send (a failed send leaves it in
-//! the outbox for the re-sender); a held `retrying` job stays `retrying`, claimable as is,
-//! and is sent again by the next tick until a send is recorded.
+//! that remains, so any delay works, an hour or a year. `scheduled` becomes `queued` before the
+//! send (a failed send leaves it in the outbox for the re-sender); a held `retrying` job stays
+//! `retrying`, claimable as is, and is sent again by the next tick until a send is recorded.
 
 use jobs_shared::JobStatus;
 use serde_json::{json, Value};
