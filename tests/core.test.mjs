@@ -3,7 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { d1Stats, jobMessage, startPlatform, TOKENS, SIGNING_SECRET } from "./support/platform.mjs";
-import { startAppServer, verifySignature } from "./support/app_server.mjs";
+import { signedParts, startAppServer, verifySignature } from "./support/app_server.mjs";
 
 let app;
 before(async () => {
@@ -41,8 +41,9 @@ describe("jobs flow through the real local queues", () => {
     assert.deepEqual(JSON.parse(req.body), { hello: "world" });
     assert.equal(req.headers["x-jobs-id"], enq.body.id);
     assert.equal(req.headers["x-jobs-attempt"], "1");
-    assert.ok(verifySignature(SIGNING_SECRET, req.headers["x-jobs-signature"], req.body), "signature verifies");
-    assert.ok(!verifySignature("another-secret", req.headers["x-jobs-signature"], req.body));
+    const signed = signedParts(req, app.url("/ok"));
+    assert.ok(verifySignature(SIGNING_SECRET, req.headers["x-jobs-signature"], signed), "signature verifies");
+    assert.ok(!verifySignature("another-secret", req.headers["x-jobs-signature"], signed));
   });
 
   test("a seed type without a built-in handler is forwarded, signed, to its app endpoint", async () => {
@@ -52,7 +53,7 @@ describe("jobs flow through the real local queues", () => {
     const [req] = app.requests("/apps/weather");
     const delivered = JSON.parse(req.body);
     assert.deepEqual(delivered, { id: job.id, type: "weather_refresh", attempt: 1, payload: { kind: "alerts" } });
-    assert.ok(verifySignature(SIGNING_SECRET, req.headers["x-jobs-signature"], req.body));
+    assert.ok(verifySignature(SIGNING_SECRET, req.headers["x-jobs-signature"], signedParts(req, app.url("/apps/weather"))));
   });
 
   test("fail then succeed: Retry-After decides the wait, and both attempts are recorded", async () => {

@@ -229,6 +229,7 @@ impl<'a> Run<'a> {
                 &attempt.policy,
                 Math::random(),
                 attempt.finished_at,
+                self.delivery.queue_limit,
             ),
             std::mem::take(&mut attempt.follow_ups),
             attempt.finished_at,
@@ -237,7 +238,8 @@ impl<'a> Run<'a> {
     }
 
     fn set_decision(&mut self, decision: Decision, follow_ups: Vec<Value>, at: i64) {
-        self.chain = Some(chain::plan(self.job, &decision, follow_ups, at));
+        let limit = self.delivery.queue_limit;
+        self.chain = Some(chain::plan(self.job, &decision, follow_ups, at, limit));
         self.decision = Some(decision);
     }
 
@@ -306,6 +308,7 @@ async fn record_one_by_one(
             &policy,
             Math::random(),
             finished_at,
+            run.delivery.queue_limit,
         );
         run.set_decision(decision, Vec::new(), finished_at);
         let Some(failed) = run.finished() else {

@@ -8,7 +8,7 @@ use jobs_shared::job_event::run_outcome;
 use jobs_shared::queue_send::{send_to, Outgoing};
 use jobs_shared::{
     after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
-    ChainPosition, Decision, Delivery, ErrorClass, Family, JobError, NewJob,
+    ChainPosition, Decision, Delivery, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
 };
 use serde_json::Value;
 use wasm_bindgen::JsValue;
@@ -51,7 +51,14 @@ pub struct Planned {
     step_status: &'static str,
 }
 
-pub fn plan(job: &Claimed, decision: &Decision, follow_ups: Vec<Value>, now_ms: i64) -> Planned {
+/// The next step is held in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS).
+pub fn plan(
+    job: &Claimed,
+    decision: &Decision,
+    follow_ups: Vec<Value>,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Planned {
     let at = position(job);
     let step_status = run_outcome(decision);
     let chain = match decision {
@@ -66,7 +73,7 @@ pub fn plan(job: &Claimed, decision: &Decision, follow_ups: Vec<Value>, now_ms: 
             step_status,
         };
     };
-    match validate_enqueue(step, job_id(now_ms, random_u128()), now_ms) {
+    match validate_enqueue(step, job_id(now_ms, random_u128()), now_ms, limit) {
         Ok(next) => Planned {
             chain,
             next: Some(next),

@@ -1,7 +1,7 @@
 //! One delivered queue message: its decoded body, how often the queue has delivered it, and
 //! the ack/retry calls on the raw JS message.
 
-use jobs_shared::{JobMessage, QUEUE_DELAY_LIMIT_SECS};
+use jobs_shared::{JobMessage, QueueDelayLimit};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::js_sys::{Object, Reflect, JSON};
 use worker::worker_sys::{Message as MessageSys, MessageBatch as MessageBatchSys};
@@ -12,20 +12,23 @@ pub struct Delivery {
     /// The queue's own delivery count (1 on first delivery). D1's `attempts` counts handler
     /// runs; this counts deliveries, including ones that never reached a handler.
     pub delivery_attempts: u32,
+    /// The longest delay the queue takes (`QUEUE_MAX_DELAY_SECS`): what decides between a
+    /// delayed retry and a hold in D1, and what every retry is clamped to.
+    pub queue_limit: QueueDelayLimit,
 }
 
 impl Delivery {
-    pub fn all(batch: &MessageBatchSys) -> Vec<Delivery> {
+    pub fn all(batch: &MessageBatchSys, queue_limit: QueueDelayLimit) -> Vec<Delivery> {
         let Ok(messages) = batch.messages() else {
             return Vec::new();
         };
         messages
             .iter()
-            .map(|m| Delivery::new(m.unchecked_into()))
+            .map(|m| Delivery::new(m.unchecked_into(), queue_limit))
             .collect()
     }
 
-    fn new(raw: MessageSys) -> Delivery {
+    fn new(raw: MessageSys, queue_limit: QueueDelayLimit) -> Delivery {
         let message = raw
             .body()
             .ok()
@@ -42,6 +45,7 @@ impl Delivery {
             raw,
             message,
             delivery_attempts,
+            queue_limit,
         }
     }
 
@@ -56,7 +60,7 @@ impl Delivery {
     /// Asks the queue to deliver this message again after `delay_secs` (clamped to its limit).
     pub fn retry(&self, delay_secs: u64) {
         let options = Object::new();
-        let delay = delay_secs.min(QUEUE_DELAY_LIMIT_SECS) as f64;
+        let delay = delay_secs.min(self.queue_limit.secs().into()) as f64;
         let _ = Reflect::set(
             &options,
             &JsValue::from_str("delaySeconds"),

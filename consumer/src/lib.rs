@@ -19,6 +19,7 @@ mod outbound;
 mod rss_store;
 mod tagging_store;
 
+use jobs_shared::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};
 use worker::Env;
@@ -27,7 +28,7 @@ use worker::Env;
 pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result<JsValue, JsValue> {
     console_error_panic_hook::set_once();
     let queue = batch.queue().map(String::from).unwrap_or_default();
-    let messages = delivery::Delivery::all(&batch);
+    let messages = delivery::Delivery::all(&batch, queue_delay_limit(&env));
     batch_runner::run(&queue, messages, &env).await;
     Ok(JsValue::UNDEFINED)
 }

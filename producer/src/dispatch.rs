@@ -2,7 +2,7 @@
 //! (`jobs_shared::queue_send`: one sendBatch per family per 100 messages).
 
 use jobs_shared::queue_send::{send_to, Outgoing};
-use jobs_shared::{plan_delivery_at, Delivery, Family, NewJob};
+use jobs_shared::{plan_delivery_at, Delivery, Family, NewJob, QueueDelayLimit};
 use serde::Deserialize;
 use worker::Env;
 
@@ -33,12 +33,19 @@ pub struct Unsent {
 pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";
 
 impl Unsent {
-    /// Its message, delayed until its `run_at`. Due beyond the queue's delay limit, it is sent
-    /// with the delay `beyond_limit`, or (None) not at all: it waits in the outbox for the sweep.
-    pub fn outgoing(&self, now_ms: i64, beyond_limit: Option<u32>) -> Option<Outgoing> {
-        let delay_secs = match plan_delivery_at(self.run_at, now_ms) {
+    /// Its message, delayed until its `run_at`. Due beyond the queue's delay `limit`, it is sent
+    /// with the delay `limit` when `send_held` (the consumer sends it back until it is due), or
+    /// not at all: it waits in the outbox for the sweep.
+    pub fn outgoing(
+        &self,
+        now_ms: i64,
+        limit: QueueDelayLimit,
+        send_held: bool,
+    ) -> Option<Outgoing> {
+        let delay_secs = match plan_delivery_at(self.run_at, now_ms, limit) {
             Delivery::Send { delay_secs } => delay_secs,
-            Delivery::Hold { .. } => beyond_limit?,
+            Delivery::Hold { .. } if send_held => limit.secs(),
+            Delivery::Hold { .. } => return None,
         };
         Outgoing::stored(
             &self.id,

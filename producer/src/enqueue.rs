@@ -2,6 +2,7 @@
 //! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
 //! Every job of a request carries the request's correlation id (crate::correlation).
 
+use jobs_shared::queue_send::queue_delay_limit;
 use jobs_shared::{job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob};
 use serde::Serialize;
 use worker::{Env, Request, Response};
@@ -25,7 +26,8 @@ pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
-    let job = validate_enqueue(&body, job_id(now, random_u128()?), now)?;
+    let limit = queue_delay_limit(env);
+    let job = validate_enqueue(&body, job_id(now, random_u128()?), now, limit)?;
     let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now, &cid).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
@@ -44,7 +46,7 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
         n += 1;
         job_id(now, seed.wrapping_add(n))
     };
-    let jobs = validate_batch(&body, ids, now)?;
+    let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
     let (written, stats) = write_and_send(env, &jobs, now, &cid).await?;
     let results: Vec<_> = jobs
         .iter()

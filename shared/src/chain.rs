@@ -6,6 +6,7 @@
 use crate::api_error::ApiError;
 use crate::enqueue::{invalid, validate_item};
 use crate::field_error::join;
+use crate::retry_policy::QueueDelayLimit;
 use serde_json::Value;
 
 /// Steps one chain may carry, and follow-ups one result may add (the chain is a workflow, not
@@ -50,7 +51,15 @@ pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Val
                 return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
                     .with_field(join(&at, key)));
             }
-            validate_item(&at, "step", step, String::new, now_ms)?;
+            // Only checked here; the queue limit matters once the step is enqueued.
+            validate_item(
+                &at,
+                "step",
+                step,
+                String::new,
+                now_ms,
+                QueueDelayLimit::DEFAULT,
+            )?;
             Ok(step.clone())
         })
         .collect()

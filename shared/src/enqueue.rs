@@ -8,7 +8,7 @@ use crate::family::Family;
 use crate::field_error::{decode, join};
 use crate::job_type::JobType;
 use crate::payloads::PAYLOAD_FIELD;
-use crate::retry_policy::{plan_delivery_at, Delivery};
+use crate::retry_policy::{plan_delivery_at, Delivery, QueueDelayLimit};
 use crate::time_fmt::parse_rfc3339;
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,8 +73,14 @@ pub struct NewJob {
     pub steps: Option<String>,
 }
 
-/// Validates one enqueue request body. A past `run_at` means "due now".
-pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob, ApiError> {
+/// Validates one enqueue request body. A past `run_at` means "due now"; a job due beyond `limit`
+/// is held in D1.
+pub fn validate_enqueue(
+    body: &Value,
+    id: String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<NewJob, ApiError> {
     if !body.is_object() {
         return Err(not_an_object());
     }
@@ -112,7 +118,7 @@ pub fn validate_enqueue(body: &Value, id: String, now_ms: i64) -> Result<NewJob,
         dedup_key: req.dedup_key,
         max_attempts,
         run_at_ms,
-        delivery: plan_delivery_at(run_at_ms, now_ms),
+        delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
     })
 }
@@ -179,6 +185,7 @@ pub fn validate_batch(
     body: &Value,
     mut ids: impl FnMut() -> String,
     now_ms: i64,
+    limit: QueueDelayLimit,
 ) -> Result<Vec<NewJob>, ApiError> {
     let Some(object) = body.as_object() else {
         return Err(not_an_object());
@@ -210,7 +217,10 @@ pub fn validate_batch(
     }
     jobs.iter()
         .enumerate()
-        .map(|(i, job)| validate_item(&format!("jobs[{i}]"), "job", job, &mut ids, now_ms))
+        .map(|(i, job)| {
+            let at = format!("jobs[{i}]");
+            validate_item(&at, "job", job, &mut ids, now_ms, limit)
+        })
         .collect()
 }
 
@@ -223,12 +233,13 @@ pub(crate) fn validate_item(
     item: &Value,
     id: impl FnOnce() -> String,
     now_ms: i64,
+    limit: QueueDelayLimit,
 ) -> Result<NewJob, ApiError> {
     if !item.is_object() {
         let message = format!("each {noun} must be a JSON object");
         return Err(invalid("invalid_field", at, message));
     }
-    validate_enqueue(item, id(), now_ms).map_err(|e| ApiError {
+    validate_enqueue(item, id(), now_ms, limit).map_err(|e| ApiError {
         field: Some(join(at, e.field.as_deref().unwrap_or_default())),
         ..e
     })
@@ -277,17 +288,17 @@ fn in_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retry_policy::QUEUE_DELAY_LIMIT_SECS;
     use serde_json::json;
 
     const NOW: i64 = 1_700_000_000_000; // 2023-11-14T22:13:20Z
+    const LIMIT: QueueDelayLimit = QueueDelayLimit::DEFAULT;
 
     fn accept(body: Value) -> NewJob {
-        validate_enqueue(&body, "id-1".to_string(), NOW).expect("accepted")
+        validate_enqueue(&body, "id-1".to_string(), NOW, LIMIT).expect("accepted")
     }
 
     fn reject(body: Value) -> (u16, &'static str, Option<String>) {
-        let e = validate_enqueue(&body, "id-1".to_string(), NOW).expect_err("rejected");
+        let e = validate_enqueue(&body, "id-1".to_string(), NOW, LIMIT).expect_err("rejected");
         (e.status, e.code, e.field)
     }
 
@@ -366,7 +377,7 @@ mod tests {
             }
         );
 
-        let limit = QUEUE_DELAY_LIMIT_SECS as i64;
+        let limit = i64::from(LIMIT.secs());
         let edge = accept(json!({"type": "noop", "delay_seconds": limit}));
         assert_eq!(
             edge.delivery,
@@ -379,6 +390,15 @@ mod tests {
             held.delivery,
             Delivery::Hold {
                 until_ms: NOW + (limit + 1) * 1000
+            }
+        );
+        let (minute, _) = QueueDelayLimit::from_vars(|_| Some("60".into()));
+        let body = json!({"type": "noop", "delay_seconds": 120});
+        let held = validate_enqueue(&body, "id-1".into(), NOW, minute).unwrap();
+        assert_eq!(
+            held.delivery,
+            Delivery::Hold {
+                until_ms: NOW + 120_000
             }
         );
         let year = accept(json!({"type": "noop", "delay_seconds": 31_536_000}));
@@ -516,10 +536,15 @@ mod tests {
 
     #[test]
     fn error_messages_are_helpful() {
-        let e = validate_enqueue(&json!({"type": "nope"}), "i".into(), NOW).unwrap_err();
+        let e = validate_enqueue(&json!({"type": "nope"}), "i".into(), NOW, LIMIT).unwrap_err();
         assert_eq!(e.message, "unknown job type \"nope\"");
-        let e = validate_enqueue(&json!({"type": "noop", "priority": 101}), "i".into(), NOW)
-            .unwrap_err();
+        let e = validate_enqueue(
+            &json!({"type": "noop", "priority": 101}),
+            "i".into(),
+            NOW,
+            LIMIT,
+        )
+        .unwrap_err();
         assert_eq!(e.message, "must be between 0 and 100");
         assert_eq!(
             e.body(),
@@ -536,14 +561,14 @@ mod tests {
     }
 
     fn reject_batch(body: Value) -> (u16, &'static str, Option<String>) {
-        let e = validate_batch(&body, counter(), NOW).expect_err("rejected");
+        let e = validate_batch(&body, counter(), NOW, LIMIT).expect_err("rejected");
         (e.status, e.code, e.field)
     }
 
     #[test]
     fn batch_accepts_all_in_order() {
         let body = json!({"jobs": [{"type": "noop"}, {"type": "http", "payload": {"url": "https://a.io"}}]});
-        let jobs = validate_batch(&body, counter(), NOW).unwrap();
+        let jobs = validate_batch(&body, counter(), NOW, LIMIT).unwrap();
         let summary: Vec<_> = jobs.iter().map(|j| (j.id.as_str(), j.job_type)).collect();
         assert_eq!(summary, [("id-1", JobType::Noop), ("id-2", JobType::Http)]);
     }
@@ -590,7 +615,7 @@ mod tests {
     #[test]
     fn batch_of_exactly_the_limit_is_accepted() {
         let jobs: Vec<_> = (0..MAX_BATCH).map(|_| json!({"type": "noop"})).collect();
-        let accepted = validate_batch(&json!({ "jobs": jobs }), counter(), NOW).unwrap();
+        let accepted = validate_batch(&json!({ "jobs": jobs }), counter(), NOW, LIMIT).unwrap();
         assert_eq!(accepted.len(), MAX_BATCH);
         assert_eq!(accepted[99].id, "id-100");
     }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+use crate::retry_policy::MAX_RETRY_DELAY_SECS;
 use std::time::{Duration, UNIX_EPOCH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +81,8 @@ impl fmt::Display for ErrorClass {
 pub struct JobError {
     pub class: ErrorClass,
     pub message: String,
-    /// The server's own wait (Retry-After), which overrides the backoff.
+    /// The server's own wait (Retry-After), which overrides the backoff; never above
+    /// [`MAX_RETRY_DELAY_SECS`].
     pub retry_after_secs: Option<u64>,
 }
 
@@ -92,8 +95,10 @@ impl JobError {
         }
     }
 
+    /// A server's wait, cut to [`MAX_RETRY_DELAY_SECS`]: a remote answer (`Retry-After:
+    /// 999999999`, a date years ahead) must not park a job for good.
     pub fn with_retry_after(mut self, secs: Option<u64>) -> Self {
-        self.retry_after_secs = secs;
+        self.retry_after_secs = secs.map(|s| s.min(MAX_RETRY_DELAY_SECS));
         self
     }
 }
@@ -159,7 +164,8 @@ mod tests {
     fn classify_http_status_table() {
         let now = RFC_DATE_MS - 120_000;
         let err = |class, msg: &str, wait| Err(JobError::new(class, msg).with_retry_after(wait));
-        let cases: [(u16, Option<&str>, Result<(), JobError>); 12] = [
+        let cap = Some(MAX_RETRY_DELAY_SECS);
+        let cases: [(u16, Option<&str>, Result<(), JobError>); 15] = [
             (200, None, Ok(())),
             (204, None, Ok(())),
             (
@@ -192,6 +198,22 @@ mod tests {
                 err(ErrorClass::ServerError, "HTTP 503", Some(30)),
             ),
             (503, None, err(ErrorClass::ServerError, "HTTP 503", None)),
+            // Waits past the cap (30 h) are cut to it, as seconds or as a date.
+            (
+                503,
+                Some("999999999"),
+                err(ErrorClass::ServerError, "HTTP 503", cap),
+            ),
+            (
+                429,
+                Some("Fri, 31 Dec 9999 23:59:59 GMT"),
+                err(ErrorClass::RateLimited, "HTTP 429", cap),
+            ),
+            (
+                503,
+                Some("108001"),
+                err(ErrorClass::ServerError, "HTTP 503", cap),
+            ),
         ];
         for (status, retry_after, expected) in cases {
             assert_eq!(

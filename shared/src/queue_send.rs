@@ -2,11 +2,21 @@
 //! jobs to their DLQ): one sendBatch per family per 100 messages, never one subrequest per
 //! message. The jobs are always in D1 before they are sent, so a failed send is logged and
 //! loses nothing: what was not accepted stays in the outbox for the sweep (or, for a DLQ, is
-//! dead in D1 already).
+//! dead in D1 already). Both Workers read the queues' delay limit here too.
 
-use worker::{console_error, BatchMessageBuilder, Env, MessageBuilder};
+use worker::{console_error, console_warn, BatchMessageBuilder, Env, MessageBuilder};
 
-use crate::{Delivery, Family, JobMessage, NewJob};
+use crate::{Delivery, Family, JobMessage, NewJob, QueueDelayLimit};
+
+/// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]); a bad value is logged and the default used.
+pub fn queue_delay_limit(env: &Env) -> QueueDelayLimit {
+    let (limit, warnings) =
+        QueueDelayLimit::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
+    for warning in warnings {
+        console_warn!("config: {warning}");
+    }
+    limit
+}
 
 /// Cloudflare Queues' sendBatch limit.
 const MAX_SEND_BATCH: usize = 100;

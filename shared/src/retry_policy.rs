@@ -1,5 +1,13 @@
 //! How long to wait before the next attempt, and whether a queue can carry that wait.
 
+use crate::config_var::int_var;
+
+/// The longest any retry waits (README "Retries"): a policy's backoff and a server's
+/// `Retry-After` alike are cut here, so no answer and no attempt count parks a job for good.
+/// 30 h sits above seed 002's longest wait (its 24 h cap plus 20 % jitter, 28.8 h), which keeps
+/// that policy whole.
+pub const MAX_RETRY_DELAY_SECS: u64 = 108_000;
+
 /// A retry backoff. Randomness comes in as `unit` in [0, 1) so the policy stays
 /// pure and testable; it maps linearly onto the jitter range.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,9 +52,9 @@ impl RetryPolicy {
     /// Seed 000 writes its formula as `2^attempt x 30 s x jitter` but its worked
     /// examples (attempt 1: 23-38 s ... attempt 5: 360-600 s) are `2^(attempt-1)`;
     /// we follow the examples, as does seed 002's table (retry 1: 48-72 s).
-    /// Results are rounded to whole seconds and saturate instead of overflowing.
+    /// Results are rounded to whole seconds and never exceed [`MAX_RETRY_DELAY_SECS`].
     pub fn delay_secs(&self, failed_attempt: u32, unit: f64) -> u64 {
-        match *self {
+        let delay = match *self {
             RetryPolicy::Exponential {
                 base_secs,
                 jitter_min,
@@ -73,7 +81,8 @@ impl RetryPolicy {
                     .copied()
                     .map_or(0, u64::from)
             }
-        }
+        };
+        delay.min(MAX_RETRY_DELAY_SECS)
     }
 }
 
@@ -92,8 +101,33 @@ fn jittered(secs: f64, min: f64, max: f64, unit: f64) -> u64 {
     (secs * factor).round() as u64
 }
 
-/// Cloudflare Queues' maximum `delaySeconds` on send or retry (12 h).
-pub const QUEUE_DELAY_LIMIT_SECS: u64 = 43_200;
+/// The longest `delaySeconds` a message is sent or retried with: the var `QUEUE_MAX_DELAY_SECS`,
+/// 1 to 86,400 (default 43,200, the 12 h of Cloudflare Queues' limits page; newer pages say
+/// 24 h, so a deployment may raise it to what its account allows). Both Workers read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueDelayLimit(u32);
+
+impl QueueDelayLimit {
+    pub const DEFAULT: QueueDelayLimit = QueueDelayLimit(43_200);
+    /// 24 h: no Queues limits page allows more.
+    const MAX_SECS: i64 = 86_400;
+    const VAR: &'static str = "QUEUE_MAX_DELAY_SECS";
+
+    /// Reads the var through `var`; an unset or blank one is the default, and a value that is
+    /// not a whole number from 1 to 86,400 is too, with a warning to log.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (QueueDelayLimit, Vec<String>) {
+        let mut warnings = Vec::new();
+        let value = var(Self::VAR).filter(|v| !v.trim().is_empty());
+        let default = format!("the default {}", Self::DEFAULT.secs());
+        let limit = int_var(Self::VAR, value, Self::MAX_SECS, default, &mut warnings)
+            .map_or(Self::DEFAULT, |secs| QueueDelayLimit(secs as u32));
+        (limit, warnings)
+    }
+
+    pub fn secs(self) -> u32 {
+        self.0
+    }
+}
 
 /// How the next delivery of a job reaches its queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,18 +140,18 @@ pub enum Delivery {
 }
 
 /// Delivery for a job due `delay_secs` from `now_ms`.
-pub fn plan_delivery(delay_secs: u64, now_ms: i64) -> Delivery {
+pub fn plan_delivery(delay_secs: u64, now_ms: i64, limit: QueueDelayLimit) -> Delivery {
     let delay_ms = i64::try_from(delay_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-    plan_delivery_at(now_ms.saturating_add(delay_ms), now_ms)
+    plan_delivery_at(now_ms.saturating_add(delay_ms), now_ms, limit)
 }
 
 /// Delivery for a job due at `run_at_ms`. A past `run_at_ms` is due now; a queue
 /// delay rounds up to whole seconds so the job never runs early, while a hold keeps
 /// the exact due time.
-pub fn plan_delivery_at(run_at_ms: i64, now_ms: i64) -> Delivery {
+pub fn plan_delivery_at(run_at_ms: i64, now_ms: i64, limit: QueueDelayLimit) -> Delivery {
     let wait_ms = u64::try_from(run_at_ms.saturating_sub(now_ms)).unwrap_or(0);
     let delay_secs = wait_ms.div_ceil(1000);
-    if delay_secs <= QUEUE_DELAY_LIMIT_SECS {
+    if delay_secs <= u64::from(limit.secs()) {
         Delivery::Send {
             delay_secs: delay_secs as u32,
         }
@@ -170,11 +204,23 @@ mod tests {
     }
 
     #[test]
-    fn huge_attempts_saturate() {
-        assert_eq!(RetryPolicy::SEED_000.delay_secs(1000, 0.5), u64::MAX);
-        assert_eq!(RetryPolicy::SEED_000.delay_secs(u32::MAX, 0.0), u64::MAX);
-        assert_eq!(RetryPolicy::SEED_002.delay_secs(1000, 0.5), 86_400);
+    fn huge_attempts_stop_at_the_retry_cap() {
+        let cap = MAX_RETRY_DELAY_SECS;
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(1000, 0.5), cap);
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(u32::MAX, 0.0), cap);
+        // 30 x 2^12 x 1.25 = 153,600 s: the first seed 000 delay past the cap.
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(13, 1.0), cap);
+        assert_eq!(RetryPolicy::SEED_000.delay_secs(12, 1.0), 76_800);
+        // Seed 002's own cap (24 h +- 20 %) stays whole below it.
+        assert_eq!(range(RetryPolicy::SEED_002, 1000), (69_120, 103_680));
         assert_eq!(RetryPolicy::SEED_004.delay_secs(1000, 0.5), 600);
+        assert_eq!(RetryPolicy::Fixed(&[u32::MAX]).delay_secs(1, 0.5), cap);
+        let huge = RetryPolicy::Exponential {
+            base_secs: u32::MAX,
+            jitter_min: 1.0,
+            jitter_max: 1.0,
+        };
+        assert_eq!(huge.delay_secs(1, 0.5), cap);
         // Attempt 0 is not a real failed attempt; treat it like the first.
         assert_eq!(RetryPolicy::SEED_000.delay_secs(0, 0.5), 30);
     }
@@ -182,40 +228,73 @@ mod tests {
     #[test]
     fn plan_delivery_sends_within_the_queue_limit() {
         let now = 1_700_000_000_000;
-        assert_eq!(plan_delivery(0, now), Delivery::Send { delay_secs: 0 });
-        assert_eq!(
-            plan_delivery(43_200, now),
-            Delivery::Send { delay_secs: 43_200 }
-        );
-        assert_eq!(
-            plan_delivery(43_201, now),
-            Delivery::Hold {
-                until_ms: now + 43_201_000
-            }
-        );
-        assert_eq!(
-            plan_delivery(u64::MAX, now),
-            Delivery::Hold { until_ms: i64::MAX }
-        );
+        let limit = |secs: &str| QueueDelayLimit::from_vars(|_| Some(secs.into())).0;
+        let (default, minute, day) = (QueueDelayLimit::DEFAULT, limit("60"), limit("86400"));
+        let send = |delay_secs| Delivery::Send { delay_secs };
+        let hold = |secs: i64| Delivery::Hold {
+            until_ms: now + secs * 1000,
+        };
+        let cases = [
+            (default, 0, send(0)),
+            (default, 43_200, send(43_200)),
+            (default, 43_201, hold(43_201)),
+            (default, u64::MAX, Delivery::Hold { until_ms: i64::MAX }),
+            (minute, 60, send(60)),
+            (minute, 120, hold(120)),
+            (day, 86_400, send(86_400)),
+            (day, 86_401, hold(86_401)),
+        ];
+        for (limit, delay, expected) in cases {
+            let planned = plan_delivery(delay, now, limit);
+            assert_eq!(planned, expected, "{limit:?} {delay}");
+        }
+    }
+
+    #[test]
+    fn queue_delay_limit_var_defaults_and_bounds() {
+        let read = |value: Option<&str>| {
+            QueueDelayLimit::from_vars(|name| {
+                assert_eq!(name, "QUEUE_MAX_DELAY_SECS");
+                value.map(String::from)
+            })
+        };
+        assert_eq!(read(None), (QueueDelayLimit::DEFAULT, vec![]));
+        assert_eq!(read(Some(" ")), (QueueDelayLimit::DEFAULT, vec![]));
+        assert_eq!(QueueDelayLimit::DEFAULT.secs(), 43_200);
+        assert_eq!(read(Some("1")).0.secs(), 1);
+        assert_eq!(read(Some(" 86400 ")).0.secs(), 86_400);
+        for bad in ["0", "86401", "-5", "12h", "1e3"] {
+            let (limit, warnings) = read(Some(bad));
+            assert_eq!(limit, QueueDelayLimit::DEFAULT, "{bad}");
+            assert_eq!(warnings.len(), 1, "{bad}");
+            assert!(
+                warnings[0].starts_with("QUEUE_MAX_DELAY_SECS=") && warnings[0].ends_with("43200"),
+                "{warnings:?}"
+            );
+        }
     }
 
     #[test]
     fn plan_delivery_at_rounds_up_and_keeps_the_exact_hold_time() {
         let now = 1_000_000;
+        let limit = QueueDelayLimit::DEFAULT;
         assert_eq!(
-            plan_delivery_at(now - 5, now),
+            plan_delivery_at(now - 5, now, limit),
             Delivery::Send { delay_secs: 0 }
         );
         assert_eq!(
-            plan_delivery_at(now + 1, now),
+            plan_delivery_at(now + 1, now, limit),
             Delivery::Send { delay_secs: 1 }
         );
         assert_eq!(
-            plan_delivery_at(now + 1000, now),
+            plan_delivery_at(now + 1000, now, limit),
             Delivery::Send { delay_secs: 1 }
         );
         let far = now + 43_200_001;
-        assert_eq!(plan_delivery_at(far, now), Delivery::Hold { until_ms: far });
+        assert_eq!(
+            plan_delivery_at(far, now, limit),
+            Delivery::Hold { until_ms: far }
+        );
     }
 
     fn policies() -> impl Strategy<Value = RetryPolicy> {
@@ -262,7 +341,27 @@ mod tests {
             // Rounding to whole seconds moves a delay by at most half a second;
             // beyond 2^53 f64 itself is coarser, so compare relatively there.
             let slack = 0.5f64.max(hi * 1e-12);
+            let cap = MAX_RETRY_DELAY_SECS as f64;
+            let (lo, hi) = (lo.min(cap), hi.min(cap));
             prop_assert!(d >= lo - slack && d <= hi + slack, "{policy:?} n={n} d={d} not in [{lo}, {hi}]");
+        }
+
+        #[test]
+        fn no_policy_waits_past_the_cap(
+            base_secs in any::<u32>(),
+            table in proptest::collection::vec(any::<u32>(), 1..5),
+            n in any::<u32>(),
+            unit in 0.0f64..1.0,
+        ) {
+            let table: &'static [u32] = Box::leak(table.into_boxed_slice());
+            let policies = [
+                RetryPolicy::Exponential { base_secs, jitter_min: 0.75, jitter_max: 1.25 },
+                RetryPolicy::ExponentialCapped { base_secs, cap_secs: u32::MAX, jitter: 0.2 },
+                RetryPolicy::Fixed(table),
+            ];
+            for policy in policies {
+                prop_assert!(policy.delay_secs(n, unit) <= MAX_RETRY_DELAY_SECS, "{policy:?} n={n}");
+            }
         }
 
         #[test]
@@ -271,14 +370,20 @@ mod tests {
         }
 
         #[test]
-        fn plan_delivery_never_sends_past_the_limit(delay in any::<u64>(), now in 0i64..4_102_444_800_000) {
-            match plan_delivery(delay, now) {
+        fn plan_delivery_never_sends_past_the_limit(
+            delay in any::<u64>(),
+            now in 0i64..4_102_444_800_000,
+            secs in 1u32..=86_400,
+        ) {
+            let (limit, _) = QueueDelayLimit::from_vars(|_| Some(secs.to_string()));
+            prop_assert_eq!(limit.secs(), secs);
+            match plan_delivery(delay, now, limit) {
                 Delivery::Send { delay_secs } => {
-                    prop_assert!(u64::from(delay_secs) <= QUEUE_DELAY_LIMIT_SECS);
+                    prop_assert!(delay_secs <= secs);
                     prop_assert_eq!(u64::from(delay_secs), delay);
                 }
                 Delivery::Hold { until_ms } => {
-                    prop_assert!(delay > QUEUE_DELAY_LIMIT_SECS);
+                    prop_assert!(delay > u64::from(secs));
                     prop_assert!(until_ms > now);
                 }
             }

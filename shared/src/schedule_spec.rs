@@ -7,6 +7,7 @@ use crate::api_error::ApiError;
 use crate::cron_schedule::CronSchedule;
 use crate::enqueue::{decode_fields, empty_object, invalid, not_an_object, validate_enqueue};
 use crate::job_type::JobType;
+use crate::retry_policy::QueueDelayLimit;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -89,7 +90,7 @@ pub fn validate_schedule(body: &Value) -> Result<ScheduleSpec, ApiError> {
             job[key] = value;
         }
     }
-    let checked = validate_enqueue(&job, String::new(), 0)?;
+    let checked = validate_enqueue(&job, String::new(), 0, QueueDelayLimit::DEFAULT)?;
     Ok(ScheduleSpec {
         name,
         description: req.description,

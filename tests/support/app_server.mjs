@@ -35,11 +35,32 @@ export async function startAppServer() {
   };
 }
 
-/** Checks an X-Jobs-Signature header (t=<secs>,v1=<hex HMAC-SHA256 of "<t>.<body>">). */
-export function verifySignature(secret, header, body) {
-  const parts = Object.fromEntries(String(header).split(",").map((p) => p.split("=")));
-  if (!parts.t || !parts.v1) return false;
-  const expected = createHmac("sha256", secret).update(`${parts.t}.${body}`).digest();
-  const given = Buffer.from(parts.v1, "hex");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+/**
+ * Checks an X-Jobs-Signature header `t=<secs>,v2=<hex>` against any of `secrets`, as an app
+ * would (README "Signed delivery"): the HMAC-SHA256 of
+ * "<t>\n<METHOD>\n<url>\n<job type>\n<job id>\n<attempt>\n<body>". `parts` are what the app
+ * holds: its own URL, and the request's method, X-Jobs-* headers and raw body (signedParts).
+ */
+export function verifySignature(secrets, header, { method, url, jobType, jobId, attempt, body }) {
+  const entries = String(header).split(",").map((p) => p.trim().split("="));
+  const t = entries.find(([k]) => k === "t")?.[1];
+  const given = entries.filter(([k]) => k === "v2").map(([, v]) => Buffer.from(v, "hex"));
+  if (!t || given.length === 0) return false;
+  const signed = [t, method, url, jobType, jobId, attempt, body].join("\n");
+  return [].concat(secrets).some((secret) => {
+    const expected = createHmac("sha256", secret).update(signed).digest();
+    return given.some((g) => g.length === expected.length && timingSafeEqual(g, expected));
+  });
+}
+
+/** What a recorded request's signature covers, as the app serving `url` sees it. */
+export function signedParts(req, url) {
+  return {
+    method: req.method,
+    url,
+    jobType: req.headers["x-jobs-type"],
+    jobId: req.headers["x-jobs-id"],
+    attempt: req.headers["x-jobs-attempt"],
+    body: req.body,
+  };
 }

@@ -1,14 +1,18 @@
-//! Signed HTTP delivery, shared by the `http` type and forwarding: HMAC-SHA256 over
-//! "<timestamp>.<body>" in X-Jobs-Signature, a timeout, and the response classified
+//! Signed HTTP delivery, shared by the `http` type and forwarding: X-Jobs-Signature binds the
+//! body to its method, URL, job and attempt (jobs_shared::signature, README "Signed delivery"),
+//! with the first of SIGNING_SECRETS (else SIGNING_SECRET); a timeout; the response classified
 //! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final).
 //! Each request carries the job's correlation id (`X-Request-Id`, and a W3C `traceparent` in
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
 use jobs_shared::stored_result::MAX_RESPONSE_BYTES;
-use jobs_shared::{correlation, sign, ErrorClass, JobError, JobType, SIGNATURE_HEADER};
+use jobs_shared::{
+    correlation, sign, signing_secret, ErrorClass, JobError, JobType, SignedRequest,
+    SIGNATURE_HEADER,
+};
 use serde_json::{json, Value};
-use worker::{Env, Headers, Method, Request, RequestInit};
+use worker::{Env, Headers, Method, Request, RequestInit, Url};
 
 use super::{fetch_timeout, invalid_request};
 
@@ -31,14 +35,24 @@ pub async fn send(
     job_type: JobType,
     env: &Env,
 ) -> Result<Option<Value>, JobError> {
-    let secret = crate::config(env, "SIGNING_SECRET").ok_or_else(|| {
+    let (secrets, single) = (
+        crate::config(env, "SIGNING_SECRETS"),
+        crate::config(env, "SIGNING_SECRET"),
+    );
+    let secret = signing_secret(secrets.as_deref(), single.as_deref()).ok_or_else(|| {
         JobError::new(
             ErrorClass::NotConfigured,
-            "SIGNING_SECRET is not set: deliveries are never sent unsigned",
+            "neither SIGNING_SECRETS nor SIGNING_SECRET is set: deliveries are never sent unsigned",
         )
     })?;
-    let now = crate::now_ms();
-    let body = out.body.unwrap_or_default();
+    // Signed as the app receives it: WHATWG-serialized, and fetch never sends a fragment.
+    let mut url = Url::parse(out.url)
+        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad URL: {e}")))?;
+    url.set_fragment(None);
+    let body = match out.method {
+        Method::Get | Method::Head => String::new(),
+        _ => out.body.unwrap_or_default(),
+    };
     let headers = Headers::new();
     for (name, value) in &out.headers {
         headers.set(name, value).map_err(invalid_request)?;
@@ -48,11 +62,17 @@ pub async fn send(
             .set("content-type", content_type)
             .map_err(invalid_request)?;
     }
+    let signed = SignedRequest {
+        method: out.method.as_ref(),
+        url: url.as_str(),
+        job_type: job_type.as_str(),
+        job_id: &job.id,
+        attempt: job.attempts,
+        body: body.as_bytes(),
+    };
+    let signature = sign(secret.as_bytes(), crate::now_ms() / 1000, &signed);
     headers
-        .set(
-            SIGNATURE_HEADER,
-            &sign(secret.as_bytes(), now / 1000, body.as_bytes()),
-        )
+        .set(SIGNATURE_HEADER, &signature)
         .map_err(invalid_request)?;
     headers.set("x-jobs-id", &job.id).map_err(invalid_request)?;
     headers
@@ -75,10 +95,10 @@ pub async fn send(
 
     let mut init = RequestInit::new();
     init.with_method(out.method.clone()).with_headers(headers);
-    if !body.is_empty() && !matches!(out.method, Method::Get | Method::Head) {
+    if !body.is_empty() {
         init.with_body(Some(body.into()));
     }
-    let request = Request::new_with_init(out.url, &init).map_err(invalid_request)?;
+    let request = Request::new_with_init(url.as_str(), &init).map_err(invalid_request)?;
 
     let started = crate::now_ms();
     let response = fetch_timeout::fetch(outbound, request, out.timeout_ms).await?;

@@ -3,6 +3,7 @@
 //! jobs' messages again, due when each job is due: a page of them (`MAX_BULK`) in the request,
 //! so a resume costs a bounded request whatever it held; the sweep releases the rest.
 
+use jobs_shared::queue_send::queue_delay_limit;
 use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
 use serde_json::json;
 use worker::{Request, Response};
@@ -61,12 +62,12 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
     );
     let resumed =
         pauses_store::resume(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry).await?;
-    let now = env_config::now_ms();
+    let (now, limit) = (env_config::now_ms(), queue_delay_limit(admin.env));
     // Due beyond the queue's delay limit: the sweep sends it from the outbox.
     let outgoing: Vec<_> = resumed
         .released
         .iter()
-        .filter_map(|job| job.outgoing(now, None))
+        .filter_map(|job| job.outgoing(now, limit, false))
         .collect();
     dispatch::send_all(admin.env, &outgoing).await;
     if !resumed.existed {

@@ -157,7 +157,7 @@ async fn daily_digest(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Res
         return Ok(json!({ "day": day, "jobs": jobs, "sent": false }));
     };
     let message = digest_message(&day, &lines, config.dashboard_url.as_deref());
-    if let Err(e) = notifier::post_json(url, &message).await {
+    if let Err(e) = notifier::post_json("digest", url, &message).await {
         console_error!("the digest for {day} failed, retried next tick: {e}");
         let undo_jobs = tick
             .db

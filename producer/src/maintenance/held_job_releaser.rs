@@ -20,7 +20,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let release = pauses_store::release(tick.db, None, tick.now_ms, tick.config.page)?;
     let released: Vec<Unsent> = release.all().await?.results()?;
-    let sent = job_sender::send(tick.env, tick.db, &released, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &released).await?;
     Ok(Page {
         rows: released.len(),
         all_sent: true,

@@ -72,7 +72,7 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
     let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
-    let sent = job_sender::send(tick.env, tick.db, &requeued, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &requeued).await?;
     dead_letter(tick.env, &dead_jobs).await;
     Ok(Page {
         rows,

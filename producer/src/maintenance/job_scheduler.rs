@@ -1,12 +1,12 @@
-//! Delayed release: a job due further out than a queue can delay a message (12 h) waits in
-//! D1 with no message: `scheduled` from enqueue, or `retrying` after a long backoff. Once it
-//! is due within the limit it is sent with the delay that remains, so any delay works, an
-//! hour or a year. `scheduled` becomes `queued` before the send (a failed send leaves it in
-//! the outbox for the re-sender); a held `retrying` job stays `retrying`, claimable as is,
-//! and is sent again by the next tick until a send is recorded. Pages through a backlog
-//! within the tick (`paging.rs`).
+//! Delayed release: a job due further out than a queue can delay a message
+//! (`QUEUE_MAX_DELAY_SECS`, default 12 h) waits in D1 with no message: `scheduled` from enqueue,
+//! or `retrying` after a long backoff. Once it is due within the limit it is sent with the delay
+//! that remains, so any delay works, an hour or a year. `scheduled` becomes `queued` before the
+//! send (a failed send leaves it in the outbox for the re-sender); a held `retrying` job stays
+//! `retrying`, claimable as is, and is sent again by the next tick until a send is recorded.
+//! Pages through a backlog within the tick (`paging.rs`).
 
-use jobs_shared::{JobStatus, QUEUE_DELAY_LIMIT_SECS};
+use jobs_shared::JobStatus;
 use serde_json::{json, Value};
 
 use super::job_sender;
@@ -26,7 +26,7 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
         JobStatus::Scheduled,
         JobStatus::Queued
     ));
-    let horizon = tick.now_ms + QUEUE_DELAY_LIMIT_SECS as i64 * 1000;
+    let horizon = tick.now_ms + i64::from(tick.queue_limit.secs()) * 1000;
     let params = [num(tick.now_ms), num(horizon), num(tick.config.page.into())];
     let release = tick
         .db
@@ -48,7 +48,7 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let mut due: Vec<Unsent> = results[0].results()?;
     let released = due.len();
     due.extend(results[1].results::<Unsent>()?);
-    let sent = job_sender::send(tick.env, tick.db, &due, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &due).await?;
     let retrying = due.len() - released;
     Ok(Page {
         rows: released.max(retrying),

@@ -3,24 +3,21 @@
 //! re-sender leaves it alone. The rows are already in their next state: a send that fails
 //! leaves them in the outbox, and a later tick sends them.
 
-use jobs_shared::{sql_in_list, JobStatus, QUEUE_DELAY_LIMIT_SECS};
+use jobs_shared::{sql_in_list, JobStatus};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Env};
 
+use super::Tick;
 use crate::dispatch::{self, Unsent};
 use crate::job_store::num;
 
 /// Sends every job (one sendBatch per family and 100 messages) with the delay left until its
-/// `run_at`, then marks the accepted ones sent in one statement. Returns how many were sent.
-pub async fn send(
-    env: &Env,
-    db: &D1Database,
-    jobs: &[Unsent],
-    now_ms: i64,
-) -> worker::Result<usize> {
+/// `run_at` (at most the queue's delay limit), then marks the accepted ones sent in one
+/// statement. Returns how many were sent.
+pub async fn send(tick: &Tick<'_>, jobs: &[Unsent]) -> worker::Result<usize> {
+    let (env, db, now_ms) = (tick.env, tick.db, tick.now_ms);
     let outgoing: Vec<_> = jobs
         .iter()
-        .filter_map(|job| job.outgoing(now_ms, Some(QUEUE_DELAY_LIMIT_SECS as u32)))
+        .filter_map(|job| job.outgoing(now_ms, tick.queue_limit, true))
         .collect();
     if outgoing.is_empty() {
         return Ok(0);

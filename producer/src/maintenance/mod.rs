@@ -22,7 +22,8 @@ mod stranded_job_resender;
 
 use std::cell::Cell;
 
-use jobs_shared::{SweepBudget, SweepConfig};
+use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::{QueueDelayLimit, SweepBudget, SweepConfig};
 use serde_json::{Map, Value};
 use worker::{console_error, console_log, D1Database, Env};
 
@@ -34,6 +35,8 @@ pub struct Tick<'a> {
     pub env: &'a Env,
     pub db: &'a D1Database,
     pub config: SweepConfig,
+    /// QUEUE_MAX_DELAY_SECS: a job due further out waits in D1 (see job_scheduler).
+    pub queue_limit: QueueDelayLimit,
     pub now_ms: i64,
     pub budget: Cell<SweepBudget>,
 }
@@ -52,6 +55,7 @@ pub async fn run(env: &Env, now_ms: i64) {
         env,
         db: &db,
         config,
+        queue_limit: queue_delay_limit(env),
         now_ms,
         // The runtime's clock: the scheduled time says nothing about when the tick began.
         budget: Cell::new(SweepBudget::new(&config, env_config::now_ms())),

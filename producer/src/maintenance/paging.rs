@@ -69,7 +69,7 @@ where
 /// the paging.
 pub async fn resend(tick: &Tick<'_>, select: D1PreparedStatement) -> worker::Result<Page> {
     let found: Vec<Unsent> = select.all().await?.results()?;
-    let sent = job_sender::send(tick.env, tick.db, &found, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &found).await?;
     Ok(Page {
         rows: found.len(),
         all_sent: sent == found.len(),

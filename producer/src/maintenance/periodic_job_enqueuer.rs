@@ -104,7 +104,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     for i in inserts {
         enqueued.extend(results[i].results::<Unsent>()?);
     }
-    let sent = job_sender::send(tick.env, tick.db, &enqueued, now).await?;
+    let sent = job_sender::send(tick, &enqueued).await?;
     Ok(json!({
         "planned": planned,
         "fired": fired,

@@ -59,6 +59,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     for result in &results[1..] {
         promoted.extend(result.results::<Unsent>()?);
     }
-    let sent = job_sender::send(tick.env, tick.db, &promoted, tick.now_ms).await?;
+    let sent = job_sender::send(tick, &promoted).await?;
     Ok(json!({ "raised": aged, "promoted": promoted.len(), "sent": sent }))
 }
