@@ -1,10 +1,7 @@
-//! The maintenance sweep's pure decisions: its configuration (vars with defaults), seed 002's
-//! priority aging, and the id of the job a schedule enqueues for one due time.
-
-use sha2::{Digest, Sha256};
+//! The maintenance sweep's pure decisions: its configuration (vars with defaults) and seed
+//! 002's priority aging.
 
 use crate::config_var::int_var;
-use crate::ids::job_id;
 
 /// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to
 /// [`crate::enqueue::MAX_PRIORITY`].
@@ -57,15 +54,6 @@ impl SweepConfig {
     }
 }
 
-/// The job a schedule enqueues for the run due at `due_ms`: the same id however often a tick
-/// repeats, so the jobs table's primary key makes the run exactly-once.
-pub fn scheduled_job_id(schedule_id: i64, due_ms: i64) -> String {
-    let digest = Sha256::digest(format!("schedule:{schedule_id}:{due_ms}").as_bytes());
-    let mut random = [0u8; 16];
-    random.copy_from_slice(&digest[..16]);
-    job_id(due_ms, u128::from_le_bytes(random))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,18 +79,5 @@ mod tests {
         assert_eq!(config.batch, 100);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].starts_with("RETAIN_DEAD_DAYS"), "{warnings:?}");
-    }
-
-    #[test]
-    fn scheduled_job_ids_are_stable_per_run() {
-        let a = scheduled_job_id(7, 1_741_600_800_000);
-        assert_eq!(a, scheduled_job_id(7, 1_741_600_800_000));
-        assert_ne!(a, scheduled_job_id(8, 1_741_600_800_000));
-        assert_ne!(a, scheduled_job_id(7, 1_741_600_860_000));
-        assert_eq!(a.len(), 26);
-        assert!(
-            a < scheduled_job_id(7, 1_741_600_860_000),
-            "sorts by due time"
-        );
     }
 }
