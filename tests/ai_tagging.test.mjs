@@ -268,10 +268,10 @@ describe("ai_tagging under a monthly budget", () => {
       const { job } = await runJob();
       assert.equal(llm.requests().length, 3, "the calls were made");
       assert.equal(job.status, "retrying", JSON.stringify(job));
-      assert.equal(job.runs[0].error.class, "internal");
-      assert.match(job.runs[0].error.message, /tags down[\s\S]*spend is recorded/);
       const budget = await budgetRow();
       assert.deepEqual([budget.spent_cents, budget.requests], [3 * CENTS_PER_CALL, 3], "the spend is counted");
+      assert.equal(job.runs[0].error.class, "internal");
+      assert.match(job.runs[0].error.message, /tags down[\s\S]*spend is recorded/);
       assert.equal(job.runs[0].cost_cents, 3 * CENTS_PER_CALL);
       assert.ok((await items()).every((r) => r.ai_tagged === 0), "no tag was stored");
     } finally {
