@@ -158,7 +158,7 @@ describe("admin API (messages delivered by the test)", () => {
     assert.ok(matching >= 2);
 
     const dry = await api.call("POST", "/v1/admin/jobs/retry", { json: { filter, dry_run: true } });
-    assert.deepEqual(dry.body, { dry_run: true, count: matching });
+    assert.deepEqual(dry.body, { dry_run: true, count: matching, conflicts: 0 });
     assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead' AND error_class = 'client_error'"), matching, "dry run moved nothing");
 
     const real = await api.call("POST", "/v1/admin/jobs/retry", { json: { filter } });
@@ -208,7 +208,7 @@ describe("admin API (messages delivered by the test)", () => {
     const deadHttp = () => p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead'");
     const before = await deadHttp();
     const dry = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { filter: { type: "http" }, dry_run: true } });
-    assert.deepEqual(dry.body, { dry_run: true, count: before });
+    assert.deepEqual(dry.body, { dry_run: true, count: before, conflicts: 0 });
     assert.equal(await deadHttp(), before);
     const queuedBefore = await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued'");
     const real = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { filter: { type: "http", status: ["queued", "dead"] } } });
@@ -218,6 +218,50 @@ describe("admin API (messages delivered by the test)", () => {
     assert.ok(real.body.ids.includes(two.id));
     const byIds = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { ids: [one.id] } });
     assert.equal(byIds.body.count, 0, "a queued job is no dead letter");
+  });
+
+  test("replay when a dead job's dedup_key is held by a live job: that job is a conflict with its reason, the others move", async () => {
+    const taken = await deadHttpJob({ dedup_key: "replay-taken" });
+    const free = await deadHttpJob({ dedup_key: "replay-free" });
+    const plain = await deadHttpJob();
+    const holder = await enqueue({ type: "http", payload: { url: app.url("/gone") }, dedup_key: "replay-taken" });
+    const row = (id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
+    const takenBefore = await row(taken.id);
+    const auditBefore = await p.count("SELECT COUNT(*) FROM audit_log");
+
+    const single = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: taken });
+    assert.equal(single.status, 409);
+    assert.deepEqual([single.body.error.code, single.body.error.field], ["dedup_key_taken", "dedup_key"]);
+    assert.match(single.body.error.message, new RegExp(`held by job ${holder.id}`));
+    assert.equal(await p.count("SELECT COUNT(*) FROM audit_log"), auditBefore, "a refused replay is no action");
+
+    const dry = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { ids: [taken.id, free.id, plain.id], dry_run: true } });
+    assert.deepEqual(dry.body, { dry_run: true, count: 2, conflicts: 1 });
+    const bulk = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { ids: [taken.id, free.id, plain.id] } });
+    assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
+    assert.equal(bulk.body.count, 2);
+    assert.deepEqual([...bulk.body.ids].sort(), [free.id, plain.id].sort());
+    assert.equal(bulk.body.remaining, 0);
+    assert.deepEqual(bulk.body.conflicts, [{
+      id: taken.id, outcome: "conflict", field: "dedup_key", held_by: holder.id,
+      reason: `dedup_key held by job ${holder.id}, which is live; it must finish first`,
+    }]);
+    assert.equal((await status(free.id)).status, "queued");
+    assert.equal((await status(plain.id)).status, "queued");
+    assert.deepEqual(await row(taken.id), takenBefore, "nothing written for the conflicting job");
+    assert.equal((await status(holder.id)).status, "queued", "the live holder is untouched");
+
+    // Two dead jobs with one key in one request: the first (priority, then age) moves, the
+    // other is a conflict held by it. A filter that keeps matching a conflict does not wedge.
+    const first = await deadHttpJob({ dedup_key: "replay-twin", priority: 9 });
+    const second = await deadHttpJob({ dedup_key: "replay-twin", priority: 1 });
+    const twins = await api.call("POST", "/v1/admin/dead-letters/replay", { json: { filter: { type: "http" } } });
+    assert.equal(twins.status, 200, JSON.stringify(twins.body));
+    assert.ok(twins.body.ids.includes(first.id) && !twins.body.ids.includes(second.id));
+    const conflicts = Object.fromEntries(twins.body.conflicts.map((c) => [c.id, c.held_by]));
+    assert.deepEqual(conflicts, { [second.id]: first.id, [taken.id]: holder.id });
+    assert.equal(twins.body.remaining, 0, "repeating while remaining > 0 ends");
+    assert.equal((await status(second.id)).status, "dead");
   });
 
   test("stats match D1: counts, backlog, the last hour's outcomes and percentiles", async () => {
@@ -266,7 +310,7 @@ describe("admin API (messages delivered by the test)", () => {
       "dead_letter.replay", "dead_letters.replay", "pause", "resume"]) {
       assert.ok(actions.includes(a), `${a} is audited`);
     }
-    const bulk = res.body.entries.find((e) => e.action === "dead_letters.replay" && e.target.filter);
+    const bulk = res.body.entries.find((e) => e.action === "dead_letters.replay" && e.target.filter?.status);
     assert.equal(bulk.affected, 1, "the filtered replay moved the one dead http job left");
     assert.deepEqual(bulk.target.filter, { type: "http", status: ["queued", "dead"] });
     assert.ok(res.body.entries.every((e) => e.actor === res.body.entries[0].actor && !e.actor.includes(TOKENS.admin)));

@@ -260,6 +260,25 @@ describe("ai_tagging under a monthly budget", () => {
     assert.equal((await items()).filter((r) => r.ai_tagged === 1).length, 1);
   });
 
+  test("D1 refusing the tags write still records the spend: the money is gone either way", async () => {
+    await reset({ limit: 10_000, titles: titles(3) });
+    // A real D1 fault: storing tags aborts; everything else (the budget) still writes.
+    await p.db.prepare("CREATE TRIGGER tags_down BEFORE UPDATE OF ai_tags ON feed_items BEGIN SELECT RAISE(ABORT, 'tags down'); END").run();
+    try {
+      const { job } = await runJob();
+      assert.equal(llm.requests().length, 3, "the calls were made");
+      assert.equal(job.status, "retrying", JSON.stringify(job));
+      const budget = await budgetRow();
+      assert.deepEqual([budget.spent_cents, budget.requests], [3 * CENTS_PER_CALL, 3], "the spend is counted");
+      assert.equal(job.runs[0].error.class, "internal");
+      assert.match(job.runs[0].error.message, /tags down[\s\S]*spend is recorded/);
+      assert.equal(job.runs[0].cost_cents, 3 * CENTS_PER_CALL);
+      assert.ok((await items()).every((r) => r.ai_tagged === 0), "no tag was stored");
+    } finally {
+      await p.db.prepare("DROP TRIGGER tags_down").run();
+    }
+  });
+
   test("month rollover: last month's hard stop does not carry over; its limit does; alerts start afresh", async () => {
     await reset({ limit: null, titles: titles(5) });
     const last = monthsAgo(1);

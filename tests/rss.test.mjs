@@ -1,5 +1,7 @@
 // rss_feed_refresh (issue 6, seed 000 section 10): the built-in handler against a real local
-// feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429.
+// feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429, and hostile
+// feeds (a 500, garbage, a body past the cap, one that never answers, rows D1 refuses). The
+// consumer runs with a 2 s feed timeout and a 5 s refresh budget so the time bounds show fast.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -26,7 +28,10 @@ const feed = (xml, extra = {}) => ({ status: 200, raw: xml, headers: { "content-
 
 let app;
 let p;
-withPlatformAndApp((started) => ({ app, p } = started));
+const FEED_TIMEOUT_SECS = 2;
+withPlatformAndApp((started) => ({ app, p } = started), {
+  consumerBindings: { RSS_FEED_TIMEOUT_SECS: String(FEED_TIMEOUT_SECS), RSS_REFRESH_BUDGET_SECS: "5" },
+});
 
 const admin = (method, path, json) => p.request(method, `/v1/admin/rss-sources${path}`, { json, token: TOKENS.admin });
 
@@ -181,5 +186,132 @@ describe("rss_feed_refresh", () => {
     assert.equal(ok.result.sources[0].new, 2);
     assert.equal((await admin("PATCH", "/nope", { is_active: true })).status, 404);
     assert.equal((await admin("PATCH", `/${flaky.id}`, { is_active: "yes" })).status, 422);
+  });
+});
+
+describe("rss_feed_refresh under hostile feeds", () => {
+  /** Leaves only the sources a test adds active. */
+  const onlyNewSources = () => p.db.prepare("UPDATE rss_sources SET is_active = 0").run();
+  const byName = (job) => Object.fromEntries(job.result.sources.map((s) => [s.name, s]));
+  const itemsOf = (id) => p.count("SELECT count(*) FROM feed_items WHERE source_id = ?", id);
+  const many = (n, tag) =>
+    `<?xml version="1.0"?><rss version="2.0"><channel><title>Big</title>${Array.from(
+      { length: n },
+      (_, i) => `<item><title>Item ${i}</title><link>https://big.io/${tag}/${i}</link><guid>${tag}-${i}</guid>` +
+        `<description>${"Words about the item. ".repeat(12)}</description></item>`,
+    ).join("")}</channel></rss>`;
+
+  test("one bad feed breaks nothing else: each failure is its own source's, and 5 in a row disable it", async () => {
+    await onlyNewSources();
+    const good = await addSource("Good", "/hostile/good.xml", { refresh_interval_minutes: 15 });
+    const atom = await addSource("GoodAtom", "/hostile/good.atom");
+    const bad = {
+      Err500: await addSource("Err500", "/hostile/500.xml"),
+      Garbage: await addSource("Garbage", "/hostile/garbage.xml"),
+      Huge: await addSource("Huge", "/hostile/huge.xml"),
+      Hanging: await addSource("Hanging", "/hostile/hanging.xml"),
+      Poison: await addSource("Poison", "/hostile/poison.xml"),
+    };
+    app.script("/hostile/good.xml", [feed(RSS.replaceAll("rss-", "good-").replaceAll("n.io", "good.io"))]);
+    app.script("/hostile/good.atom", [feed(ATOM.replaceAll("urn:atom", "urn:good"))]);
+    app.script("/hostile/500.xml", [{ status: 500 }]);
+    app.script("/hostile/garbage.xml", [feed("\u0000<<<this is not xml>>>&&&")]);
+    const huge = many(10_000, "huge"); // about 3 MB: past the 1 MiB cap (and D1's value limit)
+    assert.ok(huge.length > 2_500_000);
+    app.script("/hostile/huge.xml", [feed(huge)]);
+    app.script("/hostile/hanging.xml", [feed(RSS, { delayMs: (FEED_TIMEOUT_SECS + 3) * 1000 })]);
+    app.script("/hostile/poison.xml", [feed(many(3, "poison"))]);
+    // A real D1 fault: rows from this one feed are refused.
+    await p.db
+      .prepare("CREATE TRIGGER poison_rows BEFORE INSERT ON feed_items WHEN NEW.url LIKE '%/poison/%' BEGIN SELECT RAISE(ABORT, 'poisoned row'); END")
+      .run();
+    try {
+      const job = await refresh({});
+      assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+      const by = byName(job);
+      assert.deepEqual([by.Good.outcome, by.Good.new], ["refreshed", 2]);
+      assert.deepEqual([by.GoodAtom.outcome, by.GoodAtom.new], ["refreshed", 2]);
+      assert.equal(await itemsOf(good.id), 2);
+      assert.equal(await itemsOf(atom.id), 2);
+      const errors = {
+        Err500: /HTTP 500/,
+        Garbage: /unreadable feed/,
+        Huge: /over 1048576 bytes/,
+        Hanging: new RegExp(`within ${FEED_TIMEOUT_SECS * 1000} ms`),
+        Poison: /D1 refused the feed's rows[\s\S]*poisoned row/,
+      };
+      for (const [name, error] of Object.entries(errors)) {
+        assert.equal(by[name].outcome, "failed", name);
+        assert.match(by[name].error, error, name);
+        const row = await source(bad[name].id);
+        assert.equal(row.error_count, 1, name);
+        assert.match(row.last_error_message, error, name);
+        assert.ok(row.last_attempt_at, `${name}: the attempt is recorded`);
+        assert.equal(row.last_fetched_at, null, `${name}: never fetched`);
+        assert.equal(await itemsOf(bad[name].id), 0, name);
+      }
+      assert.equal(job.result.not_reached, 0);
+
+      // The failing sources stay due; the good ones are not. At the 5th failure in a row each
+      // bad source is disabled, saying why; after that it is not fetched.
+      for (let i = 2; i <= 5; i++) {
+        const again = byName(await refresh({}));
+        assert.deepEqual([again.Good.outcome, again.GoodAtom.outcome], ["not_due", "not_due"]);
+        for (const name of Object.keys(bad)) {
+          assert.equal(again[name].outcome, "failed", `${name} refresh ${i}`);
+          const row = await source(bad[name].id);
+          assert.deepEqual([row.error_count, row.is_active], [i, i < 5], `${name} after ${i}`);
+        }
+      }
+      for (const name of Object.keys(bad)) {
+        assert.match((await source(bad[name].id)).last_error_message, /^disabled after 5 consecutive failures; the last: /);
+      }
+      const fetches = app.requests("/hostile/500.xml").length;
+      const after = await refresh({});
+      assert.deepEqual(after.result.sources.map((s) => s.outcome).sort(), ["not_due", "not_due"]);
+      assert.equal(app.requests("/hostile/500.xml").length, fetches, "a disabled source is not fetched");
+    } finally {
+      await p.db.prepare("DROP TRIGGER poison_rows").run();
+    }
+  });
+
+  test("the refresh's time budget: sources it had no time for are left for the next run, and lead it", async () => {
+    await onlyNewSources();
+    const slow = [];
+    for (let i = 0; i < 14; i++) {
+      app.script(`/hostile/slow-${i}.xml`, [feed(RSS, { delayMs: (FEED_TIMEOUT_SECS + 2) * 1000 })]);
+      slow.push(await addSource(`Slow${i}`, `/hostile/slow-${i}.xml`));
+    }
+    // 6 feeds at a time, each cut at 2 s, none started unless it can end within 5 s: two
+    // rounds of 6 start, the last 2 sources are not reached.
+    const job = await refresh({});
+    assert.equal(job.status, "succeeded");
+    assert.equal(job.result.not_reached, 2);
+    const notReached = job.result.sources.filter((s) => s.outcome === "not_reached").map((s) => s.id);
+    assert.equal(notReached.length, 2);
+    assert.equal(job.result.sources.filter((s) => s.outcome === "failed").length, 12);
+    assert.ok(job.runs[0].duration_ms < 7000, `the refresh took ${job.runs[0].duration_ms} ms`);
+    for (const id of notReached) {
+      const row = await source(id);
+      assert.deepEqual([row.error_count, row.last_attempt_at], [0, null], "not reached is not a failure");
+    }
+
+    const next = await refresh({});
+    const tried = next.result.sources.filter((s) => s.outcome === "failed").map((s) => s.id);
+    for (const id of notReached) assert.ok(tried.includes(id), "the sources left over lead the next run");
+  });
+
+  test("re-enabling with seed 000's body {is_active: true, error_count: 0}", async () => {
+    const off = await addSource("Off", "/hostile/off.xml");
+    await p.db.prepare("UPDATE rss_sources SET is_active = 0, error_count = 5, last_error_message = 'x' WHERE id = ?").bind(off.id).run();
+    const res = await admin("PATCH", `/${off.id}`, { is_active: true, error_count: 0 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.is_active, res.body.error_count, res.body.last_error_message], [true, 0, null]);
+    const reset = await admin("PATCH", `/${off.id}`, { error_count: 0 });
+    assert.equal(reset.status, 200);
+    const bad = await admin("PATCH", `/${off.id}`, { is_active: true, error_count: 3 });
+    assert.deepEqual([bad.status, bad.body.error.field], [422, "error_count"]);
+    const empty = await admin("PATCH", `/${off.id}`, {});
+    assert.deepEqual([empty.status, empty.body.error.field], [422, "is_active"]);
   });
 });

@@ -1,6 +1,7 @@
 // Issue 4: recurring jobs. The schedules API on the built producer, and the sweep's periodic
 // enqueuer driven through the producer's real `scheduled` handler at chosen times.
 import { after, before, describe, test } from "node:test";
+import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
 import { startPlatform, TOKENS } from "./support/platform.mjs";
 import { tick, MINUTE, HOUR } from "./support/sweep.mjs";
@@ -191,5 +192,41 @@ describe("the periodic enqueuer", () => {
     await p.request("POST", `/v1/admin/schedules/${id}/toggle`, { ...admin, json: { enabled: false } });
     await tick(p, due + 4 * HOUR);
     assert.equal(await runsOf(id), 3);
+  });
+  test("a schedule run's job id is random, not computable from the schedule and due time; one job per due time still", async () => {
+    // What ids used to be: a ULID of the due time and the SHA-256 of "schedule:<id>:<due>".
+    const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    const formerId = (scheduleId, dueMs) => {
+      const digest = createHash("sha256").update(`schedule:${scheduleId}:${dueMs}`).digest();
+      let random = 0n;
+      for (let i = 15; i >= 0; i--) random = (random << 8n) | BigInt(digest[i]);
+      const value = (BigInt(dueMs) << 80n) | (random & ((1n << 80n) - 1n));
+      return Array.from({ length: 26 }, (_, i) => CROCKFORD[Number((value >> BigInt(5 * (25 - i))) & 31n)]).join("");
+    };
+    const created = await p.request("POST", "/v1/admin/schedules", {
+      ...admin,
+      json: { name: "unguessable", type: "noop", cron_expression: "*/10 * * * *", priority: 37 },
+    });
+    assert.equal(created.status, 201);
+    const { id } = created.body;
+    const due = Date.parse(created.body.next_run_at);
+    const ours = () => p.count("SELECT count(*) FROM jobs WHERE type = 'noop' AND priority = 37");
+
+    // Two overlapping ticks for the same fire time.
+    await Promise.all([tick(p, due), tick(p, due)]);
+    assert.equal(await ours(), 1);
+    const run = await p.db.prepare("SELECT job_id FROM schedule_runs WHERE schedule_id = ? AND due_at = ?").bind(id, due).first();
+    assert.match(run.job_id, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.notEqual(run.job_id, formerId(id, due), "not the computable id");
+    assert.equal(await p.count("SELECT count(*) FROM jobs WHERE id = ?", formerId(id, due)), 0);
+    const read = await p.getJob(formerId(id, due));
+    assert.equal(read.status, 404, "an enqueue token cannot read it by computing its id");
+
+    // A tick that read the schedule before the first one advanced it (its next_run_at put back
+    // to the same due time) still makes no second job: the run record is the key.
+    await p.db.prepare("UPDATE schedules SET next_run_at = ? WHERE id = ?").bind(due, id).run();
+    await tick(p, due + 1000);
+    assert.equal(await ours(), 1, "one job per (schedule, due time)");
+    assert.equal(await runsOf(id), 1);
   });
 });

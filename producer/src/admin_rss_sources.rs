@@ -1,10 +1,11 @@
 //! /v1/admin/rss-sources: the RSS sources the `rss_feed_refresh` handler reads. List them with
-//! their counters and errors, add one, and re-enable (or disable) one; re-enabling clears the
-//! error streak that disabled it (seed 000's troubleshooting step).
+//! their counters and errors, add one, and re-enable (or disable) one; re-enabling (or
+//! `error_count: 0`) clears the error streak that disabled it (seed 000's troubleshooting step).
 
-use jobs_shared::{rfc3339, uuid_v4, validate_new_source, ApiError};
+use jobs_shared::{rfc3339, uuid_v4, validate_new_source, validate_source_patch, ApiError};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
 use worker::{Env, Method, Request, Response};
 
 use crate::admin::d1;
@@ -20,6 +21,7 @@ struct SourceRow {
     error_count: i64,
     last_error_message: Option<String>,
     last_fetched_at: Option<i64>,
+    last_attempt_at: Option<i64>,
     retry_after_until: Option<i64>,
     items_new: i64,
     items_duplicate: i64,
@@ -28,7 +30,7 @@ struct SourceRow {
 }
 
 const COLUMNS: &str = "id, name, url, refresh_interval_minutes, is_active, error_count, \
-     last_error_message, last_fetched_at, retry_after_until, items_new, items_duplicate, \
+     last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, items_duplicate, \
      items_skipped, created_at";
 
 /// `rest` is the path after /v1/admin/rss-sources.
@@ -96,31 +98,25 @@ async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     }
 }
 
-/// PATCH `{"is_active": true|false}`.
+/// PATCH `{"is_active"?: true|false, "error_count"?: 0}`.
 async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    let body = body::json(req).await?;
-    let active = match body.as_object().map(|o| (o.len(), o.get("is_active"))) {
-        Some((1, Some(Value::Bool(active)))) => *active,
-        _ => {
-            return Err(
-                ApiError::new(422, "invalid_field", "send {\"is_active\": true|false}")
-                    .with_field("is_active"),
-            )
-        }
-    };
+    let patch = validate_source_patch(&body::json(req).await?)?;
     let db = d1::database(env)?;
     let row: Option<SourceRow> = db
         .prepare(format!(
-            "UPDATE rss_sources SET is_active = ?2, updated_at = ?3, \
-             error_count = CASE WHEN ?2 = 1 THEN 0 ELSE error_count END, \
-             last_error_message = CASE WHEN ?2 = 1 THEN NULL ELSE last_error_message END, \
+            "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
+             error_count = CASE WHEN ?4 = 1 THEN 0 ELSE error_count END, \
+             last_error_message = CASE WHEN ?4 = 1 THEN NULL ELSE last_error_message END, \
              retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END \
              WHERE id = ?1 RETURNING {COLUMNS}"
         ))
         .bind(&[
             id.into(),
-            (if active { 1 } else { 0 }).into(),
+            patch
+                .is_active
+                .map_or(JsValue::NULL, |active| i32::from(active).into()),
             (env_config::now_ms() as f64).into(),
+            i32::from(patch.resets_errors()).into(),
         ])
         .map_err(|e| respond::internal(&e))?
         .first(None)
@@ -144,6 +140,7 @@ fn view(row: &SourceRow) -> Value {
         "error_count": row.error_count,
         "last_error_message": row.last_error_message,
         "last_fetched_at": row.last_fetched_at.map(rfc3339),
+        "last_attempt_at": row.last_attempt_at.map(rfc3339),
         "retry_after_until": row.retry_after_until.map(rfc3339),
         "items": { "new": row.items_new, "duplicate": row.items_duplicate, "skipped": row.items_skipped },
         "created_at": rfc3339(row.created_at),

@@ -1,7 +1,8 @@
 //! Reading a JSON request body: content type, size and syntax are checked before any handler
 //! sees it, so a bad request can never reach D1.
 
-use jobs_shared::ApiError;
+use futures::StreamExt;
+use jobs_shared::{ApiError, CappedBody};
 use serde_json::Value;
 use worker::Request;
 
@@ -39,13 +40,7 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    let bytes = req
-        .bytes()
-        .await
-        .map_err(|e| ApiError::new(400, "invalid_body", format!("could not read the body: {e}")))?;
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
+    let bytes = read_capped(req).await?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             400,
@@ -53,6 +48,24 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
             format!("the body is not valid JSON: {e}"),
         )
     })
+}
+
+/// Reads the body chunk by chunk and stops at the cap: a chunked body (no Content-Length) or
+/// one longer than it declared is refused as soon as it passes the cap, never buffered whole.
+async fn read_capped(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let unreadable = |e: worker::Error| {
+        ApiError::new(400, "invalid_body", format!("could not read the body: {e}"))
+    };
+    let mut body = CappedBody::new(MAX_BODY_BYTES);
+    // A request without a body has no stream.
+    let Ok(mut stream) = req.stream() else {
+        return Ok(Vec::new());
+    };
+    while let Some(chunk) = stream.next().await {
+        body.push(&chunk.map_err(unreadable)?)
+            .map_err(|_| too_large())?;
+    }
+    Ok(body.into_bytes())
 }
 
 fn too_large() -> ApiError {

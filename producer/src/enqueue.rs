@@ -3,7 +3,9 @@
 //! Every job of a request carries the request's correlation id (crate::correlation).
 
 use jobs_shared::queue_send::queue_delay_limit;
-use jobs_shared::{job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob};
+use jobs_shared::{
+    check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob,
+};
 use serde::Serialize;
 use worker::{Env, Request, Response};
 
@@ -28,7 +30,13 @@ pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     let now = now_ms();
     let limit = queue_delay_limit(env);
     let job = validate_enqueue(&body, job_id(now, random_u128()?), now, limit)?;
-    let (written, stats) = write_and_send(env, std::slice::from_ref(&job), now, &cid).await?;
+    let field = if job.steps.as_ref().map_or(0, String::len) > job.payload.len() {
+        "steps"
+    } else {
+        "payload"
+    };
+    let (written, stats) =
+        write_and_send(env, std::slice::from_ref(&job), field, now, &cid).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
     traced(response, &stats, &cid)
@@ -47,7 +55,7 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let (written, stats) = write_and_send(env, &jobs, now, &cid).await?;
+    let (written, stats) = write_and_send(env, &jobs, "jobs", now, &cid).await?;
     let results: Vec<_> = jobs
         .iter()
         .zip(&written)
@@ -57,14 +65,19 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     traced(response, &stats, &cid)
 }
 
+/// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
+/// written), then sends them.
 async fn write_and_send(
     env: &Env,
     jobs: &[NewJob],
+    field: &str,
     now: i64,
     cid: &str,
 ) -> Result<(Vec<Written>, D1Stats), ApiError> {
+    let rows = job_store::rows_json(jobs);
+    check_stored_size(rows.len(), field)?;
     let db = d1::database(env)?;
-    let (written, stats) = job_store::insert(&db, jobs, now, cid)
+    let (written, stats) = job_store::insert(&db, jobs, &rows, now, cid)
         .await
         .map_err(|e| respond::internal(&e))?;
     let fresh: Vec<&NewJob> = jobs

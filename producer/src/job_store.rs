@@ -45,17 +45,9 @@ pub fn initial_status(job: &NewJob) -> JobStatus {
     }
 }
 
-/// Inserts every job in one batch of at most two set-based statements, whatever the number of
-/// jobs (per-statement overhead is most of D1's cost at these sizes). A job whose (type,
-/// dedup_key) is already live is not inserted; the SELECT after the INSERT names the live one.
-/// Rows start in the outbox (`sent_at` NULL): the consumer's claim proves the send.
-pub async fn insert(
-    db: &D1Database,
-    jobs: &[NewJob],
-    now_ms: i64,
-    correlation_id: &str,
-) -> worker::Result<(Vec<Written>, D1Stats)> {
-    let live = sql_in_list(&JobStatus::live());
+/// The rows of `jobs` as the INSERT binds them: one JSON value, whose size enqueue bounds
+/// before writing (jobs_shared::check_stored_size).
+pub fn rows_json(jobs: &[NewJob]) -> String {
     // Positional arrays, not objects: each field SQLite extracts from a row's JSON is work per
     // row, and a key lookup costs more than an index.
     let rows: Vec<Row> = jobs
@@ -75,7 +67,23 @@ pub async fn insert(
             )
         })
         .collect();
-    let rows = JsValue::from_str(&serde_json::to_string(&rows).unwrap_or_default());
+    serde_json::to_string(&rows).unwrap_or_default()
+}
+
+/// Inserts every job (`rows` is their [`rows_json`]) in one batch of at most two set-based
+/// statements, whatever the number of jobs (per-statement overhead is most of D1's cost at
+/// these sizes). A job whose (type, dedup_key) is already live is not inserted; the SELECT
+/// after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
+/// consumer's claim proves the send.
+pub async fn insert(
+    db: &D1Database,
+    jobs: &[NewJob],
+    rows: &str,
+    now_ms: i64,
+    correlation_id: &str,
+) -> worker::Result<(Vec<Written>, D1Stats)> {
+    let live = sql_in_list(&JobStatus::live());
+    let rows = JsValue::from_str(rows);
     // Rows are inserted in request order, so of two jobs in one request with the same live
     // dedup key the first is written and the second answered with its id. (`WHERE true`
     // tells SQLite's parser the ON CONFLICT belongs to the INSERT, not to a join.)

@@ -18,6 +18,25 @@ use std::ops::RangeInclusive;
 /// also travel inline if a handler ever needs it to.
 pub const MAX_PAYLOAD_BYTES: usize = 128 * 1024;
 
+/// The most the rows of one enqueue request may take as the INSERT binds them (one JSON
+/// value): below D1's limit of 2,000,000 bytes on one value. The body cap alone cannot bound
+/// it: a payload is stored as a string inside the rows, so its quotes and backslashes are
+/// escaped again, and a number such as `1e15` is stored as `1000000000000000.0`.
+pub const MAX_STORED_BYTES: usize = 1_900_000;
+
+/// A request whose rows would take `stored_bytes` is refused past [`MAX_STORED_BYTES`] (413,
+/// naming `field`), before anything is written.
+pub fn check_stored_size(stored_bytes: usize, field: &str) -> Result<(), ApiError> {
+    if stored_bytes <= MAX_STORED_BYTES {
+        return Ok(());
+    }
+    let message = format!(
+        "the jobs of this request take {stored_bytes} bytes stored; the limit is \
+         {MAX_STORED_BYTES} (escaped characters and long numbers count as stored)"
+    );
+    Err(ApiError::new(413, "stored_too_large", message).with_field(field))
+}
+
 /// Batch limit: one D1 batch and one `sendBatch` (which takes at most 100).
 pub const MAX_BATCH: usize = 100;
 
@@ -618,5 +637,14 @@ mod tests {
         let accepted = validate_batch(&json!({ "jobs": jobs }), counter(), NOW, LIMIT).unwrap();
         assert_eq!(accepted.len(), MAX_BATCH);
         assert_eq!(accepted[99].id, "id-100");
+    }
+
+    #[test]
+    fn stored_size_is_bounded() {
+        assert_eq!(check_stored_size(MAX_STORED_BYTES, "jobs"), Ok(()));
+        let e = check_stored_size(MAX_STORED_BYTES + 1, "jobs").unwrap_err();
+        assert_eq!((e.status, e.code), (413, "stored_too_large"));
+        assert_eq!(e.field.as_deref(), Some("jobs"));
+        assert!(e.message.contains("1900000"), "{}", e.message);
     }
 }

@@ -169,6 +169,18 @@ pub struct NewFeedItem {
     pub content_hash: String,
 }
 
+impl NewFeedItem {
+    /// About the bytes the item takes as written (its text; JSON escaping aside): what a
+    /// refresh holds in memory before it writes.
+    pub fn stored_len(&self) -> usize {
+        self.guid.len()
+            + self.title.len()
+            + self.url.len()
+            + self.description.as_ref().map_or(0, String::len)
+            + self.content_hash.len()
+    }
+}
+
 /// What one refresh makes of a feed's entries.
 #[derive(Debug, Default, PartialEq)]
 pub struct SortedEntries {
@@ -179,14 +191,25 @@ pub struct SortedEntries {
     pub duplicate: u32,
 }
 
+/// Sorts a feed's entries into items to store. Bounded (README "rss_feed_refresh"): at most
+/// [`MAX_ENTRIES_PER_FEED`] entries are looked at and the rest counted as skipped, as is an
+/// entry whose title, URL or GUID is over [`MAX_FIELD_CHARS`]; a description is cut at
+/// [`MAX_DESCRIPTION_CHARS`] (its content hash is of the whole text).
 pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
     let mut sorted = SortedEntries::default();
     let mut seen = std::collections::HashSet::new();
-    for entry in entries {
-        let (Some(title), Some(url)) = (entry.title, entry.url) else {
+    let over = entries.len().saturating_sub(MAX_ENTRIES_PER_FEED);
+    sorted.skipped = over as u32;
+    for entry in entries.into_iter().take(MAX_ENTRIES_PER_FEED) {
+        let too_long = |f: &Option<String>| f.as_ref().is_some_and(|t| t.len() > MAX_FIELD_CHARS);
+        let (Some(title), Some(url)) = (entry.title.clone(), entry.url.clone()) else {
             sorted.skipped += 1;
             continue;
         };
+        if too_long(&entry.title) || too_long(&entry.url) || too_long(&entry.guid) {
+            sorted.skipped += 1;
+            continue;
+        }
         let guid = entry.guid.unwrap_or_else(|| {
             let published = entry.published.as_deref().unwrap_or_default();
             format!(
@@ -200,6 +223,7 @@ pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
         }
         let description = entry.description.unwrap_or_default();
         let content_hash = hex::encode(Md5::digest(format!("{title}{description}")));
+        let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
         sorted.items.push(NewFeedItem {
             guid,
             published_at: entry.published.as_deref().and_then(parse_feed_date),
@@ -212,6 +236,28 @@ pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
     sorted
 }
 
+/// The items as JSON arrays of at most [`MAX_INSERT_JSON_BYTES`] each (one alone when it is
+/// larger), one per INSERT: no statement's bound value nears D1's 2,000,000-byte limit,
+/// however many items a feed has or how much escaping their text needs.
+pub fn item_chunks(items: &[NewFeedItem]) -> Vec<String> {
+    let mut chunks = Vec::new();
+    let mut chunk = String::new();
+    for item in items {
+        let json = serde_json::to_string(item).unwrap_or_default();
+        if !chunk.is_empty() && chunk.len() + json.len() + 2 > MAX_INSERT_JSON_BYTES {
+            chunk.push(']');
+            chunks.push(std::mem::take(&mut chunk));
+        }
+        chunk.push(if chunk.is_empty() { '[' } else { ',' });
+        chunk.push_str(&json);
+    }
+    if !chunk.is_empty() {
+        chunk.push(']');
+        chunks.push(chunk);
+    }
+    chunks
+}
+
 /// RSS dates are RFC 2822, Atom's RFC 3339; an unreadable date is just absent.
 pub fn parse_feed_date(s: &str) -> Option<i64> {
     DateTime::parse_from_rfc2822(s)
@@ -222,6 +268,67 @@ pub fn parse_feed_date(s: &str) -> Option<i64> {
 
 /// Consecutive failed refreshes that disable a source (seed 000's 5-error policy).
 pub const MAX_CONSECUTIVE_ERRORS: u32 = 5;
+/// A feed's body is read up to this many bytes; a longer one fails its source.
+pub const MAX_FEED_BYTES: usize = 1024 * 1024;
+/// Entries of one feed looked at per refresh (seed 000 calls a feed over 1,000 entries large).
+pub const MAX_ENTRIES_PER_FEED: usize = 1000;
+/// An entry with a longer title, URL or GUID is skipped.
+pub const MAX_FIELD_CHARS: usize = 2048;
+/// Descriptions are stored up to this many characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 16 * 1024;
+/// The most item JSON one INSERT binds (see [`item_chunks`]).
+pub const MAX_INSERT_JSON_BYTES: usize = 256 * 1024;
+
+/// How long one refresh may take: each feed (request and body) within `feed_timeout_ms`, and
+/// no feed starts unless it can end within `budget_ms` of the job's start; the sources left
+/// are refreshed by the next run. The budget stays well inside the type's 60 s timeout, which
+/// bounds the job's lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RssLimits {
+    pub feed_timeout_ms: u32,
+    pub budget_ms: u32,
+}
+
+impl RssLimits {
+    pub const DEFAULT: RssLimits = RssLimits {
+        feed_timeout_ms: 15_000,
+        budget_ms: 40_000,
+    };
+    /// The largest budget a var may set: the write and the record still fit in the timeout.
+    pub const MAX_BUDGET_SECS: i64 = 45;
+
+    /// `RSS_FEED_TIMEOUT_SECS` and `RSS_REFRESH_BUDGET_SECS` (1 to 45 each); a bad value keeps
+    /// its default and is reported. A feed timeout over the budget is cut to the budget.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (RssLimits, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut read = |name: &str, default: u32| {
+            let value = var(name).filter(|v| !v.trim().is_empty());
+            crate::config_var::int_var(
+                name,
+                value,
+                Self::MAX_BUDGET_SECS,
+                "the default",
+                &mut warnings,
+            )
+            .map_or(default, |secs| secs as u32 * 1000)
+        };
+        let budget_ms = read("RSS_REFRESH_BUDGET_SECS", Self::DEFAULT.budget_ms);
+        let feed_timeout_ms =
+            read("RSS_FEED_TIMEOUT_SECS", Self::DEFAULT.feed_timeout_ms).min(budget_ms);
+        (
+            RssLimits {
+                feed_timeout_ms,
+                budget_ms,
+            },
+            warnings,
+        )
+    }
+
+    /// Whether a feed may start at `now_ms` in a refresh that started at `started_ms`.
+    pub fn may_start(self, started_ms: i64, now_ms: i64) -> bool {
+        now_ms + i64::from(self.feed_timeout_ms) <= started_ms + i64::from(self.budget_ms)
+    }
+}
 /// Refresh intervals allowed (also a CHECK constraint in D1).
 pub const REFRESH_INTERVAL_MINUTES: std::ops::RangeInclusive<u32> = 15..=1440;
 
@@ -304,6 +411,56 @@ pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiErr
         .with_field("refresh_interval_minutes"));
     }
     Ok(source)
+}
+
+/// An admin's change to a source: `{"is_active"?: bool, "error_count"?: 0}`, at least one.
+/// `error_count` may only be reset (seed 000's re-enable sends `{"is_active": true,
+/// "error_count": 0}`); re-enabling resets it anyway.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourcePatch {
+    pub is_active: Option<bool>,
+    pub error_count: Option<u32>,
+}
+
+impl SourcePatch {
+    /// Whether the change clears the error streak (`error_count`, `last_error_message`).
+    pub fn resets_errors(self) -> bool {
+        self.is_active == Some(true) || self.error_count == Some(0)
+    }
+}
+
+/// Checks an admin's change to a source; errors name the field.
+pub fn validate_source_patch(body: &serde_json::Value) -> Result<SourcePatch, ApiError> {
+    let invalid =
+        |field: &str, message: String| crate::enqueue::invalid("invalid_field", field, message);
+    if !body.is_object() {
+        return Err(invalid(
+            "is_active",
+            "send {\"is_active\": true|false}".into(),
+        ));
+    }
+    let patch: SourcePatch =
+        crate::field_error::decode(body).map_err(|e| invalid(&e.error.field, e.error.message))?;
+    match patch {
+        SourcePatch {
+            is_active: None,
+            error_count: None,
+        } => Err(invalid(
+            "is_active",
+            "send is_active (true|false) and/or error_count (0)".into(),
+        )),
+        SourcePatch {
+            error_count: Some(n),
+            ..
+        } if n != 0 => {
+            Err(
+                ApiError::new(422, "out_of_range", "error_count can only be reset to 0")
+                    .with_field("error_count"),
+            )
+        }
+        patch => Ok(patch),
+    }
 }
 
 #[cfg(test)]
@@ -472,5 +629,104 @@ mod tests {
         assert_eq!(after_refresh_failure(0), (1, true));
         assert_eq!(after_refresh_failure(3), (4, true));
         assert_eq!(after_refresh_failure(4), (5, false));
+    }
+
+    #[test]
+    fn source_patches_are_checked() {
+        let ok = |body| validate_source_patch(&body).unwrap();
+        let seed = ok(serde_json::json!({"is_active": true, "error_count": 0}));
+        assert_eq!(
+            (seed.is_active, seed.error_count, seed.resets_errors()),
+            (Some(true), Some(0), true)
+        );
+        assert!(!ok(serde_json::json!({"is_active": false})).resets_errors());
+        assert!(ok(serde_json::json!({"error_count": 0})).resets_errors());
+        for (body, field) in [
+            (serde_json::json!({}), "is_active"),
+            (serde_json::json!([]), "is_active"),
+            (serde_json::json!({"is_active": "yes"}), "is_active"),
+            (
+                serde_json::json!({"is_active": true, "error_count": 3}),
+                "error_count",
+            ),
+            (serde_json::json!({"error_count": -1}), "error_count"),
+            (serde_json::json!({"is_active": true, "name": "x"}), "name"),
+        ] {
+            assert_eq!(
+                validate_source_patch(&body).unwrap_err().field.as_deref(),
+                Some(field),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn entries_are_bounded() {
+        let entry = |i: usize| FeedEntry {
+            guid: Some(format!("g{i}")),
+            title: Some("t".into()),
+            url: Some("https://x.io".into()),
+            description: Some("d".repeat(MAX_DESCRIPTION_CHARS + 10)),
+            published: None,
+        };
+        let mut entries: Vec<FeedEntry> = (0..MAX_ENTRIES_PER_FEED + 3).map(entry).collect();
+        entries[0].title = Some("t".repeat(MAX_FIELD_CHARS + 1));
+        entries[1].guid = Some("g".repeat(MAX_FIELD_CHARS + 1));
+        let sorted = sort_entries(entries);
+        assert_eq!(sorted.skipped, 3 + 2);
+        assert_eq!(sorted.items.len(), MAX_ENTRIES_PER_FEED - 2);
+        let stored = sorted.items[0].description.as_deref().unwrap();
+        assert_eq!(stored.chars().count(), MAX_DESCRIPTION_CHARS);
+        let whole = format!("t{}", "d".repeat(MAX_DESCRIPTION_CHARS + 10));
+        assert_eq!(
+            sorted.items[0].content_hash,
+            hex::encode(Md5::digest(whole))
+        );
+    }
+
+    #[test]
+    fn item_chunks_stay_under_the_statement_bound_and_keep_every_item() {
+        let item = |i: usize, len: usize| NewFeedItem {
+            guid: format!("g{i}"),
+            title: "\"quoted\"".into(),
+            url: "https://x.io".into(),
+            description: Some("\\".repeat(len)),
+            published_at: None,
+            content_hash: String::new(),
+        };
+        let items: Vec<NewFeedItem> = (0..300).map(|i| item(i, 2000)).collect();
+        let chunks = item_chunks(&items);
+        assert!(chunks.len() > 1);
+        let mut back = 0;
+        for chunk in &chunks {
+            assert!(chunk.len() <= MAX_INSERT_JSON_BYTES, "{}", chunk.len());
+            back += serde_json::from_str::<Vec<serde_json::Value>>(chunk)
+                .unwrap()
+                .len();
+        }
+        assert_eq!(back, 300);
+        let big = [item(0, MAX_INSERT_JSON_BYTES)];
+        assert_eq!(item_chunks(&big).len(), 1, "a larger item goes alone");
+        assert!(item_chunks(&[]).is_empty());
+    }
+
+    #[test]
+    fn refresh_limits_from_vars() {
+        let (limits, warnings) = RssLimits::from_vars(|_| None);
+        assert_eq!((limits, warnings.len()), (RssLimits::DEFAULT, 0));
+        let (limits, warnings) = RssLimits::from_vars(|name| match name {
+            "RSS_REFRESH_BUDGET_SECS" => Some("4".into()),
+            "RSS_FEED_TIMEOUT_SECS" => Some("9".into()),
+            _ => None,
+        });
+        assert_eq!((limits.budget_ms, limits.feed_timeout_ms), (4_000, 4_000));
+        assert!(warnings.is_empty());
+        let (limits, warnings) = RssLimits::from_vars(|_| Some("3600".into()));
+        assert_eq!((limits, warnings.len()), (RssLimits::DEFAULT, 2));
+        // Well inside the type's timeout, whatever the vars say.
+        let timeout = i64::from(crate::JobType::RssFeedRefresh.spec().timeout_ms);
+        assert!(RssLimits::MAX_BUDGET_SECS * 1000 <= timeout - 15_000);
+        let d = RssLimits::DEFAULT;
+        assert!(d.may_start(0, 25_000) && !d.may_start(0, 25_001));
     }
 }

@@ -1,12 +1,8 @@
 //! The maintenance sweep's pure decisions: its configuration (vars with defaults), the budget
-//! its recovery services page within, seed 002's priority aging, and the id of the job a
-//! schedule enqueues for one due time.
-
-use sha2::{Digest, Sha256};
+//! its recovery services page within, and seed 002's priority aging.
 
 use crate::config_var::int_var;
 use crate::family::Family;
-use crate::ids::job_id;
 
 /// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to
 /// [`crate::enqueue::MAX_PRIORITY`].
@@ -127,15 +123,6 @@ impl SweepBudget {
     }
 }
 
-/// The job a schedule enqueues for the run due at `due_ms`: the same id however often a tick
-/// repeats, so the jobs table's primary key makes the run exactly-once.
-pub fn scheduled_job_id(schedule_id: i64, due_ms: i64) -> String {
-    let digest = Sha256::digest(format!("schedule:{schedule_id}:{due_ms}").as_bytes());
-    let mut random = [0u8; 16];
-    random.copy_from_slice(&digest[..16]);
-    job_id(due_ms, u128::from_le_bytes(random))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,18 +187,5 @@ mod tests {
                 .take_while(|_| budget.after_page(1000, 1000, true, start + 1))
                 .count();
         assert_eq!(pages, 21);
-    }
-
-    #[test]
-    fn scheduled_job_ids_are_stable_per_run() {
-        let a = scheduled_job_id(7, 1_741_600_800_000);
-        assert_eq!(a, scheduled_job_id(7, 1_741_600_800_000));
-        assert_ne!(a, scheduled_job_id(8, 1_741_600_800_000));
-        assert_ne!(a, scheduled_job_id(7, 1_741_600_860_000));
-        assert_eq!(a.len(), 26);
-        assert!(
-            a < scheduled_job_id(7, 1_741_600_860_000),
-            "sorts by due time"
-        );
     }
 }

@@ -7,7 +7,7 @@
 //! for the next run; only a 429 (retried after its Retry-After) or a refused key fails the job,
 //! after what was tagged so far is stored. The month is the one the run started in (the time
 //! the batch runner passes in). D1: one round trip for the budget, one to take the items, one
-//! per batch.
+//! per batch (two when D1 refuses the tags: the spend is then written alone).
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
@@ -207,7 +207,10 @@ impl<'a> Batch<'a> {
     }
 }
 
-/// One round trip: the batch's tags, the items it gives back, its spend and alerts.
+/// One round trip: the batch's tags, the items it gives back, its spend and alerts. The money
+/// is gone once the calls are made, so the spend never depends on the rest: if D1 refuses the
+/// batch, the spend (and its alerts) is written alone, then the job fails with D1's error (its
+/// items come back when their lease ends).
 async fn write(
     db: &D1Database,
     month: &str,
@@ -215,14 +218,24 @@ async fn write(
     untagged: &[i64],
     now_ms: i64,
 ) -> Result<(Budget, Vec<RaisedAlert>), JobError> {
+    let spend = budget_store::spend_statements(db, TYPE, month, &batch.spend, now_ms)
+        .map_err(super::d1_error)?;
     let mut statements =
         tagging_store::save(db, &batch.tagged, untagged).map_err(super::d1_error)?;
-    statements.extend(
-        budget_store::spend_statements(db, TYPE, month, &batch.spend, now_ms)
-            .map_err(super::d1_error)?,
-    );
-    let results = db.batch(statements).await.map_err(super::d1_error)?;
-    budget_store::after_spend(&results).map_err(super::d1_error)
+    statements.extend(spend.iter().cloned());
+    let refused = match db.batch(statements).await {
+        Ok(results) => return budget_store::after_spend(&results).map_err(super::d1_error),
+        Err(e) => e,
+    };
+    let results = db.batch(spend).await.map_err(super::d1_error)?;
+    let (_, alerts) = budget_store::after_spend(&results).map_err(super::d1_error)?;
+    for alert in &alerts {
+        log(alert.log_line());
+    }
+    Err(JobError::new(
+        ErrorClass::Internal,
+        format!("D1: storing the tags failed ({refused}); their spend is recorded"),
+    ))
 }
 
 #[derive(Default)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_lock::SemaphoreGuard;
 use futures::future::{select, Either};
 use futures::StreamExt;
-use jobs_shared::{classify_http_status, ErrorClass, JobError};
+use jobs_shared::{classify_http_status, CappedBody, ErrorClass, JobError};
 use worker::{AbortController, Delay, Fetch, Request, Response};
 
 use crate::outbound::Outbound;
@@ -62,14 +62,13 @@ impl Fetched<'_> {
         let mut stream = self.response.stream().map_err(|e| {
             JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
         })?;
-        let mut bytes = Vec::new();
+        let mut body = CappedBody::new(max_bytes);
         let read = async {
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| {
                     JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
                 })?;
-                bytes.extend_from_slice(&chunk);
-                if bytes.len() > max_bytes {
+                if body.push(&chunk).is_err() {
                     return Ok(true);
                 }
             }
@@ -90,17 +89,9 @@ impl Fetched<'_> {
         };
         if truncated {
             self.controller.abort();
-            bytes.truncate(max_bytes);
         }
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => {
-                let valid = e.utf8_error().valid_up_to();
-                let mut bytes = e.into_bytes();
-                bytes.truncate(valid);
-                String::from_utf8(bytes).unwrap_or_default()
-            }
-        };
+        // A cut body may end inside a character: that one becomes U+FFFD.
+        let text = String::from_utf8_lossy(&body.into_bytes()).into_owned();
         Ok(Body { text, truncated })
     }
 }

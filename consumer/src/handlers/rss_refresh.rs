@@ -1,34 +1,45 @@
 //! `rss_feed_refresh` (seed 000 section 10): refresh one source (`source_id`, optionally
-//! `force_refresh`) or every source that is due. Each source is fetched and parsed on its own;
-//! new entries are stored untagged (for ai_tagging), duplicates by GUID are counted, and a
-//! failure counts toward the source's auto-disable. D1: one read, one write batch per job.
+//! `force_refresh`) or every source that is due. Each source is fetched, parsed and written on
+//! its own terms: whatever one feed does (an HTTP error, a timeout, garbage, a body past the
+//! cap, rows D1 refuses) is that source's failure, counted toward its auto-disable, and the
+//! others are refreshed. New entries are stored untagged (for ai_tagging), duplicates by GUID
+//! are counted. Bounds (README "rss_feed_refresh"): jobs_shared::RssLimits for time,
+//! jobs_shared::MAX_FEED_BYTES and the entry bounds of jobs_shared::sort_entries for size.
 //!
 //! One source: its fetch failure is the job's (a 429's Retry-After sets the retry delay).
 //! All due: the job succeeds with a per-source summary; failing sources wait for the next run
-//! (and a 429's Retry-After keeps the source out of it until then).
+//! (and a 429's Retry-After keeps the source out of it until then), as do the sources the time
+//! budget did not reach (`not_reached`).
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
     after_refresh_failure, parse_feed, refresh_decision, sort_entries, ErrorClass, JobError,
-    RefreshDecision, RssFeedRefreshPayload, SortedEntries, SourceState,
+    RefreshDecision, RssFeedRefreshPayload, RssLimits, SortedEntries, SourceState,
+    MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
 };
 use serde_json::{json, Value};
-use worker::{D1Database, Env, Headers, Method, Request, RequestInit};
+use worker::RequestInit;
+use worker::{console_warn, D1Database, D1PreparedStatement, Env, Headers, Method, Request};
 
-use super::fetch_timeout;
+use super::fetch_timeout::{self, Fetched};
 use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
-use crate::rss_store::{self, Refreshed, SourceRow};
+use crate::rss_store::{self, Refreshed, SourceRow, SourceStatements};
 
 /// Feeds fetched at once by one job.
 const CONCURRENT_FETCHES: usize = 6;
-const FETCH_TIMEOUT_MS: u32 = 20_000;
+/// Item JSON gathered before it is written: bounds the memory a refresh holds.
+const WRITE_EVERY_BYTES: usize = 2 * 1024 * 1024;
 const ACCEPT: &str = "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5";
 
 pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
+    let started = crate::now_ms();
     let payload: RssFeedRefreshPayload = super::payload(job)?;
+    let (limits, warnings) = RssLimits::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
+    for warning in warnings {
+        console_warn!("{warning}");
+    }
     let db = env.d1("DB").map_err(super::d1_error)?;
-    let now = crate::now_ms();
     let force = payload.force_refresh.unwrap_or(false);
     let single = payload.source_id.as_deref();
     let sources = rss_store::sources(&db, single)
@@ -44,10 +55,10 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
     let mut summaries = Vec::new();
     let mut due = Vec::new();
     for source in &sources {
-        match refresh_decision(&state(source), now, force) {
+        match refresh_decision(&state(source), started, force) {
             RefreshDecision::Refresh => due.push(source),
             RefreshDecision::RateLimited { until_ms } if single.is_some() => {
-                let wait = (until_ms - now).max(0) as u64 / 1000 + 1;
+                let wait = (until_ms - started).max(0) as u64 / 1000 + 1;
                 return Err(JobError::new(
                     ErrorClass::RateLimited,
                     "the feed asked us to wait (Retry-After)",
@@ -59,20 +70,34 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
             })),
         }
     }
-    let fetched: Vec<Result<SortedEntries, JobError>> = stream::iter(due.iter())
-        .map(|source| fetch_feed(outbound, &source.url))
-        .buffered(CONCURRENT_FETCHES)
-        .collect()
-        .await;
 
-    let written = write(&db, &due, &fetched, now).await?;
+    // A feed starts only if it can end within the budget; the stream ends at the first that
+    // cannot, and the rest are left for the next run.
+    let mut fetches = stream::iter(due.iter().copied())
+        .take_while(|_| std::future::ready(limits.may_start(started, crate::now_ms())))
+        .map(|source| async move {
+            (
+                source,
+                fetch_feed(outbound, &source.url, limits.feed_timeout_ms).await,
+            )
+        })
+        .buffered(CONCURRENT_FETCHES);
+    let mut writer = Writer::new(&db, started);
     let mut first_error = None;
-    for ((source, outcome), new) in due.iter().zip(&fetched).zip(written) {
+    let mut reached = 0;
+    while let Some((source, outcome)) = fetches.next().await {
+        reached += 1;
+        writer.add(source, outcome)?;
+        if writer.pending_bytes >= WRITE_EVERY_BYTES {
+            writer.flush().await?;
+        }
+    }
+    writer.flush().await?;
+    for (source, outcome) in writer.done {
         summaries.push(match outcome {
-            Ok(sorted) => json!({
-                "id": source.id, "name": source.name, "outcome": "refreshed", "new": new,
-                "duplicate": sorted.items.len() as u32 + sorted.duplicate - new,
-                "skipped": sorted.skipped,
+            Ok(stored) => json!({
+                "id": source.id, "name": source.name, "outcome": "refreshed", "new": stored.new,
+                "duplicate": stored.seen - stored.new, "skipped": stored.skipped,
             }),
             Err(e) => {
                 first_error.get_or_insert_with(|| e.clone());
@@ -80,9 +105,15 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
             }
         });
     }
+    for source in &due[reached..] {
+        summaries.push(json!({ "id": source.id, "name": source.name, "outcome": "not_reached" }));
+    }
     match first_error {
         Some(e) if single.is_some() => Err(e),
-        _ => Ok(Some(json!({ "sources": summaries }))),
+        _ => Ok(Some(json!({
+            "sources": summaries,
+            "not_reached": due.len() - reached,
+        }))),
     }
 }
 
@@ -104,47 +135,197 @@ fn skipped_outcome(decision: RefreshDecision) -> &'static str {
     }
 }
 
-/// Writes every source's outcome in one batch; returns how many new items each source got.
-async fn write(
-    db: &D1Database,
-    due: &[&SourceRow],
-    fetched: &[Result<SortedEntries, JobError>],
-    now: i64,
-) -> Result<Vec<u32>, JobError> {
-    let mut statements = Vec::new();
-    let mut inserts = Vec::new(); // index of each source's INSERT in the batch
-    for (source, outcome) in due.iter().zip(fetched) {
-        let refreshed = match outcome {
-            Ok(sorted) => Refreshed::Fetched(sorted),
-            Err(e) => {
-                let (error_count, active) = after_refresh_failure(source.error_count);
-                Refreshed::Failed {
-                    error_count,
-                    active,
-                    message: &e.message,
-                    retry_after_until: e.retry_after_secs.map(|s| now + s as i64 * 1000),
-                }
-            }
-        };
-        inserts.push(matches!(refreshed, Refreshed::Fetched(_)).then_some(statements.len()));
-        statements.extend(
-            rss_store::statements(db, &source.id, &refreshed, now).map_err(super::d1_error)?,
-        );
-    }
-    if statements.is_empty() {
-        return Ok(Vec::new());
-    }
-    let results = db.batch(statements).await.map_err(super::d1_error)?;
-    Ok(inserts
-        .iter()
-        .map(|at| {
-            at.and_then(|i| results[i].results::<Value>().ok())
-                .map_or(0, |rows| rows.len() as u32)
-        })
-        .collect())
+/// What a refreshed source stored: new items, entries seen (new and duplicate), skipped ones.
+struct Stored {
+    new: u32,
+    seen: u32,
+    skipped: u32,
 }
 
-async fn fetch_feed(outbound: &Outbound, url: &str) -> Result<SortedEntries, JobError> {
+/// One source's outcome, waiting to be written.
+struct Pending<'a> {
+    source: &'a SourceRow,
+    outcome: Result<SortedEntries, JobError>,
+    writes: SourceStatements,
+}
+
+/// Writes the sources' outcomes: all pending ones in one batch; if D1 refuses that batch, each
+/// source alone, so rows D1 refuses fail only their own source (which is then recorded as
+/// failed). Only D1 refusing a source's failure record too (D1 is down) fails the job.
+struct Writer<'a> {
+    db: &'a D1Database,
+    now: i64,
+    pending: Vec<Pending<'a>>,
+    pending_bytes: usize,
+    done: Vec<(&'a SourceRow, Result<Stored, JobError>)>,
+}
+
+impl<'a> Writer<'a> {
+    fn new(db: &'a D1Database, now: i64) -> Writer<'a> {
+        Writer {
+            db,
+            now,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            done: Vec::new(),
+        }
+    }
+
+    fn add(
+        &mut self,
+        source: &'a SourceRow,
+        outcome: Result<SortedEntries, JobError>,
+    ) -> Result<(), JobError> {
+        let writes = match &outcome {
+            Ok(sorted) => {
+                self.pending_bytes += sorted.items.iter().map(|i| i.stored_len()).sum::<usize>();
+                rss_store::statements(self.db, &source.id, &Refreshed::Fetched(sorted), self.now)
+            }
+            Err(e) => self.failure(source, e),
+        }
+        .map_err(super::d1_error)?;
+        self.pending.push(Pending {
+            source,
+            outcome,
+            writes,
+        });
+        Ok(())
+    }
+
+    /// The source's failure record: its streak grows; at MAX_CONSECUTIVE_ERRORS it is disabled
+    /// and its last error says why.
+    fn failure(&self, source: &SourceRow, e: &JobError) -> worker::Result<SourceStatements> {
+        let (error_count, active) = after_refresh_failure(source.error_count);
+        let message = if active {
+            e.message.clone()
+        } else {
+            format!(
+                "disabled after {MAX_CONSECUTIVE_ERRORS} consecutive failures; the last: {}",
+                e.message
+            )
+        };
+        let refreshed = Refreshed::Failed {
+            error_count,
+            active,
+            message: &message,
+            retry_after_until: e.retry_after_secs.map(|s| {
+                self.now
+                    .saturating_add(i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000))
+            }),
+        };
+        rss_store::statements(self.db, &source.id, &refreshed, self.now)
+    }
+
+    async fn flush(&mut self) -> Result<(), JobError> {
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let all: Vec<D1PreparedStatement> = pending
+            .iter()
+            .flat_map(|p| p.writes.statements.iter().cloned())
+            .collect();
+        match self.db.batch(all).await {
+            Ok(results) => {
+                let mut at = 0;
+                for p in pending {
+                    let n = p.writes.statements.len();
+                    let new = inserted(&results[at..at + p.writes.inserts]);
+                    at += n;
+                    self.finish(p.source, p.outcome, new);
+                }
+            }
+            Err(batch_error) => {
+                console_warn!("rss refresh: D1 refused the write batch ({batch_error}); writing each source alone");
+                for p in pending {
+                    self.flush_alone(p).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One source's write on its own; rows D1 refuses fail that source alone.
+    async fn flush_alone(&mut self, p: Pending<'a>) -> Result<(), JobError> {
+        let refused = match self.db.batch(p.writes.statements).await {
+            Ok(results) => {
+                let new = inserted(&results[..p.writes.inserts]);
+                self.finish(p.source, p.outcome, new);
+                return Ok(());
+            }
+            Err(e) => JobError::new(
+                ErrorClass::Internal,
+                format!("D1 refused the feed's rows: {e}"),
+            ),
+        };
+        let record = self.failure(p.source, &refused).map_err(super::d1_error)?;
+        self.db
+            .batch(record.statements)
+            .await
+            .map_err(super::d1_error)?;
+        self.done.push((p.source, Err(refused)));
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        source: &'a SourceRow,
+        outcome: Result<SortedEntries, JobError>,
+        new: u32,
+    ) {
+        let stored = outcome.map(|sorted| Stored {
+            new,
+            seen: sorted.items.len() as u32 + sorted.duplicate,
+            skipped: sorted.skipped,
+        });
+        self.done.push((source, stored));
+    }
+}
+
+/// Rows the INSERTs returned: the items that were new.
+fn inserted(results: &[worker::D1Result]) -> u32 {
+    results
+        .iter()
+        .map(|r| r.results::<Value>().map_or(0, |rows| rows.len() as u32))
+        .sum()
+}
+
+/// The feed, fetched and read (request and body) within `timeout_ms`, its body capped at
+/// MAX_FEED_BYTES, and parsed.
+async fn fetch_feed(
+    outbound: &Outbound,
+    url: &str,
+    timeout_ms: u32,
+) -> Result<SortedEntries, JobError> {
+    let read = async {
+        let body = request(outbound, url, timeout_ms)
+            .await?
+            .body_capped(MAX_FEED_BYTES, timeout_ms)
+            .await?;
+        if body.truncated {
+            return Err(JobError::new(
+                ErrorClass::ServerError,
+                format!("the feed is over {MAX_FEED_BYTES} bytes"),
+            ));
+        }
+        parse_feed(&body.text)
+            .map_err(|e| JobError::new(ErrorClass::ServerError, format!("unreadable feed: {e}")))
+    };
+    match fetch_timeout::within(timeout_ms.into(), read).await {
+        Some(entries) => Ok(sort_entries(entries?)),
+        None => Err(JobError::new(
+            ErrorClass::Timeout,
+            format!("the feed did not arrive within {timeout_ms} ms"),
+        )),
+    }
+}
+
+async fn request<'a>(
+    outbound: &'a Outbound,
+    url: &str,
+    timeout_ms: u32,
+) -> Result<Fetched<'a>, JobError> {
     let headers = Headers::new();
     let _ = headers.set("accept", ACCEPT);
     let _ = headers.set("user-agent", "cf-jobs-rss/1");
@@ -152,13 +333,7 @@ async fn fetch_feed(outbound: &Outbound, url: &str) -> Result<SortedEntries, Job
     init.with_method(Method::Get).with_headers(headers);
     let request = Request::new_with_init(url, &init)
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad feed URL: {e}")))?;
-    let mut response = fetch_timeout::fetch(outbound, request, FETCH_TIMEOUT_MS).await?;
+    let response = fetch_timeout::fetch(outbound, request, timeout_ms).await?;
     fetch_timeout::check_status(&response)?;
-    let text = response
-        .text()
-        .await
-        .map_err(|e| JobError::new(ErrorClass::Network, format!("reading the feed: {e}")))?;
-    let entries = parse_feed(&text)
-        .map_err(|e| JobError::new(ErrorClass::ServerError, format!("unreadable feed: {e}")))?;
-    Ok(sort_entries(entries))
+    Ok(response)
 }

@@ -85,7 +85,18 @@ pub async fn move_one(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response,
             send(admin.env, std::slice::from_ref(job)).await;
         }
     }
-    answer(changed, id, |from| mv.refusal(from))
+    let held_by = changed.held_by.clone();
+    answer(changed, id, |from| match &held_by {
+        Some(holder) if mv.to.is_live() && mv.sources.contains(&from) => {
+            Err(ApiError::new(409, "dedup_key_taken", key_taken(holder)).with_field("dedup_key"))
+        }
+        _ => mv.refusal(from),
+    })
+}
+
+/// Why a job cannot go back to a live state.
+fn key_taken(holder: &str) -> String {
+    format!("dedup_key held by job {holder}, which is live; it must finish first")
 }
 
 /// POST /v1/admin/jobs/{id}/priority `{"priority": 0-100}`
@@ -155,14 +166,20 @@ fn answer(
 }
 
 /// Bulk retry, cancel or replay: by ids or filter; `dry_run` counts what would move without
-/// moving it. At most MAX_BULK jobs move per request; `remaining` says how many still match.
+/// moving it. At most MAX_BULK jobs move per request; `remaining` says how many more could.
+/// A job another live job's dedup key keeps from moving is answered in `conflicts`, with why;
+/// the others move.
 pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let request = BulkRequest::parse(&body)?;
     let db = d1::database(admin.env)?;
     if request.dry_run {
-        let count = job_actions_store::count(&db, &request.selection, &mv.sources).await?;
-        return respond::json(200, &json!({ "dry_run": true, "count": count }));
+        let (count, conflicts) =
+            job_actions_store::count(&db, &request.selection, &mv.sources).await?;
+        return respond::json(
+            200,
+            &json!({ "dry_run": true, "count": count, "conflicts": conflicts }),
+        );
     }
     let target = match &request.selection {
         Selection::Ids(ids) => json!({ "ids": ids, "to": mv.to }),
@@ -175,9 +192,22 @@ pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Resp
         send(admin.env, &moved.jobs).await;
     }
     let ids: Vec<&str> = moved.jobs.iter().map(|j| j.id.as_str()).collect();
+    let conflicts: Vec<_> = moved
+        .conflicts
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id, "outcome": "conflict", "field": "dedup_key",
+                "held_by": c.held_by, "reason": key_taken(&c.held_by),
+            })
+        })
+        .collect();
     respond::json(
         200,
-        &json!({ "dry_run": false, "count": ids.len(), "ids": ids, "remaining": moved.remaining }),
+        &json!({
+            "dry_run": false, "count": ids.len(), "ids": ids, "conflicts": conflicts,
+            "remaining": moved.remaining,
+        }),
     )
 }
 

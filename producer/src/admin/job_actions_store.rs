@@ -51,61 +51,120 @@ fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<S
     }
 }
 
+/// The live job, other than `alias` itself, holding `alias`'s (type, dedup_key): a job moved
+/// back to a live state may not take a key another live job holds (`jobs_dedup_live`).
+fn key_holder(alias: &str) -> String {
+    let live = sql_in_list(&JobStatus::live());
+    format!(
+        "(SELECT l.id FROM jobs AS l INDEXED BY jobs_dedup_live WHERE l.type = {alias}.type \
+         AND l.dedup_key = {alias}.dedup_key AND l.dedup_key IS NOT NULL \
+         AND l.status IN ({live}) AND l.id <> {alias}.id)"
+    )
+}
+
+/// `WITH held AS (...)`: every selected job with `held_by`, the job whose hold on its dedup key
+/// keeps it from moving (NULL: it may move). Of two selected jobs with one key, the first in the
+/// stable order moves and holds the key against the second. The selection's values bind first.
+fn held_cte(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
+    let (conds, values) = selection_sql(selection, sources);
+    let holder = key_holder("p");
+    let sql = format!(
+        "WITH picked AS (SELECT id, type, dedup_key, priority, \
+         ROW_NUMBER() OVER (PARTITION BY type, dedup_key ORDER BY priority DESC, id) AS nth \
+         FROM jobs WHERE {conds}), \
+         held AS (SELECT p.id, p.priority, COALESCE({holder}, CASE WHEN p.dedup_key IS NOT NULL \
+         AND p.nth > 1 THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
+         AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) "
+    );
+    (sql, values)
+}
+
 #[derive(Deserialize)]
 struct Count {
     count: i64,
 }
 
-/// How many jobs the selection would move; nothing is written.
+/// A selected job that stays where it is: another live job holds its dedup key.
+#[derive(Deserialize)]
+pub struct Conflict {
+    pub id: String,
+    pub held_by: String,
+}
+
+/// How many selected jobs would move, and how many would not (their dedup key is held);
+/// nothing is written.
 pub async fn count(
     db: &D1Database,
     selection: &Selection,
     sources: &[JobStatus],
-) -> Result<i64, ApiError> {
-    let (conds, values) = selection_sql(selection, sources);
-    let sql = format!("SELECT COUNT(*) AS count FROM jobs WHERE {conds}");
+) -> Result<(i64, i64), ApiError> {
+    let (held, values) = held_cte(selection, sources);
+    let sql = format!(
+        "{held}SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS count, \
+         COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS conflicts FROM held"
+    );
+    #[derive(Deserialize)]
+    struct Counts {
+        count: i64,
+        conflicts: i64,
+    }
     let results = d1::batch(db, vec![d1::statement(db, &sql, &values)?]).await?;
-    Ok(d1::rows::<Count>(&results[0])?
+    Ok(d1::rows::<Counts>(&results[0])?
         .first()
-        .map_or(0, |c| c.count))
+        .map_or((0, 0), |c| (c.count, c.conflicts)))
 }
 
 pub struct Moved {
     pub jobs: Vec<SummaryRow>,
-    /// Jobs the selection still matches beyond this request's bound (a filter over MAX_BULK).
+    /// Selected jobs left where they were because another live job holds their dedup key
+    /// (at most MAX_BULK of them).
+    pub conflicts: Vec<Conflict>,
+    /// Jobs that could move beyond this request's bound (a filter over MAX_BULK).
     pub remaining: i64,
 }
 
 /// Moves up to MAX_BULK selected jobs to `to` (stable order: priority, then age), logging the
-/// action, in one batch.
+/// action, in one batch. A job whose dedup key another live job holds does not move and is
+/// named in `conflicts`, so one taken key never fails the others, and `remaining` counts only
+/// jobs that could move: repeating the request while it is above 0 ends.
 pub async fn move_many(
     db: &D1Database,
     selection: &Selection,
     (sources, to): (&[JobStatus], JobStatus),
     entry: &Entry<'_>,
 ) -> Result<Moved, ApiError> {
-    let (conds, cond_values) = selection_sql(selection, sources);
-    let mut values = set_values(to, entry.now_ms);
-    values.extend(cond_values.iter().cloned());
-    values.push(SqlValue::Int(MAX_BULK as i64));
+    let (held, held_values) = held_cte(selection, sources);
+    let limit = SqlValue::Int(MAX_BULK as i64);
+    let mut values = held_values.clone();
+    values.extend(set_values(to, entry.now_ms));
+    values.push(limit.clone());
     let update = format!(
-        "UPDATE jobs SET {} WHERE id IN (SELECT id FROM jobs WHERE {conds} \
+        "{held}UPDATE jobs SET {} WHERE id IN (SELECT id FROM held WHERE held_by IS NULL \
          ORDER BY priority DESC, id LIMIT ?) RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
-    let remaining = format!("SELECT COUNT(*) AS count FROM jobs WHERE {conds}");
+    let mut conflict_values = held_values.clone();
+    conflict_values.push(limit);
+    // Read before the update, in the same transaction: the conflicts it leaves behind.
+    let conflicts = format!(
+        "{held}SELECT id, held_by FROM held WHERE held_by IS NOT NULL \
+         ORDER BY priority DESC, id LIMIT ?"
+    );
+    let remaining = format!("{held}SELECT COUNT(*) AS count FROM held WHERE held_by IS NULL");
     let results = d1::batch(
         db,
         vec![
+            d1::statement(db, &conflicts, &conflict_values)?,
             d1::statement(db, &update, &values)?,
             audit_store::after_write(db, entry, false)?,
-            d1::statement(db, &remaining, &cond_values)?,
+            d1::statement(db, &remaining, &held_values)?,
         ],
     )
     .await?;
     Ok(Moved {
-        jobs: d1::rows(&results[0])?,
-        remaining: d1::rows::<Count>(&results[2])?
+        conflicts: d1::rows(&results[0])?,
+        jobs: d1::rows(&results[1])?,
+        remaining: d1::rows::<Count>(&results[3])?
             .first()
             .map_or(0, |c| c.count),
     })
@@ -114,11 +173,15 @@ pub async fn move_many(
 #[derive(Deserialize)]
 struct Prior {
     status: String,
+    held_by: Option<String>,
 }
 
 /// The job's status before the action, and the job after it (None when the guard refused).
 pub struct Changed {
     pub prior: Option<JobStatus>,
+    /// Another live job holding the job's dedup key before the action (a move to a live state
+    /// is refused then).
+    pub held_by: Option<String>,
     pub job: Option<SummaryRow>,
 }
 
@@ -133,8 +196,15 @@ pub async fn move_one(
     let sources = sql_in_list(sources);
     let mut values = set_values(to, entry.now_ms);
     values.push(text(id));
+    // A move back to a live state must not take a dedup key another live job holds.
+    let key_free = if to.is_live() {
+        format!("AND NOT EXISTS {}", key_holder("jobs"))
+    } else {
+        String::new()
+    };
     let update = format!(
-        "UPDATE jobs SET {} WHERE id = ? AND status IN ({sources}) RETURNING {SUMMARY_COLUMNS}",
+        "UPDATE jobs SET {} WHERE id = ? AND status IN ({sources}) {key_free} \
+         RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
     change_one(db, id, &update, &values, entry).await
@@ -165,7 +235,14 @@ async fn change_one(
     values: &[SqlValue],
     entry: &Entry<'_>,
 ) -> Result<Changed, ApiError> {
-    let prior = d1::statement(db, "SELECT status FROM jobs WHERE id = ?", &[text(id)])?;
+    let prior = d1::statement(
+        db,
+        &format!(
+            "SELECT j.status, {} AS held_by FROM jobs AS j WHERE j.id = ?",
+            key_holder("j")
+        ),
+        &[text(id)],
+    )?;
     let results = d1::batch(
         db,
         vec![
@@ -175,10 +252,10 @@ async fn change_one(
         ],
     )
     .await?;
+    let prior = d1::rows::<Prior>(&results[0])?.into_iter().next();
     Ok(Changed {
-        prior: d1::rows::<Prior>(&results[0])?
-            .first()
-            .and_then(|p| JobStatus::parse(&p.status)),
+        held_by: prior.as_ref().and_then(|p| p.held_by.clone()),
+        prior: prior.and_then(|p| JobStatus::parse(&p.status)),
         job: d1::rows(&results[1])?.into_iter().next(),
     })
 }

@@ -1,11 +1,13 @@
 //! Recurring jobs: every enabled schedule whose `next_run_at` has come enqueues its job, once
-//! per (schedule, due time). The job's id is derived from that pair and every write is guarded
-//! by the schedule still being due at that time, so a repeated or overlapping tick writes
-//! nothing twice. After downtime a schedule runs once, not once per missed tick; the runs it
+//! per (schedule, due time). Every write is guarded by the schedule still being due at that
+//! time and by that pair having no run record yet (`schedule_runs`' key), so a repeated or
+//! overlapping tick writes nothing twice. The job's id is a fresh random ULID like any other:
+//! an id derived from the schedule and due time could be computed by anyone, and an enqueue
+//! token reads any job whose id it knows. After downtime a schedule runs once, not once per missed tick; the runs it
 //! missed are counted on its run record and its `missed_runs`. A schedule installed by the
 //! migration (`next_run_at` NULL) is only planned, from the tick's time.
 
-use jobs_shared::{scheduled_job_id, CronSchedule, JobStatus, JobType};
+use jobs_shared::{job_id, CronSchedule, JobStatus, JobType};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{console_error, console_log, D1PreparedStatement};
@@ -132,8 +134,10 @@ fn fire(
     catch_up: jobs_shared::CatchUp,
 ) -> worker::Result<[D1PreparedStatement; 3]> {
     let now = tick.now_ms;
-    let job_id = scheduled_job_id(id, due_at);
+    let random = crate::random::bytes().map_err(|e| worker::Error::RustError(e.message))?;
+    let new_id = job_id(now, u128::from_le_bytes(random));
     let still_due = "FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1";
+    let not_run = "NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2)";
     let queued = JobStatus::Queued.as_str();
     let insert_job = tick
         .db
@@ -141,12 +145,12 @@ fn fire(
             "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
              max_attempts, run_at, created_at, updated_at) \
              SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6 \
-             {still_due} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
+             {still_due} AND {not_run} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&[
             num(id),
             num(due_at),
-            job_id.as_str().into(),
+            new_id.as_str().into(),
             job_type.family().as_str().into(),
             num(max_attempts.into()),
             num(now),
@@ -162,7 +166,7 @@ fn fire(
             num(id),
             num(due_at),
             num(now),
-            job_id.as_str().into(),
+            new_id.as_str().into(),
             num(catch_up.missed.into()),
         ])?;
     let advance = tick
