@@ -301,7 +301,7 @@ describe("rss_feed_refresh under hostile feeds", () => {
     for (const id of notReached) assert.ok(tried.includes(id), "the sources left over lead the next run");
   });
 
-  test("re-enabling with seed 000's body {is_active: true, error_count: 0}", async () => {
+  test("re-enabling and resetting a source in one call: {is_active: true, error_count: 0}", async () => {
     const off = await addSource("Off", "/hostile/off.xml");
     await p.db.prepare("UPDATE rss_sources SET is_active = 0, error_count = 5, last_error_message = 'x' WHERE id = ?").bind(off.id).run();
     const res = await admin("PATCH", `/${off.id}`, { is_active: true, error_count: 0 });

@@ -4,7 +4,6 @@
 //! explicit ack or retry. What it tells the outside (log lines, Analytics Engine) goes through
 //! crate::job_events.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -24,7 +23,7 @@ use crate::claim_store::{self, Claimed, Exhausted, Finished, Seen};
 use crate::delivery::Delivery;
 use crate::handlers::{fetch_timeout, HandlerRun};
 use crate::job_events::{self, Recorded};
-use crate::outbound::Outbound;
+use crate::outbound::BatchGate;
 use crate::{chain, dead_letters, handlers, now_ms};
 
 /// How far past its deadline a job may run before the batch ends it.
@@ -127,9 +126,9 @@ async fn run_jobs(
     }
     let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
 
-    let outbound = Outbound::new(&limits);
+    let gate = BatchGate::new(&limits);
     let (attempts, heartbeat_stats) =
-        execute_all(db, &runs, env, &outbound, &limits, batch_started, lease).await;
+        execute_all(db, &runs, env, &gate, &limits, batch_started, lease).await;
     stats.merge(&heartbeat_stats);
     for (run, attempt) in runs.iter_mut().zip(attempts) {
         run.finish(attempt);
@@ -321,59 +320,48 @@ async fn record_one_by_one(
 }
 
 /// Runs every claimed job, at most `limits.connections` at once, each within its deadline,
-/// while a heartbeat extends the leases of those still running. A job that could no longer end
-/// inside the invocation's wall time, or that would call out when the invocation's subrequests
-/// are spent, is not started (`None`): its claim is undone. Returns the heartbeat's D1 work.
+/// while a heartbeat extends the leases of every job the batch holds (waiting, running, or run
+/// and not yet recorded) until the record. A job that could no longer end inside the
+/// invocation's wall time, or that would call out when the invocation's subrequests are spent,
+/// is not started (`None`): its claim is undone. Returns the heartbeat's D1 work.
 async fn execute_all(
     db: &D1Database,
     runs: &[Run<'_>],
     env: &Env,
-    outbound: &Outbound,
+    gate: &BatchGate,
     limits: &ConsumerLimits,
     batch_started: i64,
     lease: i64,
 ) -> (Vec<Option<Attempt>>, D1Stats) {
-    let running: RefCell<HashMap<&str, u32>> = RefCell::new(HashMap::new());
     let work = stream::iter(runs)
-        .map(|run| {
-            let running = &running;
-            async move {
-                let job = run.job;
-                let job_type = JobType::parse(&job.job_type);
-                let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, http_timeout(job, t)));
-                let calls_out = job_type.is_some_and(|t| t.handler() != Handler::Noop);
-                if !limits.may_start(batch_started, now_ms(), deadline)
-                    || (calls_out && !outbound.has_subrequests_left())
-                {
-                    return None;
-                }
-                running.borrow_mut().insert(&job.id, job.runs);
-                let attempt = execute(job, job_type, env, outbound, deadline).await;
-                running.borrow_mut().remove(job.id.as_str());
-                Some(attempt)
+        .map(|run| async move {
+            let job = run.job;
+            let job_type = JobType::parse(&job.job_type);
+            let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, http_timeout(job, t)));
+            let calls_out = job_type.is_some_and(|t| t.handler() != Handler::Noop);
+            if !limits.may_start(batch_started, now_ms(), deadline)
+                || (calls_out && !gate.has_subrequests_left())
+            {
+                return None;
             }
+            Some(execute(job, job_type, env, gate, deadline).await)
         })
         .buffered(limits.connections)
         .collect::<Vec<_>>();
+    let held: Vec<(&str, u32)> = runs
+        .iter()
+        .map(|r| (r.job.id.as_str(), r.job.runs))
+        .collect();
     let mut stats = D1Stats::default();
     let heartbeat = async {
         let every = limits.heartbeat_every_ms(lease).max(1) as u64;
         loop {
             Delay::from(Duration::from_millis(every)).await;
-            let jobs: Vec<(&str, u32)> = running
-                .borrow()
-                .iter()
-                .map(|(id, run)| (*id, *run))
-                .collect();
-            if jobs.is_empty() {
-                continue;
-            }
-            if let Err(e) =
-                claim_store::extend_leases(db, &jobs, now_ms() + lease, &mut stats).await
-            {
+            let until = now_ms() + lease;
+            if let Err(e) = claim_store::extend_leases(db, &held, until, &mut stats).await {
                 console_error!(
                     "extending {} lease(s) failed, tried again in {every} ms: {e}",
-                    jobs.len()
+                    held.len()
                 );
             }
         }
@@ -410,18 +398,20 @@ struct Attempt {
 }
 
 /// Runs one job within its deadline (a little over it, so a handler's own timeout, with its
-/// more precise message, ends it first).
+/// more precise message, ends it first). Its requests must end WRITE_RESERVE_MS before the
+/// deadline, leaving the handler time to write what they returned.
 async fn execute(
     job: &Claimed,
     job_type: Option<JobType>,
     env: &Env,
-    outbound: &Outbound,
+    gate: &BatchGate,
     deadline_ms: i64,
 ) -> Attempt {
     let started_at = now_ms();
+    let outbound = gate.for_job(started_at + deadline_ms - lease::WRITE_RESERVE_MS);
     let ran = match job_type {
         Some(job_type) => {
-            let run = handlers::run(job, job_type, env, outbound, started_at);
+            let run = handlers::run(job, job_type, env, &outbound, started_at);
             let limit = deadline_ms + DEADLINE_SLACK_MS;
             fetch_timeout::within(limit as u64, run)
                 .await

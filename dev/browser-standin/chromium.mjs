@@ -34,8 +34,13 @@ export async function startChromium({ port = 0 } = {}) {
     async close() {
       child.kill();
       await exited;
-      // Its helper processes may still be writing the profile for a moment.
-      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      // Its helper processes may still be writing the profile for a while after it exits; a
+      // profile that outlives the retries is only a temporary directory left behind.
+      try {
+        rmSync(profile, { recursive: true, force: true, maxRetries: 30, retryDelay: 200 });
+      } catch (e) {
+        console.warn(`left the Chromium profile ${profile}: ${e.message}`);
+      }
     },
   };
 }

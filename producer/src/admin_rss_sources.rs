@@ -1,6 +1,6 @@
 //! /v1/admin/rss-sources: the RSS sources the `rss_feed_refresh` handler reads. List them with
 //! their counters and errors, add one, and re-enable (or disable) one; re-enabling (or
-//! `error_count: 0`) clears the error streak that disabled it (seed 000's troubleshooting step).
+//! `error_count: 0`) clears the error streak that disabled it, in one call.
 
 use jobs_shared::{rfc3339, uuid_v4, validate_new_source, validate_source_patch, ApiError};
 use serde::Deserialize;

@@ -30,6 +30,9 @@ pub enum ErrorClass {
     /// The target's host name does not resolve. Not retried: a name that fails to resolve
     /// is nearly always a typo or a lapsed domain, and each retry would hold a browser slot.
     Dns,
+    /// The platform's own limits, not the target: the invocation's subrequests were spent, or
+    /// no connection came free before the job's deadline. Nothing was sent; retried.
+    Capacity,
 }
 
 impl ErrorClass {
@@ -47,6 +50,7 @@ impl ErrorClass {
             ErrorClass::LeaseExpired => "lease_expired",
             ErrorClass::NavigationTimeout => "navigation_timeout",
             ErrorClass::Dns => "dns",
+            ErrorClass::Capacity => "capacity",
         }
     }
 
@@ -60,7 +64,8 @@ impl ErrorClass {
             | ErrorClass::Network
             | ErrorClass::Internal
             | ErrorClass::LeaseExpired
-            | ErrorClass::NavigationTimeout => true,
+            | ErrorClass::NavigationTimeout
+            | ErrorClass::Capacity => true,
             ErrorClass::ClientError
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
@@ -240,6 +245,7 @@ mod tests {
             LeaseExpired,
             NavigationTimeout,
             Dns,
+            Capacity,
         ];
         let retryable: Vec<_> = all.into_iter().filter(|c| c.retryable()).collect();
         assert_eq!(
@@ -251,7 +257,8 @@ mod tests {
                 Network,
                 Internal,
                 LeaseExpired,
-                NavigationTimeout
+                NavigationTimeout,
+                Capacity
             ]
         );
         for c in all {

@@ -270,7 +270,7 @@ pub fn parse_feed_date(s: &str) -> Option<i64> {
 pub const MAX_CONSECUTIVE_ERRORS: u32 = 5;
 /// A feed's body is read up to this many bytes; a longer one fails its source.
 pub const MAX_FEED_BYTES: usize = 1024 * 1024;
-/// Entries of one feed looked at per refresh (seed 000 calls a feed over 1,000 entries large).
+/// Entries of one feed looked at per refresh: a feed longer than that is unusually large.
 pub const MAX_ENTRIES_PER_FEED: usize = 1000;
 /// An entry with a longer title, URL or GUID is skipped.
 pub const MAX_FIELD_CHARS: usize = 2048;
@@ -414,8 +414,8 @@ pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiErr
 }
 
 /// An admin's change to a source: `{"is_active"?: bool, "error_count"?: 0}`, at least one.
-/// `error_count` may only be reset (seed 000's re-enable sends `{"is_active": true,
-/// "error_count": 0}`); re-enabling resets it anyway.
+/// `error_count` may only be reset (an operator re-enables and resets a source in one call,
+/// README "rss_feed_refresh"); re-enabling resets it anyway.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourcePatch {

@@ -16,6 +16,14 @@ pub const LOST_ATTEMPT: &str =
 /// Time a handler may still need after its deadline to return (abort, close a browser).
 const DEADLINE_GRACE_MS: i64 = 5_000;
 
+/// What a job's deadline adds to its timeout: the time its requests may wait for one of the
+/// batch's connections (other jobs hold them), so a timeout is always the target's.
+pub const CONNECTION_WAIT_MS: i64 = 30_000;
+
+/// How long before its deadline a job's last request must end: room for the writes that
+/// follow it (an LLM call's spend, a feed's items).
+pub const WRITE_RESERVE_MS: i64 = 5_000;
+
 /// Consumer settings that bound a batch (vars of the consumer Worker).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConsumerLimits {
@@ -62,20 +70,23 @@ impl ConsumerLimits {
         now_ms + deadline_ms + DEADLINE_GRACE_MS <= batch_started_ms + self.wall_ms
     }
 
-    /// How often to extend a lease of `lease_ms`.
+    /// How often to extend a lease of `lease_ms`: the setting, but never less often than a
+    /// third of the lease.
     pub fn heartbeat_every_ms(&self, lease_ms: i64) -> i64 {
-        self.heartbeat_ms.unwrap_or(lease_ms / 3)
+        self.heartbeat_ms
+            .map_or(lease_ms / 3, |ms| ms.min(lease_ms / 3))
     }
 }
 
-/// The longest a job of `job_type` may run: its type's timeout, or for `http` the payload's own
-/// timeout, which may reach [`MAX_HTTP_TIMEOUT_MS`].
+/// The longest a job of `job_type` may run: its type's timeout (for `http` the payload's own,
+/// which may reach [`MAX_HTTP_TIMEOUT_MS`]), plus the connection wait it may meet.
 pub fn deadline_ms(job_type: JobType, http_timeout_ms: Option<u32>) -> i64 {
     let spec = i64::from(job_type.spec().timeout_ms);
-    match job_type {
+    let timeout = match job_type {
         JobType::Http => http_timeout_ms.map_or(spec, i64::from),
         _ => spec,
-    }
+    };
+    timeout + CONNECTION_WAIT_MS
 }
 
 /// The lease a batch claims its jobs with: the family's, or twice the longest deadline any of
@@ -113,6 +124,15 @@ mod tests {
         assert_eq!(limits.heartbeat_every_ms(300_000), 1_000);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert_eq!(ConsumerLimits::DEFAULT.heartbeat_every_ms(300_000), 100_000);
+        let rare = ConsumerLimits {
+            heartbeat_ms: Some(600_000),
+            ..ConsumerLimits::DEFAULT
+        };
+        assert_eq!(
+            rare.heartbeat_every_ms(300_000),
+            100_000,
+            "never past the lease"
+        );
     }
 
     #[test]
@@ -139,7 +159,13 @@ mod tests {
         // A 300 s type aged into `high` (lease 300 s) gets a longer lease than its family's.
         assert!(lease_ms(Family::High, [JobType::SitemapGeneration]) > Family::High.lease_ms());
         assert_eq!(lease_ms(Family::High, []), Family::High.lease_ms());
-        assert_eq!(deadline_ms(JobType::Http, Some(5_000)), 5_000);
-        assert_eq!(deadline_ms(JobType::Http, None), 30_000);
+        assert_eq!(
+            deadline_ms(JobType::Http, Some(5_000)),
+            5_000 + CONNECTION_WAIT_MS
+        );
+        assert_eq!(
+            deadline_ms(JobType::Http, None),
+            30_000 + CONNECTION_WAIT_MS
+        );
     }
 }

@@ -27,8 +27,9 @@ pub fn stored_result(result: &Value) -> String {
     if text.len() <= MAX_RESULT_BYTES {
         return text;
     }
-    // The preview is escaped again inside the marker: keep it well under the cap.
-    let preview = prefix_at_char(&text, MAX_RESULT_BYTES / 2);
+    // The preview is escaped again inside the marker, which at most doubles it (every
+    // character of JSON text that needs escaping there is a quote or a backslash).
+    let preview = prefix_at_char(&text, (MAX_RESULT_BYTES - 128) / 2);
     json!({ "truncated": true, "bytes": text.len(), "preview": preview }).to_string()
 }
 
@@ -88,6 +89,17 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("{\"body\":\"éé"));
+    }
+
+    #[test]
+    fn a_preview_of_escapes_still_fits() {
+        let result = json!({"body": "\"\\".repeat(40_000)});
+        let stored = stored_result(&result);
+        assert!(stored.len() <= MAX_RESULT_BYTES, "{}", stored.len());
+        assert_eq!(
+            serde_json::from_str::<Value>(&stored).unwrap()["truncated"],
+            true
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ const MAX_BATCHES: usize = 12;
 const WORST_BATCH_MS: i64 = (20 / CONCURRENT_CALLS as i64) * CALL_TIMEOUT_MS as i64;
 
 /// Runs the job; `now_ms` (the run's start) picks the budget month.
-pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound, now_ms: i64) -> HandlerRun {
+pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound<'_>, now_ms: i64) -> HandlerRun {
     let mut cost_cents = 0.0;
     let outcome = tag(job, env, outbound, now_ms, &mut cost_cents).await;
     HandlerRun {
@@ -47,7 +47,7 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound, now_ms: i64) -> 
 async fn tag(
     job: &Claimed,
     env: &Env,
-    outbound: &Outbound,
+    outbound: &Outbound<'_>,
     now_ms: i64,
     cost_cents: &mut f64,
 ) -> Result<Option<Value>, JobError> {

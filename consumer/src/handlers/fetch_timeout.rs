@@ -25,10 +25,12 @@ pub fn check_status(response: &Response) -> Result<(), JobError> {
     )
 }
 
-/// A response and the batch connection it holds until dropped (its body may still be read).
+/// A response and the batch connection it holds until dropped (its body may still be read
+/// until `ends_at`, the end of the request's own timeout).
 pub struct Fetched<'a> {
     response: Response,
     controller: AbortController,
+    ends_at: i64,
     _connection: SemaphoreGuard<'a>,
 }
 
@@ -52,13 +54,11 @@ pub struct Body {
 }
 
 impl Fetched<'_> {
-    /// At most `max_bytes` of the body, within `timeout_ms`: a slow or endless body cannot hold
-    /// the job, and a huge one is never read whole. The rest is abandoned (the fetch aborted).
-    pub async fn body_capped(
-        mut self,
-        max_bytes: usize,
-        timeout_ms: u32,
-    ) -> Result<Body, JobError> {
+    /// At most `max_bytes` of the body, within what is left of the request's timeout: a slow or
+    /// endless body cannot hold the job, and a huge one is never read whole. The rest is
+    /// abandoned (the fetch aborted).
+    pub async fn body_capped(mut self, max_bytes: usize) -> Result<Body, JobError> {
+        let timeout_ms = (self.ends_at - crate::now_ms()).max(1);
         let mut stream = self.response.stream().map_err(|e| {
             JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
         })?;
@@ -74,7 +74,7 @@ impl Fetched<'_> {
             }
             Ok(false)
         };
-        let outcome = within(timeout_ms.into(), read).await;
+        let outcome = within(timeout_ms as u64, read).await;
         drop(stream);
         let truncated = match outcome {
             Some(Ok(truncated)) => truncated,
@@ -83,7 +83,7 @@ impl Fetched<'_> {
                 self.controller.abort();
                 return Err(JobError::new(
                     ErrorClass::Timeout,
-                    format!("the response body did not end within {timeout_ms} ms"),
+                    "the response body did not end within the request's timeout",
                 ));
             }
         };
@@ -96,14 +96,16 @@ impl Fetched<'_> {
     }
 }
 
-/// Sends `request` on one of the batch's connections; `timeout_ms` starts once the connection
-/// is ours, so waiting for one never times a request out.
+/// Sends `request` on one of the batch's connections; `timeout_ms` (for the answer and its
+/// body) starts once the connection is ours, so waiting for one never times a request out, and
+/// is cut only where the job's deadline comes first.
 pub async fn fetch<'a>(
-    outbound: &'a Outbound,
+    outbound: &Outbound<'a>,
     request: Request,
     timeout_ms: u32,
 ) -> Result<Fetched<'a>, JobError> {
-    let connection = outbound.connection().await?;
+    let (connection, timeout_ms) = outbound.connection(timeout_ms).await?;
+    let ends_at = crate::now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);
@@ -111,6 +113,7 @@ pub async fn fetch<'a>(
         Some(Ok(response)) => Ok(Fetched {
             response,
             controller,
+            ends_at,
             _connection: connection,
         }),
         Some(Err(e)) => Err(JobError::new(

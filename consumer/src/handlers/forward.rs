@@ -14,7 +14,7 @@ pub async fn run(
     job: &Claimed,
     job_type: JobType,
     env: &Env,
-    outbound: &Outbound,
+    outbound: &Outbound<'_>,
 ) -> Result<Option<Value>, JobError> {
     let key = job_type.env_key();
     let url = crate::config(env, &key).ok_or_else(|| {

@@ -9,7 +9,12 @@ use super::HandlerRun;
 use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
 
-pub async fn run(job: &Claimed, job_type: JobType, env: &Env, outbound: &Outbound) -> HandlerRun {
+pub async fn run(
+    job: &Claimed,
+    job_type: JobType,
+    env: &Env,
+    outbound: &Outbound<'_>,
+) -> HandlerRun {
     let payload: HttpPayload = match super::payload(job) {
         Ok(payload) => payload,
         Err(e) => return HandlerRun::of(Err(e)),

@@ -3,16 +3,17 @@
 //! hand up to a limit so the final URL is known; it records status, latency, final URL and the
 //! start of a failing streak, and marks a link dead after N consecutive failures.
 //! D1: one read and one write per job. The job itself succeeds: broken links are its findings.
-//! A probe has a time limit of its own, and none starts that could not end inside the job's
-//! deadline or that the invocation has no subrequests left for: those links are left
+//! No probe starts that could not end inside the job's deadline, and a request the platform
+//! had no subrequest or connection for (`capacity`) fails no link: those links are left
 //! unchecked (counted in the result) and, checked longest ago, come first in the next run.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
-    after_check, head_refused, healthy, is_redirect, JobError, JobType, LinkHealthCheckPayload,
-    LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
+    after_check, head_refused, healthy, is_redirect, ErrorClass, JobError, JobType,
+    LinkHealthCheckPayload, LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY,
+    MAX_REDIRECTS,
 };
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
@@ -23,10 +24,14 @@ use crate::link_store::{self, Checked};
 use crate::outbound::Outbound;
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
-/// One link's whole probe, redirects included.
+/// What a probe (a few requests, redirects included) is given before the deadline to start.
 const PROBE_MS: i64 = 30_000;
 
-pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
+pub async fn run(
+    job: &Claimed,
+    env: &Env,
+    outbound: &Outbound<'_>,
+) -> Result<Option<Value>, JobError> {
     let deadline = crate::now_ms() + i64::from(JobType::LinkHealthCheck.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
@@ -105,28 +110,37 @@ impl Probe {
     }
 }
 
-/// One link's check; `None` when it could not be (fully) checked: no time left before
-/// `deadline`, or no subrequests left in this invocation. A link is never marked failing for
-/// the platform's own limits.
-async fn check(outbound: &Outbound, url: &str, deadline: i64) -> Option<Probe> {
+/// Why a probe found no final answer.
+enum ProbeError {
+    /// The link's fault: an HTTP status with no way on, a timeout, too many redirects...
+    Link(Option<u16>, String),
+    /// The platform's own limits (no subrequest or connection in time): nothing to say of
+    /// the link.
+    Capacity,
+}
+
+fn link_error(e: JobError) -> ProbeError {
+    match e.class {
+        ErrorClass::Capacity => ProbeError::Capacity,
+        _ => ProbeError::Link(None, e.message),
+    }
+}
+
+/// One link's check; `None` when it could not be checked: no time left before `deadline`, or
+/// the platform's limits stopped it. A link is never marked failing for those.
+async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Probe> {
     let started = crate::now_ms();
     if started + PROBE_MS > deadline || !outbound.has_subrequests_left() {
         return None;
     }
-    let (status, error, final_url) =
-        match fetch_timeout::within(PROBE_MS as u64, follow(outbound, url)).await {
-            None => (
-                None,
-                Some(format!("no final answer within {PROBE_MS} ms")),
-                None,
-            ),
-            Some(Ok((status, final_url))) => {
-                let error = (!healthy(status)).then(|| format!("HTTP {status}"));
-                (Some(status), error, Some(final_url))
-            }
-            Some(Err(_)) if !outbound.has_subrequests_left() => return None,
-            Some(Err((status, error))) => (status, Some(error), None),
-        };
+    let (status, error, final_url) = match follow(outbound, url).await {
+        Ok((status, final_url)) => {
+            let error = (!healthy(status)).then(|| format!("HTTP {status}"));
+            (Some(status), error, Some(final_url))
+        }
+        Err(ProbeError::Capacity) => return None,
+        Err(ProbeError::Link(status, error)) => (status, Some(error), None),
+    };
     Some(Probe {
         status,
         error,
@@ -136,8 +150,9 @@ async fn check(outbound: &Outbound, url: &str, deadline: i64) -> Option<Probe> {
 }
 
 /// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
-async fn follow(outbound: &Outbound, url: &str) -> Result<(u16, String), (Option<u16>, String)> {
-    let mut current = Url::parse(url).map_err(|e| (None, format!("bad URL: {e}")))?;
+async fn follow(outbound: &Outbound<'_>, url: &str) -> Result<(u16, String), ProbeError> {
+    let mut current =
+        Url::parse(url).map_err(|e| ProbeError::Link(None, format!("bad URL: {e}")))?;
     for _ in 0..=MAX_REDIRECTS {
         let mut response = request(outbound, &current, Method::Head).await?;
         if head_refused(response.status_code()) {
@@ -149,29 +164,33 @@ async fn follow(outbound: &Outbound, url: &str) -> Result<(u16, String), (Option
         }
         let location = response.headers().get("location").ok().flatten();
         let Some(next) = location.and_then(|l| current.join(&l).ok()) else {
-            return Err((
+            return Err(ProbeError::Link(
                 Some(status),
                 format!("HTTP {status} without a usable Location"),
             ));
         };
         current = next;
     }
-    Err((None, format!("more than {MAX_REDIRECTS} redirects")))
+    Err(ProbeError::Link(
+        None,
+        format!("more than {MAX_REDIRECTS} redirects"),
+    ))
 }
 
 async fn request<'a>(
-    outbound: &'a Outbound,
+    outbound: &Outbound<'a>,
     url: &Url,
     method: Method,
-) -> Result<Fetched<'a>, (Option<u16>, String)> {
+) -> Result<Fetched<'a>, ProbeError> {
     let headers = Headers::new();
     let _ = headers.set("user-agent", "cf-jobs-link-check/1");
     let mut init = RequestInit::new();
     init.with_method(method)
         .with_headers(headers)
         .with_redirect(RequestRedirect::Manual);
-    let request = Request::new_with_init(url.as_str(), &init).map_err(|e| (None, e.to_string()))?;
+    let request = Request::new_with_init(url.as_str(), &init)
+        .map_err(|e| ProbeError::Link(None, e.to_string()))?;
     fetch_timeout::fetch(outbound, request, CHECK_TIMEOUT_MS)
         .await
-        .map_err(|e| (None, e.message))
+        .map_err(link_error)
 }

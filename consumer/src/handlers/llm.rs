@@ -70,11 +70,11 @@ impl Llm {
         })
     }
 
-    pub async fn tag(&self, outbound: &Outbound, item: &Item) -> Call {
+    pub async fn tag(&self, outbound: &Outbound<'_>, item: &Item) -> Call {
         self.send(outbound, item).await.unwrap_or_else(Call::Failed)
     }
 
-    async fn send(&self, outbound: &Outbound, item: &Item) -> Result<Call, JobError> {
+    async fn send(&self, outbound: &Outbound<'_>, item: &Item) -> Result<Call, JobError> {
         let prompt = tagging_prompt(&item.title, &item.url, item.description.as_deref());
         let body = request_body(&self.model, MAX_TOKENS, TAGGING_SYSTEM_PROMPT, &prompt);
         let headers = Headers::new();
@@ -90,7 +90,6 @@ impl Llm {
             .with_headers(headers)
             .with_body(Some(body.to_string().into()));
         let request = Request::new_with_init(&self.url, &init).map_err(bad_config)?;
-        let started = crate::now_ms();
         let response = fetch_timeout::fetch(outbound, request, CALL_TIMEOUT_MS).await?;
         let status = response.status_code();
         if matches!(status, 401 | 403) {
@@ -100,11 +99,7 @@ impl Llm {
             ));
         }
         fetch_timeout::check_status(&response)?;
-        let left_ms = i64::from(CALL_TIMEOUT_MS) - (crate::now_ms() - started);
-        let text = response
-            .body_capped(MAX_RESPONSE_BYTES, left_ms.max(1) as u32)
-            .await?
-            .text;
+        let text = response.body_capped(MAX_RESPONSE_BYTES).await?.text;
         Ok(match parse_reply(&text) {
             Err(reason) => Call::Invalid {
                 reason,

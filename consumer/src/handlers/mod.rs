@@ -48,7 +48,7 @@ pub async fn run(
     job: &Claimed,
     job_type: JobType,
     env: &Env,
-    outbound: &Outbound,
+    outbound: &Outbound<'_>,
     started_at: i64,
 ) -> HandlerRun {
     HandlerRun::of(match job_type.handler() {

@@ -32,7 +32,11 @@ const CONCURRENT_FETCHES: usize = 6;
 const WRITE_EVERY_BYTES: usize = 2 * 1024 * 1024;
 const ACCEPT: &str = "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5";
 
-pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
+pub async fn run(
+    job: &Claimed,
+    env: &Env,
+    outbound: &Outbound<'_>,
+) -> Result<Option<Value>, JobError> {
     let started = crate::now_ms();
     let payload: RssFeedRefreshPayload = super::payload(job)?;
     let (limits, warnings) = RssLimits::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
@@ -85,9 +89,17 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
     let mut writer = Writer::new(&db, started);
     let mut first_error = None;
     let mut reached = 0;
+    // Sources the platform's own limits kept from being fetched (no subrequest or connection
+    // left): not the feed's failure, so left for the next run like the ones not started.
+    let mut held_back = Vec::new();
     while let Some((source, outcome)) = fetches.next().await {
         reached += 1;
-        writer.add(source, outcome)?;
+        match outcome {
+            // One source asked for: the job itself comes back later.
+            Err(e) if e.class == ErrorClass::Capacity && single.is_some() => return Err(e),
+            Err(e) if e.class == ErrorClass::Capacity => held_back.push(source),
+            outcome => writer.add(source, outcome)?,
+        }
         if writer.pending_bytes >= WRITE_EVERY_BYTES {
             writer.flush().await?;
         }
@@ -105,14 +117,18 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option
             }
         });
     }
-    for source in &due[reached..] {
+    let not_reached: Vec<&SourceRow> = held_back
+        .into_iter()
+        .chain(due[reached..].iter().copied())
+        .collect();
+    for source in &not_reached {
         summaries.push(json!({ "id": source.id, "name": source.name, "outcome": "not_reached" }));
     }
     match first_error {
         Some(e) if single.is_some() => Err(e),
         _ => Ok(Some(json!({
             "sources": summaries,
-            "not_reached": due.len() - reached,
+            "not_reached": not_reached.len(),
         }))),
     }
 }
@@ -291,38 +307,30 @@ fn inserted(results: &[worker::D1Result]) -> u32 {
         .sum()
 }
 
-/// The feed, fetched and read (request and body) within `timeout_ms`, its body capped at
-/// MAX_FEED_BYTES, and parsed.
+/// The feed, fetched and read (request and body) within `timeout_ms` from when it has a
+/// connection, its body capped at MAX_FEED_BYTES, and parsed.
 async fn fetch_feed(
-    outbound: &Outbound,
+    outbound: &Outbound<'_>,
     url: &str,
     timeout_ms: u32,
 ) -> Result<SortedEntries, JobError> {
-    let read = async {
-        let body = request(outbound, url, timeout_ms)
-            .await?
-            .body_capped(MAX_FEED_BYTES, timeout_ms)
-            .await?;
-        if body.truncated {
-            return Err(JobError::new(
-                ErrorClass::ServerError,
-                format!("the feed is over {MAX_FEED_BYTES} bytes"),
-            ));
-        }
-        parse_feed(&body.text)
-            .map_err(|e| JobError::new(ErrorClass::ServerError, format!("unreadable feed: {e}")))
-    };
-    match fetch_timeout::within(timeout_ms.into(), read).await {
-        Some(entries) => Ok(sort_entries(entries?)),
-        None => Err(JobError::new(
-            ErrorClass::Timeout,
-            format!("the feed did not arrive within {timeout_ms} ms"),
-        )),
+    let body = request(outbound, url, timeout_ms)
+        .await?
+        .body_capped(MAX_FEED_BYTES)
+        .await?;
+    if body.truncated {
+        return Err(JobError::new(
+            ErrorClass::ServerError,
+            format!("the feed is over {MAX_FEED_BYTES} bytes"),
+        ));
     }
+    let entries = parse_feed(&body.text)
+        .map_err(|e| JobError::new(ErrorClass::ServerError, format!("unreadable feed: {e}")))?;
+    Ok(sort_entries(entries))
 }
 
 async fn request<'a>(
-    outbound: &'a Outbound,
+    outbound: &Outbound<'a>,
     url: &str,
     timeout_ms: u32,
 ) -> Result<Fetched<'a>, JobError> {

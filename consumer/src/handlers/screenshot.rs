@@ -18,7 +18,11 @@ use crate::claim_store::Claimed;
 use crate::config;
 use crate::outbound::Outbound;
 
-pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound) -> Result<Option<Value>, JobError> {
+pub async fn run(
+    job: &Claimed,
+    env: &Env,
+    outbound: &Outbound<'_>,
+) -> Result<Option<Value>, JobError> {
     let payload: ScreenshotCapturePayload = super::payload(job)?;
     let capture = Capture::new(payload, JobType::ScreenshotCapture.spec().timeout_ms);
     let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;

@@ -19,7 +19,7 @@ const OVERHEAD_MS: u32 = 30_000;
 pub async fn capture(
     capture: &Capture,
     env: &Env,
-    outbound: &Outbound,
+    outbound: &Outbound<'_>,
 ) -> Result<Vec<u8>, JobError> {
     let setting = |name: &str| {
         config(env, name).ok_or_else(|| {
