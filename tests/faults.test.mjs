@@ -166,6 +166,23 @@ describe("leases: a lost attempt is recorded and counted", () => {
     assert.deepEqual(dead.runs.map((r) => [r.attempt, r.outcome, r.error?.class]), [[1, "dead", "lease_expired"]]);
   });
 
+  test("a chain whose step lost its last attempt is failed, not left running", async () => {
+    const enq = await p.enqueue({
+      type: "http",
+      payload: { url: remote.url("/slow?ms=1") },
+      max_attempts: 1,
+      steps: [{ type: "noop" }],
+    });
+    await loseLease(enq.body.id, 1);
+    const before = await p.count("SELECT count(*) FROM jobs");
+    await p.deliver("jobs-default", messages([enq.body.id]));
+    const parent = await job(p, enq.body.id);
+    assert.equal(parent.status, "dead");
+    assert.equal(parent.chain.status, "failed");
+    assert.match(parent.chain.error, /^step 0 \(http\) went dead: the lease expired/);
+    assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no next step");
+  });
+
   test("a lost attempt with attempts left is recorded, then the job runs again", async () => {
     const enq = await p.enqueue({ type: "http", payload: { url: remote.url("/slow?ms=1") }, max_attempts: 3 });
     await loseLease(enq.body.id, 1);

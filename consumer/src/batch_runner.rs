@@ -125,6 +125,18 @@ async fn run_jobs(
         }
     }
     let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
+    let failed_chains: Vec<_> = claim
+        .exhausted
+        .iter()
+        .filter_map(chain::failed_by_lost_attempt)
+        .collect();
+    // The claimed jobs' runs do not wait on this: a failure is logged, the batch goes on.
+    if let Err(e) = claim_store::fail_chains(db, &failed_chains, batch_started, stats).await {
+        console_error!(
+            "failing the chains of {} dead step(s) failed: {e}",
+            failed_chains.len()
+        );
+    }
 
     let gate = BatchGate::new(&limits);
     let (attempts, heartbeat_stats) =

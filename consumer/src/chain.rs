@@ -5,6 +5,7 @@
 //! (`sent_at` NULL) for the maintenance sweep, like any enqueue.
 
 use jobs_shared::job_event::run_outcome;
+use jobs_shared::lease::LOST_ATTEMPT;
 use jobs_shared::queue_send::{send_to, Outgoing};
 use jobs_shared::{
     after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
@@ -14,7 +15,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env};
 
-use crate::claim_store::Claimed;
+use crate::claim_store::{Claimed, Exhausted};
 use crate::num;
 
 /// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups fail the attempt
@@ -98,6 +99,22 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
         step: job.chain_step.unwrap_or(0),
         next_steps: job.next_steps.as_deref(),
         chain_status: job.chain_status.as_deref(),
+    }
+}
+
+/// The chain a step the claim found dead belongs to, and why it failed: `(parent_id,
+/// message)`, or `None` outside a chain.
+pub fn failed_by_lost_attempt(job: &Exhausted) -> Option<(String, String)> {
+    let at = ChainPosition {
+        job_id: &job.id,
+        parent_id: job.parent_id.as_deref(),
+        step: job.chain_step.unwrap_or(0),
+        next_steps: None,
+        chain_status: job.chain_status.as_deref(),
+    };
+    match after_death(&at, &job.job_type, LOST_ATTEMPT) {
+        ChainMove::Failed { parent_id, message } => Some((parent_id, message)),
+        _ => None,
     }
 }
 

@@ -67,6 +67,10 @@ pub struct Exhausted {
     pub job_type: String,
     pub attempts: u32,
     pub correlation_id: Option<String>,
+    /// Chain columns (see crate::chain): a dead step fails its chain.
+    pub parent_id: Option<String>,
+    pub chain_step: Option<u32>,
+    pub chain_status: Option<String>,
 }
 
 pub struct Claim {
@@ -115,7 +119,7 @@ pub async fn claim(
             "UPDATE jobs SET status = 'dead', finished_at = ?2, lease_until = NULL, \
              error_class = 'lease_expired', last_error = '{LOST_ATTEMPT}', updated_at = ?2, \
              escalated_at = NULL WHERE {lost} AND attempts >= max_attempts \
-             RETURNING id, type, attempts, correlation_id"
+             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status"
         ))
         .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
     let update = db
@@ -314,6 +318,28 @@ fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedState
          WHERE jobs.id = o.value ->> 0 AND +jobs.status = 'running' AND jobs.runs = o.value ->> 1",
     )
     .bind(&[rows])
+}
+
+/// Fails the chains of steps the claim found dead (their last attempt lost): `(parent_id,
+/// message)` each. A round trip of its own, only when there are any; a chain already ended is
+/// left as it is.
+pub async fn fail_chains(
+    db: &D1Database,
+    chains: &[(String, String)],
+    now_ms: i64,
+    stats: &mut D1Stats,
+) -> worker::Result<()> {
+    if chains.is_empty() {
+        return Ok(());
+    }
+    let rows = JsValue::from_str(&serde_json::to_string(chains).unwrap_or_default());
+    let fail = db
+        .prepare(
+            "UPDATE jobs SET chain_status = 'failed', chain_error = o.value ->> 1, updated_at = ?2 \
+             FROM json_each(?1) o WHERE jobs.id = o.value ->> 0 AND jobs.chain_status = 'running'",
+        )
+        .bind(&[rows, num(now_ms)])?;
+    counted_batch(db, vec![fail], stats).await.map(|_| ())
 }
 
 /// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the
