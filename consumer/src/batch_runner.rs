@@ -19,7 +19,7 @@ use serde_json::Value;
 use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
-use crate::claim_store::{self, Claimed, Exhausted, Finished, Seen};
+use crate::claim_store::{self, Claimed, Exhausted, FailedChain, Finished, Leftovers, Seen};
 use crate::delivery::Delivery;
 use crate::handlers::{fetch_timeout, HandlerRun};
 use crate::job_events::{self, Recorded};
@@ -125,18 +125,11 @@ async fn run_jobs(
         }
     }
     let unclaimed_ids: Vec<&str> = unclaimed.iter().filter_map(|d| d.job_id()).collect();
-    let failed_chains: Vec<_> = claim
+    let failed_chains: Vec<FailedChain> = claim
         .exhausted
         .iter()
-        .filter_map(chain::failed_by_lost_attempt)
+        .filter_map(|job| chain::failed_by_lost_attempt(job, batch_started))
         .collect();
-    // The claimed jobs' runs do not wait on this: a failure is logged, the batch goes on.
-    if let Err(e) = claim_store::fail_chains(db, &failed_chains, batch_started, stats).await {
-        console_error!(
-            "failing the chains of {} dead step(s) failed: {e}",
-            failed_chains.len()
-        );
-    }
 
     let gate = BatchGate::new(&limits);
     let (attempts, heartbeat_stats) =
@@ -148,14 +141,19 @@ async fn run_jobs(
     let (ran, released): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| r.attempt.is_some());
     let released: Vec<&Claimed> = released.iter().map(|r| r.job).collect();
     let finished: Vec<Finished> = ran.iter().filter_map(|r| r.finished()).collect();
-    let seen = match claim_store::finish(db, &finished, &released, &unclaimed_ids, stats).await {
+    let leftovers = Leftovers {
+        released: &released,
+        failed_chains: &failed_chains,
+        unclaimed: &unclaimed_ids,
+    };
+    let seen = match claim_store::finish(db, &finished, &leftovers, stats).await {
         Ok(seen) => seen,
         Err(e) => {
             console_error!(
                 "recording {} outcome(s) together failed, one by one now: {e}",
                 finished.len()
             );
-            match record_one_by_one(db, &mut runs, &released, &unclaimed_ids, stats).await {
+            match record_one_by_one(db, &mut runs, &leftovers, stats).await {
                 Ok(seen) => seen,
                 Err(e) => {
                     // The jobs stay `running` under their lease; their messages come back once it ends.
@@ -291,16 +289,15 @@ impl<'a> Run<'a> {
 async fn record_one_by_one(
     db: &D1Database,
     runs: &mut [Run<'_>],
-    released: &[&Claimed],
-    unclaimed: &[&str],
+    leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {
-    let seen = claim_store::finish(db, &[], released, unclaimed, stats).await?;
+    let seen = claim_store::finish(db, &[], leftovers, stats).await?;
     for run in runs.iter_mut() {
         let Some(one) = run.finished() else {
             continue;
         };
-        let Err(e) = claim_store::finish(db, &[one], &[], &[], stats).await else {
+        let Err(e) = claim_store::finish(db, &[one], &Leftovers::default(), stats).await else {
             continue;
         };
         let Some(attempt) = run.attempt.as_mut() else {
@@ -326,7 +323,7 @@ async fn record_one_by_one(
             continue;
         };
         // Even the failure cannot be written: D1 itself is failing, leave it to the lease.
-        claim_store::finish(db, &[failed], &[], &[], stats).await?;
+        claim_store::finish(db, &[failed], &Leftovers::default(), stats).await?;
     }
     Ok(seen)
 }

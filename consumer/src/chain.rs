@@ -15,7 +15,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env};
 
-use crate::claim_store::{Claimed, Exhausted};
+use crate::claim_store::{Claimed, Exhausted, FailedChain};
 use crate::num;
 
 /// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups fail the attempt
@@ -102,9 +102,9 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
     }
 }
 
-/// The chain a step the claim found dead belongs to, and why it failed: `(parent_id,
-/// message)`, or `None` outside a chain.
-pub fn failed_by_lost_attempt(job: &Exhausted) -> Option<(String, String)> {
+/// The chain a step the claim found dead (at `now_ms`) belongs to, and why it failed; `None`
+/// outside a chain.
+pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
     let at = ChainPosition {
         job_id: &job.id,
         parent_id: job.parent_id.as_deref(),
@@ -113,7 +113,7 @@ pub fn failed_by_lost_attempt(job: &Exhausted) -> Option<(String, String)> {
         chain_status: job.chain_status.as_deref(),
     };
     match after_death(&at, &job.job_type, LOST_ATTEMPT) {
-        ChainMove::Failed { parent_id, message } => Some((parent_id, message)),
+        ChainMove::Failed { parent_id, message } => Some((parent_id, message, now_ms)),
         _ => None,
     }
 }

@@ -2,7 +2,7 @@
 //! outcome (and to read the jobs of messages that claimed nothing). Never one per message.
 
 use jobs_shared::job_event::run_outcome;
-use jobs_shared::lease::LOST_ATTEMPT;
+use jobs_shared::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
 use jobs_shared::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobError, JobStatus, PAUSED_JOB_SQL};
 use serde::{Deserialize, Serialize};
@@ -104,16 +104,11 @@ pub async fn claim(
     let lost =
         "id IN (SELECT value FROM json_each(?1)) AND +status = 'running' AND lease_until < ?2 \
                 AND family = ?3";
-    let record_lost = db
-        .prepare(format!(
-            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
-             error_message, duration_ms) \
-             SELECT id, runs, attempts, COALESCE(started_at, ?2), ?2, \
-             CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'retrying' END, 'lease_expired', \
-             '{LOST_ATTEMPT}', ?2 - COALESCE(started_at, ?2) FROM jobs WHERE {lost} \
-             ON CONFLICT DO NOTHING"
-        ))
-        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
+    let record_lost = db.prepare(record_lost_attempts_sql("?2", lost)).bind(&[
+        ids_json.clone(),
+        num(now_ms),
+        family_name.clone(),
+    ])?;
     let exhaust = db
         .prepare(format!(
             "UPDATE jobs SET status = 'dead', finished_at = ?2, lease_until = NULL, \
@@ -162,6 +157,18 @@ pub async fn claim(
     })
 }
 
+/// What the record writes beside the attempts' outcomes, and the jobs it reads.
+#[derive(Clone, Copy, Default)]
+pub struct Leftovers<'a> {
+    /// Jobs claimed but never started (the batch ran out of wall time or subrequests): back to
+    /// `queued` with the claim's attempt and run undone, for their messages to come back.
+    pub released: &'a [&'a Claimed],
+    /// The chains of steps the claim found dead.
+    pub failed_chains: &'a [FailedChain],
+    /// Jobs of messages that claimed nothing: their state is read, to say why.
+    pub unclaimed: &'a [&'a str],
+}
+
 /// One attempt's end, to be written.
 pub struct Finished<'a> {
     pub job: &'a Claimed,
@@ -185,15 +192,17 @@ pub struct Finished<'a> {
 /// is real work per row. Every write is guarded by (status = running, runs = this run), so an
 /// attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
 /// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `claim`).
-/// `released`: jobs claimed but never started (the batch ran out of wall time or subrequests):
-/// back to `queued` with the claim's attempt and run undone, for their messages to come back.
 pub async fn finish(
     db: &D1Database,
     finished: &[Finished<'_>],
-    released: &[&Claimed],
-    unclaimed: &[&str],
+    leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {
+    let Leftovers {
+        released,
+        failed_chains,
+        unclaimed,
+    } = *leftovers;
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();
     for f in finished {
@@ -218,6 +227,9 @@ pub async fn finish(
     }
     if !released.is_empty() {
         statements.push(release(db, released)?);
+    }
+    if !failed_chains.is_empty() {
+        statements.push(fail_chains(db, failed_chains)?);
     }
     for f in finished {
         statements.extend(chain::statements(db, f.job, f.chain, f.finished_at)?);
@@ -320,26 +332,19 @@ fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedState
     .bind(&[rows])
 }
 
-/// Fails the chains of steps the claim found dead (their last attempt lost): `(parent_id,
-/// message)` each. A round trip of its own, only when there are any; a chain already ended is
-/// left as it is.
-pub async fn fail_chains(
-    db: &D1Database,
-    chains: &[(String, String)],
-    now_ms: i64,
-    stats: &mut D1Stats,
-) -> worker::Result<()> {
-    if chains.is_empty() {
-        return Ok(());
-    }
+/// A chain to fail because the claim found its step dead (its last attempt lost):
+/// `(parent_id, message, at_ms)`.
+pub type FailedChain = (String, String, i64);
+
+/// Fails those chains, unless already ended.
+fn fail_chains(db: &D1Database, chains: &[FailedChain]) -> worker::Result<D1PreparedStatement> {
     let rows = JsValue::from_str(&serde_json::to_string(chains).unwrap_or_default());
-    let fail = db
-        .prepare(
-            "UPDATE jobs SET chain_status = 'failed', chain_error = o.value ->> 1, updated_at = ?2 \
-             FROM json_each(?1) o WHERE jobs.id = o.value ->> 0 AND jobs.chain_status = 'running'",
-        )
-        .bind(&[rows, num(now_ms)])?;
-    counted_batch(db, vec![fail], stats).await.map(|_| ())
+    db.prepare(
+        "UPDATE jobs SET chain_status = 'failed', chain_error = o.value ->> 1, \
+         updated_at = o.value ->> 2 FROM json_each(?1) o \
+         WHERE jobs.id = o.value ->> 0 AND jobs.chain_status = 'running'",
+    )
+    .bind(&[rows])
 }
 
 /// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the

@@ -90,8 +90,4 @@ impl<'a> Outbound<'a> {
         let left = (self.requests_end_ms - crate::now_ms()).max(MIN_REQUEST_MS);
         Ok((guard, i64::from(timeout_ms).min(left) as u32))
     }
-
-    pub fn has_subrequests_left(&self) -> bool {
-        self.gate.has_subrequests_left()
-    }
 }

@@ -3,8 +3,9 @@
 
 use std::fmt::Display;
 
-/// `value` (the var `name`) as a whole number from 1 to `max`; `None` when unset. A bad value
-/// also reads as `None`, and a warning naming it and `instead` (what is used) joins `warnings`.
+/// `value` (the var `name`) as a whole number from 1 to `max`; `None` when unset or blank. A bad
+/// value also reads as `None`, and a warning naming it and `instead` (what is used) joins
+/// `warnings`.
 pub(crate) fn int_var(
     name: &str,
     value: Option<String>,
@@ -12,7 +13,7 @@ pub(crate) fn int_var(
     instead: impl Display,
     warnings: &mut Vec<String>,
 ) -> Option<i64> {
-    let text = value?;
+    let text = value.filter(|v| !v.trim().is_empty())?;
     match text.trim().parse::<i64>() {
         Ok(n) if (1..=max).contains(&n) => Some(n),
         _ => {

@@ -302,10 +302,9 @@ impl RssLimits {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (RssLimits, Vec<String>) {
         let mut warnings = Vec::new();
         let mut read = |name: &str, default: u32| {
-            let value = var(name).filter(|v| !v.trim().is_empty());
             crate::config_var::int_var(
                 name,
-                value,
+                var(name),
                 Self::MAX_BUDGET_SECS,
                 "the default",
                 &mut warnings,

@@ -117,10 +117,15 @@ impl QueueDelayLimit {
     /// not a whole number from 1 to 86,400 is too, with a warning to log.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (QueueDelayLimit, Vec<String>) {
         let mut warnings = Vec::new();
-        let value = var(Self::VAR).filter(|v| !v.trim().is_empty());
         let default = format!("the default {}", Self::DEFAULT.secs());
-        let limit = int_var(Self::VAR, value, Self::MAX_SECS, default, &mut warnings)
-            .map_or(Self::DEFAULT, |secs| QueueDelayLimit(secs as u32));
+        let limit = int_var(
+            Self::VAR,
+            var(Self::VAR),
+            Self::MAX_SECS,
+            default,
+            &mut warnings,
+        )
+        .map_or(Self::DEFAULT, |secs| QueueDelayLimit(secs as u32));
         (limit, warnings)
     }
 

@@ -60,8 +60,8 @@ impl SweepConfig {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (SweepConfig, Vec<String>) {
         let mut warnings = Vec::new();
         let mut read = |name: &str, default: i64, unit_ms: i64, max: i64| -> i64 {
-            let value = var(name).filter(|v| !v.trim().is_empty());
-            int_var(name, value, max, "the default", &mut warnings).map_or(default, |n| n * unit_ms)
+            int_var(name, var(name), max, "the default", &mut warnings)
+                .map_or(default, |n| n * unit_ms)
         };
         let d = SweepConfig::DEFAULT;
         let config = SweepConfig {

@@ -130,7 +130,7 @@ fn link_error(e: JobError) -> ProbeError {
 /// the platform's limits stopped it. A link is never marked failing for those.
 async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Probe> {
     let started = crate::now_ms();
-    if started + PROBE_MS > deadline || !outbound.has_subrequests_left() {
+    if started + PROBE_MS > deadline {
         return None;
     }
     let (status, error, final_url) = match follow(outbound, url).await {

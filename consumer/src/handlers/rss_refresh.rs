@@ -39,7 +39,7 @@ pub async fn run(
 ) -> Result<Option<Value>, JobError> {
     let started = crate::now_ms();
     let payload: RssFeedRefreshPayload = super::payload(job)?;
-    let (limits, warnings) = RssLimits::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
+    let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));
     for warning in warnings {
         console_warn!("{warning}");
     }

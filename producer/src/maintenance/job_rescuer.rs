@@ -8,7 +8,7 @@
 //! through in pages within the tick (`paging.rs`).
 
 use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
-use jobs_shared::lease::LOST_ATTEMPT;
+use jobs_shared::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
 use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -46,12 +46,9 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     let params = [num(tick.now_ms), num(tick.config.page.into())];
     let record_run = tick
         .db
-        .prepare(format!(
-            "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
-             error_message, duration_ms) \
-             SELECT id, runs, attempts, COALESCE(started_at, ?1), ?1, \
-             CASE WHEN {out_of_attempts} THEN 'dead' ELSE 'retrying' END, 'lease_expired', '{LOST_ATTEMPT}', \
-             ?1 - COALESCE(started_at, ?1) FROM jobs WHERE id IN ({expired}) ON CONFLICT DO NOTHING"
+        .prepare(record_lost_attempts_sql(
+            "?1",
+            &format!("id IN ({expired})"),
         ))
         .bind(&params)?;
     let release = tick
