@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
-use jobs_shared::lease::{self, ConsumerLimits};
-use jobs_shared::stored_result::stored_result;
+use jobs_shared::job::lease::{self, ConsumerLimits};
+use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, Handler, HttpPayload, JobError, JobMessage,
     JobStatus, JobType, RetryPolicy,
@@ -448,7 +448,7 @@ async fn execute(
         outcome,
         cost_cents: ran.cost_cents,
         follow_ups,
-        policy: job_type.map_or(RetryPolicy::SEED_000, |t| t.spec().retry),
+        policy: job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry),
     }
 }
 

@@ -4,12 +4,12 @@
 //! message is sent after that batch. A send that fails leaves the step in the outbox
 //! (`sent_at` NULL) for the maintenance sweep, like any enqueue.
 
-use jobs_shared::job_event::run_outcome;
-use jobs_shared::lease::LOST_ATTEMPT;
-use jobs_shared::queue_send::{send_to, Outgoing};
+use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::observe::job_event::run_outcome;
+use jobs_shared::util::queue_send::{send_to, Outgoing};
 use jobs_shared::{
     after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
-    ChainPosition, Decision, Delivery, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
+    ChainPosition, Decision, DeliveryPlan, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
 };
 use serde_json::Value;
 use wasm_bindgen::JsValue;
@@ -162,8 +162,8 @@ pub fn statements(
             Some(next),
         ) => {
             let status = match next.delivery {
-                Delivery::Send { .. } => "queued",
-                Delivery::Hold { .. } => "scheduled",
+                DeliveryPlan::Send { .. } => "queued",
+                DeliveryPlan::Hold { .. } => "scheduled",
             };
             let rest = (!rest.is_empty()).then(|| Value::Array(rest.clone()).to_string());
             let insert = db

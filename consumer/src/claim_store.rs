@@ -1,9 +1,9 @@
 //! SQL for a consumer batch: one round trip to claim every message's job, one to record every
 //! outcome (and to read the jobs of messages that claimed nothing). Never one per message.
 
-use jobs_shared::job_event::run_outcome;
-use jobs_shared::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
-use jobs_shared::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
+use jobs_shared::job::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
+use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
+use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::{sql_in_list, D1Stats, Decision, Family, JobError, JobStatus, PAUSED_JOB_SQL};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;

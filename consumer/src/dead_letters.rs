@@ -2,7 +2,7 @@
 //! DLQs: every arrival is listed, and a job whose message the queue gave up on by itself (its
 //! max_retries safety net) is sent again, never killed while it has attempts left.
 
-use jobs_shared::queue_send::{send_to, Outgoing};
+use jobs_shared::util::queue_send::{send_to, Outgoing};
 use jobs_shared::{d1_retry_secs, sql_in_list, Family, JobMessage, JobStatus};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;

@@ -3,10 +3,10 @@
 //! data point per recorded attempt, and the per-batch `batch.completed` line the benchmark
 //! reads. Nothing here touches D1.
 
-use jobs_shared::job_event::{
+use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::observe::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
-use jobs_shared::lease::LOST_ATTEMPT;
 use jobs_shared::{D1Stats, Decision, ErrorClass, Family, JobError};
 use serde_json::{json, Value};
 use worker::{

@@ -19,7 +19,7 @@ mod outbound;
 mod rss_store;
 mod tagging_store;
 
-use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};
 use worker::Env;

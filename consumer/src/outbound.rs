@@ -8,7 +8,7 @@
 use std::cell::Cell;
 
 use async_lock::{Semaphore, SemaphoreGuard};
-use jobs_shared::lease::ConsumerLimits;
+use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::{ErrorClass, JobError};
 
 use crate::handlers::fetch_timeout::within;

@@ -1,7 +1,7 @@
 //! The enqueue request's correlation id: its `traceparent`'s trace id or its `X-Request-Id`
 //! (shared `correlation`), else a fresh one; returned in the `X-Request-Id` header.
 
-use jobs_shared::{correlation, ApiError};
+use jobs_shared::{observe::correlation, ApiError};
 use worker::Request;
 
 use crate::random;

@@ -1,8 +1,8 @@
 //! Hands written jobs to their family's queue, through the Workers' one send path
-//! (`jobs_shared::queue_send`: one sendBatch per family per 100 messages).
+//! (`jobs_shared::util::queue_send`: one sendBatch per family per 100 messages).
 
-use jobs_shared::queue_send::{send_to, Outgoing};
-use jobs_shared::{plan_delivery_at, Delivery, Family, NewJob, QueueDelayLimit};
+use jobs_shared::util::queue_send::{send_to, Outgoing};
+use jobs_shared::{plan_delivery_at, DeliveryPlan, Family, NewJob, QueueDelayLimit};
 use serde::Deserialize;
 use worker::Env;
 
@@ -43,9 +43,9 @@ impl Unsent {
         send_held: bool,
     ) -> Option<Outgoing> {
         let delay_secs = match plan_delivery_at(self.run_at, now_ms, limit) {
-            Delivery::Send { delay_secs } => delay_secs,
-            Delivery::Hold { .. } if send_held => limit.secs(),
-            Delivery::Hold { .. } => return None,
+            DeliveryPlan::Send { delay_secs } => delay_secs,
+            DeliveryPlan::Hold { .. } if send_held => limit.secs(),
+            DeliveryPlan::Hold { .. } => return None,
         };
         Outgoing::stored(
             &self.id,

@@ -2,7 +2,7 @@
 //! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
 //! Every job of a request carries the request's correlation id (crate::correlation).
 
-use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{
     check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob,
 };

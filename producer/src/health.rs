@@ -1,7 +1,7 @@
 //! GET /healthz: liveness plus what is configured, so a missing secret shows before a job fails.
 //! `escalation` says which notification channels are set: an unset one sends nothing.
 
-use jobs_shared::escalation::EscalationConfig;
+use jobs_shared::observe::escalation::EscalationConfig;
 use jobs_shared::{ApiError, Family};
 use serde_json::json;
 use worker::{Env, Response};

@@ -1,7 +1,7 @@
 //! SQL for writing new jobs and reading them back. Enqueue is ONE D1 batch (one round trip,
 //! one transaction) whether the request carries one job or a hundred.
 
-use jobs_shared::{sql_in_list, D1Stats, Delivery, JobStatus, NewJob};
+use jobs_shared::{sql_in_list, D1Stats, DeliveryPlan, JobStatus, NewJob};
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -40,8 +40,8 @@ struct LiveRow {
 
 pub fn initial_status(job: &NewJob) -> JobStatus {
     match job.delivery {
-        Delivery::Send { .. } => JobStatus::Queued,
-        Delivery::Hold { .. } => JobStatus::Scheduled,
+        DeliveryPlan::Send { .. } => JobStatus::Queued,
+        DeliveryPlan::Hold { .. } => JobStatus::Scheduled,
     }
 }
 

@@ -4,9 +4,9 @@
 //! due backlog and running screenshot jobs (index on status), and small tables (budgets,
 //! counters, schedules, alerts). Nothing scans the jobs or job_runs tables.
 
-use jobs_shared::alert_rules::FamilyWindow;
-use jobs_shared::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
-use jobs_shared::{auth::bearer_in, ApiError, Scope, SqlValue};
+use jobs_shared::observe::alert_rules::FamilyWindow;
+use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
+use jobs_shared::{security::auth::bearer_in, ApiError, Scope, SqlValue};
 use serde::Deserialize;
 use worker::{Env, Request, Response};
 

@@ -2,7 +2,9 @@
 //! is validated whole (the job as an enqueue would be, the cron expression parsed) before D1
 //! sees it; `next_run_at` is computed here, from the request's time.
 
-use jobs_shared::{merge_patch, page_cursor, rfc3339, validate_schedule, ApiError, ScheduleSpec};
+use jobs_shared::{
+    api::page_cursor, merge_patch, rfc3339, validate_schedule, ApiError, ScheduleSpec,
+};
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Method, Request, Response};
 

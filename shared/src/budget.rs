@@ -8,8 +8,8 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::alert_rules::Severity;
-use crate::api_error::ApiError;
+use crate::api::api_error::ApiError;
+use crate::observe::severity::Severity;
 
 /// What a type's budget starts from before an operator changes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub const MAX_HISTORY_MONTHS: u32 = 24;
 
 /// The `months` parameter of a budget history: 1 to [`MAX_HISTORY_MONTHS`].
 pub fn history_months(value: Option<&str>) -> Result<u32, ApiError> {
-    crate::page_cursor::count_param("months", value, HISTORY_MONTHS, MAX_HISTORY_MONTHS)
+    crate::api::page_cursor::count_param("months", value, HISTORY_MONTHS, MAX_HISTORY_MONTHS)
 }
 
 /// How loud an alert threshold is (seed 000: INFO at 75 %, WARNING at 90 %, CRITICAL at 100 %).
@@ -223,7 +223,7 @@ pub fn validate_limit_change(body: &Value) -> Result<i64, ApiError> {
             "the body must be a JSON object",
         ));
     }
-    let change: LimitChange = crate::enqueue::decode_fields(body)?;
+    let change: LimitChange = crate::api::field_error::decode_fields(body)?;
     if !(0..=MAX_LIMIT_CENTS).contains(&change.limit_cents) {
         return Err(ApiError::new(
             422,
@@ -284,7 +284,7 @@ impl RaisedAlert {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time_fmt::parse_rfc3339;
+    use crate::util::time_fmt::parse_rfc3339;
     use proptest::prelude::*;
     use serde_json::json;
 

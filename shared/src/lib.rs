@@ -1,89 +1,81 @@
-//! Plain-Rust core of the job platform, shared by the producer and consumer
-//! Workers: the job type registry, validation, the state machine, retry and
-//! error policy, auth and signing. No Workers types, I/O, clock or RNG: time
-//! comes in as Unix ms and randomness as a unit float, so everything here is
-//! tested natively and builds for `wasm32-unknown-unknown` alike. The one exception is
-//! `queue_send` (feature `workers`, which only the Workers enable): both Workers' way onto a
-//! queue, kept here so it is written once.
+//! Plain-Rust core of the job platform, shared by the producer and consumer Workers: the job
+//! type registry, validation, the state machine, retry and error policy, auth and signing. No
+//! Workers types, I/O, clock or RNG: time comes in as Unix ms and randomness as a unit float, so
+//! everything here is tested natively and builds for `wasm32-unknown-unknown` alike. The one
+//! exception is `util::queue_send` (feature `workers`, which only the Workers enable): both
+//! Workers' way onto a queue, kept here so it is written once.
+//!
+//! Modules are grouped by concept (ARCHITECTURE.md has the map); what the Workers use is
+//! re-exported below by name.
 
-pub mod actor;
-pub mod ai_tags;
-pub mod alert_rules;
-pub mod api_error;
-pub mod auth;
-pub mod body_cap;
+pub mod api;
 pub mod budget;
-pub mod bulk_request;
-pub mod chain;
-mod config_var;
-pub mod correlation;
-pub mod cron_schedule;
-pub mod d1_retry;
-pub mod d1_stats;
-pub mod enqueue;
-pub mod envelope;
-pub mod error_class;
-pub mod escalation;
-pub mod execution_histogram;
-pub mod family;
-pub mod feed;
-pub mod field_error;
-pub mod ids;
-pub mod image_size;
-pub mod job_event;
-pub mod job_filter;
-pub mod job_outcome;
-pub mod job_type;
-pub mod lease;
-pub mod lifecycle;
-pub mod link_health;
-pub mod llm_messages;
-pub mod operator_action;
-pub mod page_cursor;
-pub mod pause;
-pub mod payloads;
-pub mod prometheus;
-#[cfg(feature = "workers")]
-pub mod queue_send;
-pub mod retry_policy;
-pub mod schedule_spec;
-pub mod screenshot;
-pub mod signature;
-pub mod stored_result;
-pub mod sweep_policy;
-pub mod time_fmt;
+pub mod handlers;
+pub mod job;
+pub mod observe;
+pub mod retry;
+pub mod schedule;
+pub mod security;
+pub mod util;
 
-pub use actor::*;
-pub use ai_tags::*;
-pub use api_error::*;
-pub use auth::*;
-pub use body_cap::*;
-pub use budget::*;
-pub use bulk_request::*;
-pub use chain::*;
-pub use cron_schedule::*;
-pub use d1_retry::*;
-pub use d1_stats::*;
-pub use enqueue::*;
-pub use envelope::*;
-pub use error_class::*;
-pub use family::*;
-pub use feed::*;
-pub use field_error::*;
-pub use ids::*;
-pub use image_size::*;
-pub use job_filter::*;
-pub use job_outcome::*;
-pub use job_type::*;
-pub use lifecycle::*;
-pub use link_health::*;
-pub use llm_messages::*;
-pub use operator_action::*;
-pub use pause::*;
-pub use payloads::*;
-pub use retry_policy::*;
-pub use schedule_spec::*;
-pub use screenshot::*;
-pub use signature::*;
-pub use sweep_policy::*;
-pub use time_fmt::*;
+pub use api::api_error::ApiError;
+pub use api::bulk_request::{BulkRequest, Selection, MAX_BULK};
+pub use api::job_filter::{JobFilter, SqlValue};
+pub use api::operator_action::{
+    check_move, only_fields, operator_sources, parse_int, parse_target,
+};
+pub use budget::{
+    alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
+    next_month_start_ms, percent_used, validate_limit_change, BudgetAction, BudgetSpec,
+    RaisedAlert, TokenPrices, Usage, MONTH_LIMIT_SQL,
+};
+pub use handlers::ai_tags::{parse_tags, tagging_prompt, AiTags, TAGGING_SYSTEM_PROMPT};
+pub use handlers::feed::{
+    after_refresh_failure, item_chunks, parse_feed, refresh_decision, sort_entries,
+    validate_new_source, validate_source_patch, RefreshDecision, RssLimits, SortedEntries,
+    SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
+};
+pub use handlers::image_size::image_info;
+pub use handlers::link_health::{
+    after_check, head_refused, healthy, is_redirect, LinkState, LinkStatus, DEFAULT_DEAD_AFTER,
+    DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
+};
+pub use handlers::llm_messages::{
+    messages_url, parse_reply, request_body, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL,
+    DEFAULT_LLM_MODEL,
+};
+pub use handlers::screenshot::{
+    classify_navigation_error, content_type, screenshot_key, BrowserSlots, Capture, CaptureMode,
+    DocumentResponse, PageWatch, WATCHED_EVENTS,
+};
+pub use job::chain::{
+    after_death, after_success, follow_ups, ChainMove, ChainPosition, FOLLOW_UP_KEY,
+};
+pub use job::enqueue::{
+    check_stored_size, validate_batch, validate_enqueue, validate_steps, NewJob, MAX_PRIORITY,
+};
+pub use job::envelope::JobMessage;
+pub use job::family::{Escalation, Family};
+pub use job::ids::{job_id, uuid_v4};
+pub use job::job_outcome::{decide, Decision};
+pub use job::job_type::{Handler, JobType};
+pub use job::lifecycle::{can_transition, sources_of, sql_in_list, sql_name_list, JobStatus};
+pub use job::pause::{PauseTarget, PAUSED_JOB_SQL};
+pub use job::payloads::{
+    AiTaggingPayload, HttpPayload, LinkHealthCheckPayload, RssFeedRefreshPayload,
+    ScreenshotCapturePayload,
+};
+pub use observe::d1_stats::D1Stats;
+pub use retry::d1_retry::d1_retry_secs;
+pub use retry::error_class::{classify_http_status, ErrorClass, JobError};
+pub use retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit, RetryPolicy};
+pub use schedule::cron_schedule::{CatchUp, CronSchedule};
+pub use schedule::schedule_spec::{merge_patch, validate_schedule, ScheduleSpec};
+pub use schedule::sweep_policy::{
+    SweepBudget, SweepConfig, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP,
+};
+pub use security::actor::actor_of;
+pub use security::auth::{Scope, Tokens};
+pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
+pub use util::body_cap::CappedBody;
+pub use util::time_fmt::rfc3339;

@@ -1,6 +1,6 @@
 //! GET /v1/admin/audit: every admin action, newest first, paged by cursor.
 
-use jobs_shared::{page_cursor, rfc3339, ApiError};
+use jobs_shared::{api::page_cursor, rfc3339, ApiError};
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 

@@ -1,7 +1,7 @@
 //! SQL for the audit log: one row per admin action, written in the same D1 batch as the action
 //! itself, so the log and the change commit (or fail) together.
 
-use jobs_shared::{page_cursor, ApiError, SqlValue};
+use jobs_shared::{api::page_cursor, ApiError, SqlValue};
 use serde::Deserialize;
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement};

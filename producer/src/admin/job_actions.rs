@@ -17,7 +17,7 @@ use super::jobs_store::SummaryRow;
 use super::Admin;
 use crate::dispatch;
 use crate::{body, respond};
-use jobs_shared::queue_send::Outgoing;
+use jobs_shared::util::queue_send::Outgoing;
 
 /// A move: the states it may start from, where it goes, and its audit name.
 #[derive(Clone)]

@@ -1,7 +1,7 @@
 //! The operator's views of jobs: the filtered list (search), one job with its runs, and the
 //! recent failures.
 
-use jobs_shared::{page_cursor, rfc3339, ApiError, JobFilter, JobStatus};
+use jobs_shared::{api::page_cursor, rfc3339, ApiError, JobFilter, JobStatus};
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 

@@ -1,7 +1,7 @@
 //! SQL for the operator's job lists: filtered, in a stable order (priority high to low, then
 //! oldest first, since ids are ULIDs), paged by an opaque cursor; and the recent failed runs.
 
-use jobs_shared::{page_cursor, ApiError, JobFilter, JobStatus, SqlValue};
+use jobs_shared::{api::page_cursor, ApiError, JobFilter, JobStatus, SqlValue};
 use serde::Deserialize;
 use worker::D1Database;
 

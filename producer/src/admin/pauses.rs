@@ -3,7 +3,7 @@
 //! jobs' messages again, due when each job is due: a page of them (`MAX_BULK`) in the request,
 //! so a resume costs a bounded request whatever it held; the sweep releases the rest.
 
-use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
 use serde_json::json;
 use worker::{Request, Response};

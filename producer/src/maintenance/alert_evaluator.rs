@@ -9,11 +9,12 @@
 //! family's backlog to Analytics Engine (binding METRICS), when bound.
 
 use futures::future::join_all;
-use jobs_shared::alert_rules::{
+use jobs_shared::observe::alert_rules::{
     alert_channel, changes, firing, AlertConfig, FamilyWindow, Firing, LateSchedule, LongRunning,
-    Observations, Severity, StoredAlert,
+    Observations, StoredAlert,
 };
-use jobs_shared::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
+use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
+use jobs_shared::observe::severity::Severity;
 use jobs_shared::{budget, Family, RaisedAlert};
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -14,7 +14,7 @@
 //!   one message aggregated by type and error class, and undoes both if the send failed.
 
 use futures::future::join_all;
-use jobs_shared::escalation::{
+use jobs_shared::observe::escalation::{
     digest_message, pagerduty_job_dead, slack_job_dead, DeadJob, DigestLine, EscalationConfig,
 };
 use jobs_shared::{rfc3339, sql_name_list, Escalation, Family};

@@ -8,7 +8,7 @@
 //! transaction, guarded by the watermark read, so an overlapping or repeated tick adds nothing
 //! twice. The histogram trails real time by the lag; Analytics Engine has it live.
 
-use jobs_shared::execution_histogram::{bucket_sql, rollup_span};
+use jobs_shared::observe::execution_histogram::{bucket_sql, rollup_span};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

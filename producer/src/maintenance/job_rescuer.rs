@@ -7,8 +7,8 @@
 //! the job is dead), in the consumer's log schema. A backlog of expired leases is worked
 //! through in pages within the tick (`paging.rs`).
 
-use jobs_shared::job_event::{job_event, JobEventKind, JobRef};
-use jobs_shared::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
+use jobs_shared::job::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
+use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
 use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ use super::paging::{self, Page};
 use super::Tick;
 use crate::dispatch::{Unsent, UNSENT_COLUMNS};
 use crate::job_store::num;
-use jobs_shared::queue_send::{send_to, Outgoing};
+use jobs_shared::util::queue_send::{send_to, Outgoing};
 
 #[derive(Deserialize)]
 struct Rescued {

@@ -22,7 +22,7 @@ mod stranded_job_resender;
 
 use std::cell::Cell;
 
-use jobs_shared::queue_send::queue_delay_limit;
+use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{QueueDelayLimit, SweepBudget, SweepConfig};
 use serde_json::{Map, Value};
 use worker::{console_error, console_log, D1Database, Env};

@@ -1,0 +1,151 @@
+//! Errors that name the offending field, so an API client can point at the exact
+//! input to fix ("payload.viewport.width") instead of parsing prose.
+
+use crate::api::api_error::ApiError;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A rejected input field: `field` is a path such as `url`, `headers.x-foo`,
+/// `urls[2]` or `viewport.width`, relative to the value that was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Why [`decode`] refused a value. Unknown fields are told apart because the
+/// enqueue API gives them their own error code.
+pub(crate) struct Undecodable {
+    pub error: FieldError,
+    pub unknown_field: bool,
+}
+
+/// Deserializes `value` into `T`, tracking the path to the first bad field.
+pub(crate) fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, Undecodable> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let message = err.inner().to_string();
+        let path = err.path().to_string();
+        let parent = if path == "." { "" } else { path.as_str() };
+        // serde reports a missing field at its parent's path; the name is only in
+        // the message ("missing field `url`"), so lift it into the path.
+        let field = match backquoted_after(&message, "missing field `") {
+            Some(name) => join(parent, name),
+            None => parent.to_string(),
+        };
+        Undecodable {
+            error: FieldError::new(field, message.as_str()),
+            unknown_field: message.starts_with("unknown field `"),
+        }
+    })
+}
+
+/// `a` + `b` as a field path: `a.b`, or just the non-empty one.
+pub(crate) fn join(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ if b.starts_with('[') => format!("{a}{b}"),
+        _ => format!("{a}.{b}"),
+    }
+}
+
+fn backquoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let rest = message.strip_prefix(prefix)?;
+    rest.split('`').next()
+}
+
+/// A missing payload is `{}`.
+pub(crate) fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// Deserializes a request object; a bad or unknown field is a 422 naming it.
+pub(crate) fn decode_fields<T: serde::de::DeserializeOwned>(body: &Value) -> Result<T, ApiError> {
+    decode(body).map_err(|e| {
+        let code = if e.unknown_field {
+            "unknown_field"
+        } else {
+            "invalid_field"
+        };
+        invalid(code, e.error.field, e.error.message)
+    })
+}
+
+pub(crate) fn not_an_object() -> ApiError {
+    ApiError::new(400, "invalid_body", "request body must be a JSON object")
+}
+
+/// A 422 naming `field`.
+pub(crate) fn invalid(
+    code: &'static str,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> ApiError {
+    ApiError::new(422, code, message).with_field(field)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        #[allow(dead_code)]
+        width: u32,
+    }
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        #[allow(dead_code)]
+        url: String,
+        #[allow(dead_code)]
+        inner: Option<Inner>,
+        #[allow(dead_code)]
+        list: Option<Vec<u32>>,
+    }
+
+    fn reject(value: Value) -> (String, bool) {
+        let err = decode::<Outer>(&value).unwrap_err();
+        (err.error.field, err.unknown_field)
+    }
+
+    #[test]
+    fn names_the_offending_field() {
+        assert_eq!(reject(json!({})), ("url".into(), false));
+        assert_eq!(reject(json!({"url": 1})), ("url".into(), false));
+        assert_eq!(reject(json!({"url": "u", "x": 1})), ("x".into(), true));
+        assert_eq!(
+            reject(json!({"url": "u", "inner": {"width": "w"}})),
+            ("inner.width".into(), false)
+        );
+        assert_eq!(
+            reject(json!({"url": "u", "inner": {}})),
+            ("inner.width".into(), false)
+        );
+        assert_eq!(
+            reject(json!({"url": "u", "list": [1, "2"]})),
+            ("list[1]".into(), false)
+        );
+    }
+
+    #[test]
+    fn join_builds_paths() {
+        assert_eq!(join("", "url"), "url");
+        assert_eq!(join("payload", ""), "payload");
+        assert_eq!(join("payload", "url"), "payload.url");
+        assert_eq!(join("jobs", "[3]"), "jobs[3]");
+    }
+}

@@ -1,0 +1,147 @@
+//! What an operator may do to one job, checked against the state machine before any SQL runs.
+
+use crate::api::api_error::ApiError;
+use crate::job::lifecycle::{sources_of, transition, JobStatus};
+use serde_json::Value;
+
+/// The statuses an operator may set directly: requeue (retry/replay), cancel, skip. The others
+/// are the consumer's to set, as attempts start and end.
+pub const OPERATOR_TARGETS: [JobStatus; 3] =
+    [JobStatus::Queued, JobStatus::Cancelled, JobStatus::Skipped];
+
+/// The states from which an operator's move to `to` may start: the state machine's sources,
+/// except that a running attempt is never requeued under its own feet (its lease owns the job).
+pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
+    sources_of(to)
+        .into_iter()
+        .filter(|&from| !(to == JobStatus::Queued && from == JobStatus::Running))
+        .collect()
+}
+
+/// 409 naming both states when the move is not allowed.
+pub fn check_move(from: JobStatus, to: JobStatus) -> Result<(), ApiError> {
+    let illegal = |message: String| ApiError::new(409, "illegal_transition", message);
+    transition(from, to).map_err(|e| illegal(e.to_string()))?;
+    if operator_sources(to).contains(&from) {
+        Ok(())
+    } else {
+        Err(illegal(format!(
+            "cannot move a job from {from} to {to}: its attempt is running"
+        )))
+    }
+}
+
+/// `{"status": "..."}` for the set-status route.
+pub fn parse_target(body: &Value) -> Result<JobStatus, ApiError> {
+    let names = OPERATOR_TARGETS.map(JobStatus::as_str).join(", ");
+    let status = required(body, "status")?
+        .as_str()
+        .and_then(JobStatus::parse)
+        .ok_or_else(|| invalid("status", format!("status must be one of {names}")))?;
+    if OPERATOR_TARGETS.contains(&status) {
+        Ok(status)
+    } else {
+        Err(invalid(
+            "status",
+            format!("{status} is set by the consumer; an operator may set {names}"),
+        ))
+    }
+}
+
+/// An integer field within `range`, e.g. `priority` 0-100 or a boost's `by` 1-100.
+pub fn parse_int(
+    body: &Value,
+    field: &str,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<i64, ApiError> {
+    let n = required(body, field)?
+        .as_i64()
+        .ok_or_else(|| invalid(field, format!("{field} must be an integer")))?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(ApiError::new(
+            422,
+            "out_of_range",
+            format!("{field} must be {} to {}", range.start(), range.end()),
+        )
+        .with_field(field))
+    }
+}
+
+/// Rejects fields other than `allowed`, so a typo cannot pass silently.
+pub fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
+    let object = body
+        .as_object()
+        .ok_or_else(|| ApiError::new(400, "invalid_body", "the body must be a JSON object"))?;
+    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(key) => Err(ApiError::new(
+            422,
+            "unknown_field",
+            format!("unknown field {key:?}; allowed: {}", allowed.join(", ")),
+        )
+        .with_field(key.as_str())),
+        None => Ok(()),
+    }
+}
+
+fn required<'a>(body: &'a Value, field: &str) -> Result<&'a Value, ApiError> {
+    body.get(field)
+        .ok_or_else(|| invalid(field, format!("{field} is required")))
+}
+
+fn invalid(field: &str, message: String) -> ApiError {
+    crate::api::field_error::invalid("invalid_field", field, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use JobStatus::*;
+
+    #[test]
+    fn operators_requeue_dead_and_scheduled_but_not_running_jobs() {
+        assert_eq!(operator_sources(Queued), [Scheduled, Dead]);
+        assert_eq!(operator_sources(Cancelled), [Scheduled, Queued, Retrying]);
+        assert!(check_move(Dead, Queued).is_ok());
+        let e = check_move(Running, Queued).unwrap_err();
+        assert_eq!((e.status, e.code), (409, "illegal_transition"));
+        assert!(e.message.contains("running") && e.message.contains("queued"));
+        let e = check_move(Succeeded, Cancelled).unwrap_err();
+        assert_eq!(e.message, "cannot move a job from succeeded to cancelled");
+    }
+
+    #[test]
+    fn targets_are_the_operators_own() {
+        assert_eq!(parse_target(&json!({"status": "cancelled"})), Ok(Cancelled));
+        for bad in [
+            json!({"status": "succeeded"}),
+            json!({"status": 1}),
+            json!({}),
+        ] {
+            let e = parse_target(&bad).unwrap_err();
+            assert_eq!((e.status, e.field.as_deref()), (422, Some("status")));
+        }
+    }
+
+    #[test]
+    fn integers_are_range_checked() {
+        assert_eq!(
+            parse_int(&json!({"priority": 100}), "priority", 0..=100),
+            Ok(100)
+        );
+        let e = parse_int(&json!({"priority": 101}), "priority", 0..=100).unwrap_err();
+        assert_eq!(e.code, "out_of_range");
+        let e = parse_int(&json!({"priority": "5"}), "priority", 0..=100).unwrap_err();
+        assert_eq!(e.code, "invalid_field");
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        assert!(only_fields(&json!({"by": 1}), &["by"]).is_ok());
+        let e = only_fields(&json!({"by": 1, "bye": 2}), &["by"]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("bye"));
+        assert_eq!(only_fields(&json!([]), &[]).unwrap_err().status, 400);
+    }
+}

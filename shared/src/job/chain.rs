@@ -1,0 +1,231 @@
+//! Job chains (seed 000 future work 3, seed 003's scrape -> generate -> test): a job may carry
+//! the steps that follow it, and a handler may return follow-up jobs. Steps run one after the
+//! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
+//! the consumer writes them in the batch that records the step's outcome.
+
+use serde_json::Value;
+
+/// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
+/// every step cannot grow a chain without end.
+pub const MAX_CHAIN_LENGTH: u32 = 100;
+
+/// Key of a handler's result that holds follow-up jobs; for delivered types the app answers
+/// `{"follow_up": [...]}` and the key is found inside the stored response body.
+pub const FOLLOW_UP_KEY: &str = "follow_up";
+
+/// Follow-up jobs in a handler's result: `result.follow_up`, or `result.body.follow_up` for a
+/// delivered type whose app answered with them.
+pub fn follow_ups(result: Option<&Value>) -> Option<&Value> {
+    let result = result?;
+    result
+        .get(FOLLOW_UP_KEY)
+        .or_else(|| result.get("body")?.get(FOLLOW_UP_KEY))
+        .filter(|v| !v.is_null())
+}
+
+/// Where a job stands in a chain, as its row says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainPosition<'a> {
+    pub job_id: &'a str,
+    pub parent_id: Option<&'a str>,
+    /// 0 for the chain's first job.
+    pub step: u32,
+    /// Steps still to come, JSON.
+    pub next_steps: Option<&'a str>,
+    /// Set on a chain's first job (the parent) only.
+    pub chain_status: Option<&'a str>,
+}
+
+impl ChainPosition<'_> {
+    fn in_chain(&self) -> bool {
+        self.parent_id.is_some() || self.chain_status.is_some()
+    }
+
+    /// The chain's parent: the first job.
+    pub fn parent(&self) -> &str {
+        self.parent_id.unwrap_or(self.job_id)
+    }
+}
+
+/// What a finished attempt does to its chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainMove {
+    /// Not in a chain, and nothing follows.
+    None,
+    /// Enqueue `step` (a validated spec) as step number `index`, carrying `rest`.
+    Next {
+        parent_id: String,
+        index: u32,
+        step: Value,
+        rest: Vec<Value>,
+    },
+    /// The last step succeeded.
+    Done { parent_id: String },
+    /// A step went dead: the chain stops and the parent is failed, naming the step.
+    Failed { parent_id: String, message: String },
+}
+
+/// After a step succeeds: its follow-ups run first, then the steps it carried.
+pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
+    let carried: Vec<Value> = at
+        .next_steps
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let last_step = at.step as usize + follow_ups.len() + carried.len();
+    if last_step >= MAX_CHAIN_LENGTH as usize {
+        return ChainMove::Failed {
+            parent_id: at.parent().to_string(),
+            message: format!(
+                "step {} asked for follow-ups that would make the chain {} steps long; at most {MAX_CHAIN_LENGTH} run",
+                at.step,
+                last_step + 1
+            ),
+        };
+    }
+    let mut upcoming = follow_ups.into_iter().chain(carried);
+    match upcoming.next() {
+        Some(step) => ChainMove::Next {
+            parent_id: at.parent().to_string(),
+            index: at.step + 1,
+            step,
+            rest: upcoming.collect(),
+        },
+        None if at.in_chain() => ChainMove::Done {
+            parent_id: at.parent().to_string(),
+        },
+        None => ChainMove::None,
+    }
+}
+
+/// After a step went dead: the chain stops there.
+pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove {
+    if !at.in_chain() {
+        return ChainMove::None;
+    }
+    ChainMove::Failed {
+        parent_id: at.parent().to_string(),
+        message: format!("step {} ({job_type}) went dead: {error}", at.step),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pos<'a>(
+        parent: Option<&'a str>,
+        step: u32,
+        next: Option<&'a str>,
+        status: Option<&'a str>,
+    ) -> ChainPosition<'a> {
+        ChainPosition {
+            job_id: "J",
+            parent_id: parent,
+            step,
+            next_steps: next,
+            chain_status: status,
+        }
+    }
+
+    #[test]
+    fn follow_ups_come_from_the_result_or_the_apps_body() {
+        let direct = json!({"follow_up": [{"type": "noop"}]});
+        let body = json!({"status": 200, "body": {"follow_up": [{"type": "noop"}]}});
+        assert!(follow_ups(Some(&direct)).is_some());
+        assert!(follow_ups(Some(&body)).is_some());
+        assert!(follow_ups(Some(&json!({"status": 200, "body": "x"}))).is_none());
+        assert!(follow_ups(None).is_none());
+    }
+
+    #[test]
+    fn the_parent_runs_step_one_then_each_step_the_next() {
+        let steps = json!([{"type": "noop"}, {"type": "http"}]).to_string();
+        let first = after_success(&pos(None, 0, Some(&steps), Some("running")), vec![]);
+        assert_eq!(
+            first,
+            ChainMove::Next {
+                parent_id: "J".into(),
+                index: 1,
+                step: json!({"type": "noop"}),
+                rest: vec![json!({"type": "http"})],
+            }
+        );
+        let last = after_success(&pos(Some("P"), 2, Some("[]"), None), vec![]);
+        assert_eq!(
+            last,
+            ChainMove::Done {
+                parent_id: "P".into()
+            }
+        );
+    }
+
+    #[test]
+    fn follow_ups_run_before_the_carried_steps_and_start_a_chain() {
+        let carried = json!([{"type": "http"}]).to_string();
+        let m = after_success(
+            &pos(Some("P"), 1, Some(&carried), None),
+            vec![json!({"type": "noop"})],
+        );
+        let ChainMove::Next {
+            index, step, rest, ..
+        } = m
+        else {
+            panic!("{m:?}")
+        };
+        assert_eq!(
+            (index, step, rest),
+            (2, json!({"type": "noop"}), vec![json!({"type": "http"})])
+        );
+        // A lone job that returns follow-ups becomes the parent of a new chain.
+        let m = after_success(&pos(None, 0, None, None), vec![json!({"type": "noop"})]);
+        assert!(matches!(m, ChainMove::Next { ref parent_id, index: 1, .. } if parent_id == "J"));
+        assert_eq!(
+            after_success(&pos(None, 0, None, None), vec![]),
+            ChainMove::None
+        );
+    }
+
+    #[test]
+    fn follow_ups_cannot_grow_a_chain_past_its_length() {
+        let two = vec![json!({"type": "noop"}); 2];
+        let last = MAX_CHAIN_LENGTH - 1;
+        // Step 97 may add two more (98, 99): the chain then has MAX_CHAIN_LENGTH steps.
+        let m = after_success(&pos(Some("P"), last - 2, None, None), two.clone());
+        assert!(
+            matches!(m, ChainMove::Next { index, .. } if index == last - 1),
+            "{m:?}"
+        );
+        let m = after_success(&pos(Some("P"), last - 1, None, None), two);
+        let ChainMove::Failed { parent_id, message } = m else {
+            panic!("{m:?}")
+        };
+        assert_eq!(parent_id, "P");
+        assert!(message.contains("at most 100"), "{message}");
+        // The last step itself still completes the chain.
+        assert!(matches!(
+            after_success(&pos(Some("P"), last, None, None), vec![]),
+            ChainMove::Done { .. }
+        ));
+    }
+
+    #[test]
+    fn a_dead_step_fails_the_parent_naming_the_step() {
+        let m = after_death(
+            &pos(Some("P"), 2, None, None),
+            "generate",
+            "client_error: HTTP 404",
+        );
+        assert_eq!(
+            m,
+            ChainMove::Failed {
+                parent_id: "P".into(),
+                message: "step 2 (generate) went dead: client_error: HTTP 404".into()
+            }
+        );
+        assert_eq!(
+            after_death(&pos(None, 0, None, None), "http", "x"),
+            ChainMove::None
+        );
+    }
+}

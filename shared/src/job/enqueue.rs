@@ -1,0 +1,689 @@
+//! Validation of enqueue requests (`POST /v1/jobs` and `/v1/jobs/batch`): turns
+//! untrusted JSON into a [`NewJob`] ready to write, or an [`ApiError`] that names
+//! the field to fix. Pure: the id and the clock come in as arguments.
+
+use crate::api::api_error::ApiError;
+use crate::api::field_error::{decode_fields, empty_object, invalid, join, not_an_object};
+use crate::job::family::Family;
+use crate::job::job_type::JobType;
+use crate::job::payloads::PAYLOAD_FIELD;
+use crate::retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
+use crate::util::time_fmt::parse_rfc3339;
+use serde::Deserialize;
+use serde_json::Value;
+use std::ops::RangeInclusive;
+
+/// Matches the Cloudflare Queues message limit, so any accepted payload could
+/// also travel inline if a handler ever needs it to.
+pub const MAX_PAYLOAD_BYTES: usize = 128 * 1024;
+
+/// The most the rows of one enqueue request may take as the INSERT binds them (one JSON
+/// value): below D1's limit of 2,000,000 bytes on one value. The body cap alone cannot bound
+/// it: a payload is stored as a string inside the rows, so its quotes and backslashes are
+/// escaped again, and a number such as `1e15` is stored as `1000000000000000.0`.
+pub const MAX_STORED_BYTES: usize = 1_900_000;
+
+/// A request whose rows would take `stored_bytes` is refused past [`MAX_STORED_BYTES`] (413,
+/// naming `field`), before anything is written.
+pub fn check_stored_size(stored_bytes: usize, field: &str) -> Result<(), ApiError> {
+    if stored_bytes <= MAX_STORED_BYTES {
+        return Ok(());
+    }
+    let message = format!(
+        "the jobs of this request take {stored_bytes} bytes stored; the limit is \
+         {MAX_STORED_BYTES} (escaped characters and long numbers count as stored)"
+    );
+    Err(ApiError::new(413, "stored_too_large", message).with_field(field))
+}
+
+/// Batch limit: one D1 batch and one `sendBatch` (which takes at most 100).
+pub const MAX_BATCH: usize = 100;
+
+/// How far ahead a job may be scheduled.
+pub const MAX_SCHEDULE_AHEAD_SECS: i64 = 31_536_000;
+
+/// The highest per-job priority (enqueue, operators and aging all stop there).
+pub const MAX_PRIORITY: i64 = 100;
+
+/// Per-job priority inside a family: higher runs first (seed 002).
+const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
+const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
+const MAX_DEDUP_KEY_CHARS: usize = 256;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueRequest {
+    #[serde(rename = "type")]
+    pub job_type: String,
+    #[serde(default = "empty_object")]
+    pub payload: Value,
+    pub priority: Option<i64>,
+    pub delay_seconds: Option<i64>,
+    pub run_at: Option<String>,
+    pub dedup_key: Option<String>,
+    pub max_attempts: Option<i64>,
+    /// Jobs to run one after the other once this one succeeds (see [`crate::job::chain`]).
+    pub steps: Option<Value>,
+}
+
+/// An accepted job, ready to be written to D1 and (per `delivery`) sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub id: String,
+    pub job_type: JobType,
+    pub family: Family,
+    /// Compact JSON.
+    pub payload: String,
+    pub priority: i64,
+    pub dedup_key: Option<String>,
+    pub max_attempts: u32,
+    /// When the job is due; never before the request.
+    pub run_at_ms: i64,
+    /// `Send` with the queue delay when due within the queue's delay limit,
+    /// `Hold` (status `scheduled`) beyond it.
+    pub delivery: DeliveryPlan,
+    /// The chain steps that follow this job, compact JSON; `None` outside a chain.
+    pub steps: Option<String>,
+}
+
+/// Validates one enqueue request body. A past `run_at` means "due now"; a job due beyond `limit`
+/// is held in D1.
+pub fn validate_enqueue(
+    body: &Value,
+    id: String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<NewJob, ApiError> {
+    if !body.is_object() {
+        return Err(not_an_object());
+    }
+    let req: EnqueueRequest = decode_fields(body)?;
+    let job_type = JobType::parse(&req.job_type).ok_or_else(|| {
+        let message = format!("unknown job type \"{}\"", req.job_type);
+        invalid("unknown_type", "type", message)
+    })?;
+    let payload = checked_payload(job_type, &req.payload)?;
+    let priority = in_range("priority", req.priority, PRIORITY)?.unwrap_or(0);
+    let run_at_ms = due_at(&req, now_ms)?;
+    if let Some(key) = &req.dedup_key {
+        if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY_CHARS {
+            let message = format!("must be 1 to {MAX_DEDUP_KEY_CHARS} characters");
+            return Err(invalid("invalid_field", "dedup_key", message));
+        }
+    }
+    let max_attempts = in_range("max_attempts", req.max_attempts, MAX_ATTEMPTS)?
+        .map_or(job_type.spec().max_attempts, |n| n as u32);
+    let steps = match &req.steps {
+        Some(steps) => {
+            // Checking returns the steps as given, so they are stored as the request has them.
+            validate_steps("steps", steps, now_ms)?;
+            Some(steps.to_string())
+        }
+        None => None,
+    };
+
+    Ok(NewJob {
+        id,
+        job_type,
+        family: job_type.family(),
+        payload,
+        priority,
+        dedup_key: req.dedup_key,
+        max_attempts,
+        run_at_ms,
+        delivery: plan_delivery_at(run_at_ms, now_ms, limit),
+        steps,
+    })
+}
+
+/// The payload as compact JSON, once it is within the size limit and valid for its type.
+fn checked_payload(job_type: JobType, payload: &Value) -> Result<String, ApiError> {
+    let json = payload.to_string();
+    if json.len() > MAX_PAYLOAD_BYTES {
+        let message = format!(
+            "payload is {} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+            json.len()
+        );
+        return Err(ApiError::new(413, "payload_too_large", message).with_field(PAYLOAD_FIELD));
+    }
+    job_type.validate_payload(payload).map_err(|e| {
+        // Paths inside the payload become `payload.<path>`; the payload itself stays `payload`.
+        let field = if e.field == PAYLOAD_FIELD {
+            e.field
+        } else {
+            join(PAYLOAD_FIELD, &e.field)
+        };
+        invalid("invalid_payload", field, e.message)
+    })?;
+    Ok(json)
+}
+
+/// When the job is due, from `delay_seconds` or `run_at` (at most one of them).
+fn due_at(req: &EnqueueRequest, now_ms: i64) -> Result<i64, ApiError> {
+    let ahead = 0..=MAX_SCHEDULE_AHEAD_SECS;
+    match (req.delay_seconds, &req.run_at) {
+        (Some(_), Some(_)) => Err(invalid(
+            "conflicting_fields",
+            "run_at",
+            "give either delay_seconds or run_at, not both",
+        )),
+        (Some(delay), None) => {
+            in_range("delay_seconds", Some(delay), ahead)?;
+            Ok(now_ms.saturating_add(delay * 1000))
+        }
+        (None, Some(run_at)) => {
+            let at = parse_rfc3339(run_at).ok_or_else(|| {
+                invalid(
+                    "invalid_field",
+                    "run_at",
+                    "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z",
+                )
+            })?;
+            if at.saturating_sub(now_ms) > MAX_SCHEDULE_AHEAD_SECS * 1000 {
+                return Err(invalid(
+                    "out_of_range",
+                    "run_at",
+                    "must be at most one year ahead",
+                ));
+            }
+            Ok(at.max(now_ms))
+        }
+        (None, None) => Ok(now_ms),
+    }
+}
+
+/// Validates a batch body `{jobs: [...]}`, all or nothing: the first bad job
+/// fails the batch, its error's field prefixed `jobs[i]`. `ids` mints one id per job.
+pub fn validate_batch(
+    body: &Value,
+    mut ids: impl FnMut() -> String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<Vec<NewJob>, ApiError> {
+    let Some(object) = body.as_object() else {
+        return Err(not_an_object());
+    };
+    if let Some(key) = object.keys().find(|k| *k != "jobs") {
+        return Err(invalid(
+            "unknown_field",
+            key.as_str(),
+            "only \"jobs\" is allowed",
+        ));
+    }
+    let jobs = match object.get("jobs") {
+        Some(Value::Array(jobs)) => jobs,
+        _ => return Err(invalid("invalid_field", "jobs", "must be an array of jobs")),
+    };
+    if jobs.is_empty() {
+        return Err(invalid(
+            "invalid_field",
+            "jobs",
+            "must contain at least one job",
+        ));
+    }
+    if jobs.len() > MAX_BATCH {
+        return Err(invalid(
+            "batch_too_large",
+            "jobs",
+            format!("{} jobs; at most {MAX_BATCH} per batch", jobs.len()),
+        ));
+    }
+    jobs.iter()
+        .enumerate()
+        .map(|(i, job)| {
+            let at = format!("jobs[{i}]");
+            validate_item(&at, "job", job, &mut ids, now_ms, limit)
+        })
+        .collect()
+}
+
+/// Validates one `item` of a list (a batch's job, a chain's step) as `POST /v1/jobs` would; `at`
+/// is its place (`jobs[2]`), which prefixes its error's field, and `noun` names it. `id` is
+/// minted only for an item that is an object.
+pub(crate) fn validate_item(
+    at: &str,
+    noun: &str,
+    item: &Value,
+    id: impl FnOnce() -> String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<NewJob, ApiError> {
+    if !item.is_object() {
+        let message = format!("each {noun} must be a JSON object");
+        return Err(invalid("invalid_field", at, message));
+    }
+    validate_enqueue(item, id(), now_ms, limit).map_err(|e| ApiError {
+        field: Some(join(at, e.field.as_deref().unwrap_or_default())),
+        ..e
+    })
+}
+
+fn in_range(
+    field: &str,
+    value: Option<i64>,
+    range: RangeInclusive<i64>,
+) -> Result<Option<i64>, ApiError> {
+    match value {
+        Some(v) if !range.contains(&v) => Err(invalid(
+            "out_of_range",
+            field,
+            format!("must be between {} and {}", range.start(), range.end()),
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// Steps one chain may carry, and follow-ups one result may add (the chain is a workflow, not
+/// a bulk loader).
+pub const MAX_STEPS: usize = 20;
+
+/// A step may not set these: a step is due when the one before it ends, has no key of its own
+/// to dedup on, and cannot nest a chain inside the chain.
+const STEP_FORBIDDEN: [&str; 3] = ["run_at", "dedup_key", "steps"];
+
+/// Checks a list of step specs (enqueue request bodies) and returns them as compact JSON.
+/// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
+/// `POST /v1/jobs` checks a job, so a chain never stalls on a step that could not be enqueued.
+pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+    let Some(list) = steps.as_array() else {
+        return Err(invalid(
+            "invalid_field",
+            field,
+            "must be an array of job specs",
+        ));
+    };
+    if list.is_empty() || list.len() > MAX_STEPS {
+        let message = format!("must hold 1 to {MAX_STEPS} steps");
+        return Err(invalid("invalid_field", field, message));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let at = format!("{field}[{i}]");
+            let forbidden = step
+                .as_object()
+                .and_then(|object| STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)));
+            if let Some(key) = forbidden {
+                return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
+                    .with_field(join(&at, key)));
+            }
+            // Only checked here; the queue limit matters once the step is enqueued.
+            validate_item(
+                &at,
+                "step",
+                step,
+                String::new,
+                now_ms,
+                QueueDelayLimit::DEFAULT,
+            )?;
+            Ok(step.clone())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: i64 = 1_700_000_000_000; // 2023-11-14T22:13:20Z
+    const LIMIT: QueueDelayLimit = QueueDelayLimit::DEFAULT;
+
+    #[test]
+    fn steps_are_checked_like_jobs_and_name_the_field() {
+        let ok = json!([{"type": "noop"}, {"type": "http", "payload": {"url": "https://a.io"}}]);
+        assert_eq!(validate_steps("steps", &ok, NOW).unwrap().len(), 2);
+        let bad = json!([{"type": "noop"}, {"type": "http", "payload": {"url": "nope"}}]);
+        let e = validate_steps("steps", &bad, NOW).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("steps[1].payload.url"));
+        let e =
+            validate_steps("steps", &json!([{"type": "noop", "run_at": "x"}]), NOW).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("unknown_field", Some("steps[0].run_at"))
+        );
+        let e = validate_steps("follow_up", &json!([{"type": "nah"}]), NOW).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("follow_up[0].type"));
+        for empty in [json!([]), json!({}), json!([1])] {
+            assert!(validate_steps("steps", &empty, NOW).is_err(), "{empty}");
+        }
+        let many = Value::Array(vec![json!({"type": "noop"}); MAX_STEPS + 1]);
+        assert!(validate_steps("steps", &many, NOW).is_err());
+    }
+
+    fn accept(body: Value) -> NewJob {
+        validate_enqueue(&body, "id-1".to_string(), NOW, LIMIT).expect("accepted")
+    }
+
+    fn reject(body: Value) -> (u16, &'static str, Option<String>) {
+        let e = validate_enqueue(&body, "id-1".to_string(), NOW, LIMIT).expect_err("rejected");
+        (e.status, e.code, e.field)
+    }
+
+    #[test]
+    fn minimal_job_takes_the_type_defaults() {
+        let job = accept(json!({"type": "rss_feed_refresh"}));
+        assert_eq!(
+            job,
+            NewJob {
+                id: "id-1".to_string(),
+                job_type: JobType::RssFeedRefresh,
+                family: Family::Default,
+                payload: "{}".to_string(),
+                priority: 0,
+                dedup_key: None,
+                max_attempts: 5,
+                run_at_ms: NOW,
+                delivery: DeliveryPlan::Send { delay_secs: 0 },
+                steps: None,
+            }
+        );
+    }
+
+    #[test]
+    fn steps_are_kept_compact_and_checked() {
+        let job = accept(json!({"type": "noop", "steps": [{"type": "noop", "priority": 3}]}));
+        assert_eq!(
+            job.steps.as_deref(),
+            Some(r#"[{"priority":3,"type":"noop"}]"#)
+        );
+        let bad = json!({"type": "noop", "steps": [{"type": "noop", "priority": 300}]});
+        assert_eq!(
+            reject(bad),
+            (422, "out_of_range", Some("steps[0].priority".to_string()))
+        );
+    }
+
+    #[test]
+    fn full_job() {
+        let job = accept(json!({
+            "type": "screenshot_capture",
+            "payload": {"url": "https://example.com", "viewport": {"width": 800, "height": 600}},
+            "priority": 100,
+            "delay_seconds": 90,
+            "dedup_key": "site-42",
+            "max_attempts": 2
+        }));
+        assert_eq!(job.family, Family::Screenshot);
+        assert!(!job.payload.contains(' '), "compact: {}", job.payload);
+        assert_eq!(
+            serde_json::from_str::<Value>(&job.payload).unwrap(),
+            json!({"url": "https://example.com", "viewport": {"width": 800, "height": 600}})
+        );
+        assert_eq!((job.priority, job.max_attempts), (100, 2));
+        assert_eq!(job.dedup_key.as_deref(), Some("site-42"));
+        assert_eq!(job.run_at_ms, NOW + 90_000);
+        assert_eq!(job.delivery, DeliveryPlan::Send { delay_secs: 90 });
+    }
+
+    #[test]
+    fn run_at_schedules_sends_or_holds() {
+        let soon = accept(json!({"type": "noop", "run_at": "2023-11-14T22:13:21.5Z"}));
+        assert_eq!(soon.run_at_ms, NOW + 1_500);
+        assert_eq!(soon.delivery, DeliveryPlan::Send { delay_secs: 2 });
+
+        let past = accept(json!({"type": "noop", "run_at": "2020-01-01T00:00:00Z"}));
+        assert_eq!(past.run_at_ms, NOW);
+        assert_eq!(past.delivery, DeliveryPlan::Send { delay_secs: 0 });
+
+        let tomorrow = accept(json!({"type": "noop", "run_at": "2023-11-15T22:13:20+00:00"}));
+        assert_eq!(tomorrow.run_at_ms, NOW + 86_400_000);
+        assert_eq!(
+            tomorrow.delivery,
+            DeliveryPlan::Hold {
+                until_ms: NOW + 86_400_000
+            }
+        );
+
+        let limit = i64::from(LIMIT.secs());
+        let edge = accept(json!({"type": "noop", "delay_seconds": limit}));
+        assert_eq!(
+            edge.delivery,
+            DeliveryPlan::Send {
+                delay_secs: limit as u32
+            }
+        );
+        let held = accept(json!({"type": "noop", "delay_seconds": limit + 1}));
+        assert_eq!(
+            held.delivery,
+            DeliveryPlan::Hold {
+                until_ms: NOW + (limit + 1) * 1000
+            }
+        );
+        let (minute, _) = QueueDelayLimit::from_vars(|_| Some("60".into()));
+        let body = json!({"type": "noop", "delay_seconds": 120});
+        let held = validate_enqueue(&body, "id-1".into(), NOW, minute).unwrap();
+        assert_eq!(
+            held.delivery,
+            DeliveryPlan::Hold {
+                until_ms: NOW + 120_000
+            }
+        );
+        let year = accept(json!({"type": "noop", "delay_seconds": 31_536_000}));
+        assert_eq!(year.run_at_ms, NOW + 31_536_000_000);
+    }
+
+    #[test]
+    fn error_paths() {
+        let f = |s: &str| Some(s.to_string());
+        let big = "x".repeat(MAX_PAYLOAD_BYTES);
+        let cases = [
+            (json!([]), (400, "invalid_body", None)),
+            (json!("job"), (400, "invalid_body", None)),
+            (json!({}), (422, "invalid_field", f("type"))),
+            (json!({"type": 5}), (422, "invalid_field", f("type"))),
+            (json!({"type": "nope"}), (422, "unknown_type", f("type"))),
+            (
+                json!({"type": "noop", "extra": 1}),
+                (422, "unknown_field", f("extra")),
+            ),
+            (
+                json!({"type": "noop", "priority": "high"}),
+                (422, "invalid_field", f("priority")),
+            ),
+            (
+                json!({"type": "noop", "priority": 1.5}),
+                (422, "invalid_field", f("priority")),
+            ),
+            (
+                json!({"type": "noop", "priority": -1}),
+                (422, "out_of_range", f("priority")),
+            ),
+            (
+                json!({"type": "noop", "priority": 101}),
+                (422, "out_of_range", f("priority")),
+            ),
+            (
+                json!({"type": "noop", "payload": [1]}),
+                (422, "invalid_payload", f("payload")),
+            ),
+            (
+                json!({"type": "noop", "payload": null}),
+                (422, "invalid_payload", f("payload")),
+            ),
+            (
+                json!({"type": "http", "payload": {}}),
+                (422, "invalid_payload", f("payload.url")),
+            ),
+            (
+                json!({"type": "http", "payload": {"url": "https://a.io", "headers": {"x-foo": 1}}}),
+                (422, "invalid_payload", f("payload.headers.x-foo")),
+            ),
+            (
+                json!({"type": "screenshot_capture", "payload": {"url": "https://a.io", "viewport": {"width": 0, "height": 1}}}),
+                (422, "invalid_payload", f("payload.viewport.width")),
+            ),
+            (
+                json!({"type": "http", "payload": {"url": "https://a.io", "body": big}}),
+                (413, "payload_too_large", f("payload")),
+            ),
+            (
+                json!({"type": "noop", "delay_seconds": -1}),
+                (422, "out_of_range", f("delay_seconds")),
+            ),
+            (
+                json!({"type": "noop", "delay_seconds": 31_536_001}),
+                (422, "out_of_range", f("delay_seconds")),
+            ),
+            (
+                json!({"type": "noop", "delay_seconds": "5"}),
+                (422, "invalid_field", f("delay_seconds")),
+            ),
+            (
+                json!({"type": "noop", "run_at": "tomorrow"}),
+                (422, "invalid_field", f("run_at")),
+            ),
+            (
+                json!({"type": "noop", "run_at": 1700000000}),
+                (422, "invalid_field", f("run_at")),
+            ),
+            (
+                json!({"type": "noop", "run_at": "2024-11-14T22:13:21Z"}),
+                (422, "out_of_range", f("run_at")),
+            ),
+            (
+                json!({"type": "noop", "delay_seconds": 5, "run_at": "2023-11-14T22:13:21Z"}),
+                (422, "conflicting_fields", f("run_at")),
+            ),
+            (
+                json!({"type": "noop", "dedup_key": ""}),
+                (422, "invalid_field", f("dedup_key")),
+            ),
+            (
+                json!({"type": "noop", "dedup_key": "k".repeat(257)}),
+                (422, "invalid_field", f("dedup_key")),
+            ),
+            (
+                json!({"type": "noop", "dedup_key": 7}),
+                (422, "invalid_field", f("dedup_key")),
+            ),
+            (
+                json!({"type": "noop", "max_attempts": 0}),
+                (422, "out_of_range", f("max_attempts")),
+            ),
+            (
+                json!({"type": "noop", "max_attempts": 101}),
+                (422, "out_of_range", f("max_attempts")),
+            ),
+        ];
+        for (body, expected) in cases {
+            let shown = body.to_string();
+            let shown = &shown[..shown.len().min(120)];
+            assert_eq!(reject(body), expected, "{shown}");
+        }
+    }
+
+    #[test]
+    fn boundaries_are_accepted() {
+        let run_at = crate::util::time_fmt::rfc3339(NOW + MAX_SCHEDULE_AHEAD_SECS * 1000);
+        let job =
+            accept(json!({"type": "noop", "run_at": run_at, "priority": 0, "max_attempts": 100}));
+        assert_eq!(job.max_attempts, 100);
+        let key = "k".repeat(256);
+        assert_eq!(
+            accept(json!({"type": "noop", "dedup_key": key}))
+                .dedup_key
+                .map(|k| k.len()),
+            Some(256)
+        );
+        let unicode = "é".repeat(256);
+        assert!(accept(json!({"type": "noop", "dedup_key": unicode}))
+            .dedup_key
+            .is_some());
+    }
+
+    #[test]
+    fn error_messages_are_helpful() {
+        let e = validate_enqueue(&json!({"type": "nope"}), "i".into(), NOW, LIMIT).unwrap_err();
+        assert_eq!(e.message, "unknown job type \"nope\"");
+        let e = validate_enqueue(
+            &json!({"type": "noop", "priority": 101}),
+            "i".into(),
+            NOW,
+            LIMIT,
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "must be between 0 and 100");
+        assert_eq!(
+            e.body(),
+            json!({"error": {"code": "out_of_range", "message": "must be between 0 and 100", "field": "priority"}})
+        );
+    }
+
+    fn counter() -> impl FnMut() -> String {
+        let mut n = 0;
+        move || {
+            n += 1;
+            format!("id-{n}")
+        }
+    }
+
+    fn reject_batch(body: Value) -> (u16, &'static str, Option<String>) {
+        let e = validate_batch(&body, counter(), NOW, LIMIT).expect_err("rejected");
+        (e.status, e.code, e.field)
+    }
+
+    #[test]
+    fn batch_accepts_all_in_order() {
+        let body = json!({"jobs": [{"type": "noop"}, {"type": "http", "payload": {"url": "https://a.io"}}]});
+        let jobs = validate_batch(&body, counter(), NOW, LIMIT).unwrap();
+        let summary: Vec<_> = jobs.iter().map(|j| (j.id.as_str(), j.job_type)).collect();
+        assert_eq!(summary, [("id-1", JobType::Noop), ("id-2", JobType::Http)]);
+    }
+
+    #[test]
+    fn batch_error_paths() {
+        let f = |s: &str| Some(s.to_string());
+        let many: Vec<_> = (0..=MAX_BATCH).map(|_| json!({"type": "noop"})).collect();
+        let cases = [
+            (json!([]), (400, "invalid_body", None)),
+            (json!({}), (422, "invalid_field", f("jobs"))),
+            (json!({"jobs": {}}), (422, "invalid_field", f("jobs"))),
+            (json!({"jobs": []}), (422, "invalid_field", f("jobs"))),
+            (json!({"jobs": many}), (422, "batch_too_large", f("jobs"))),
+            (json!({"jobs": [], "x": 1}), (422, "unknown_field", f("x"))),
+            (
+                json!({"jobs": [{"type": "noop"}, 3]}),
+                (422, "invalid_field", f("jobs[1]")),
+            ),
+            (
+                json!({"jobs": [{"payload": {}}]}),
+                (422, "invalid_field", f("jobs[0].type")),
+            ),
+            (
+                json!({"jobs": [{"type": "x"}]}),
+                (422, "unknown_type", f("jobs[0].type")),
+            ),
+            (
+                json!({"jobs": [{"type": "noop"}, {"type": "noop"}, {"type": "noop"}, {"type": "http", "payload": {"url": "ftp://a"}}]}),
+                (422, "invalid_payload", f("jobs[3].payload.url")),
+            ),
+            (
+                json!({"jobs": [{"type": "noop", "payload": 1}]}),
+                (422, "invalid_payload", f("jobs[0].payload")),
+            ),
+        ];
+        for (body, expected) in cases {
+            let shown = body.to_string();
+            let shown = &shown[..shown.len().min(120)];
+            assert_eq!(reject_batch(body), expected, "{shown}");
+        }
+    }
+
+    #[test]
+    fn batch_of_exactly_the_limit_is_accepted() {
+        let jobs: Vec<_> = (0..MAX_BATCH).map(|_| json!({"type": "noop"})).collect();
+        let accepted = validate_batch(&json!({ "jobs": jobs }), counter(), NOW, LIMIT).unwrap();
+        assert_eq!(accepted.len(), MAX_BATCH);
+        assert_eq!(accepted[99].id, "id-100");
+    }
+
+    #[test]
+    fn stored_size_is_bounded() {
+        assert_eq!(check_stored_size(MAX_STORED_BYTES, "jobs"), Ok(()));
+        let e = check_stored_size(MAX_STORED_BYTES + 1, "jobs").unwrap_err();
+        assert_eq!((e.status, e.code), (413, "stored_too_large"));
+        assert_eq!(e.field.as_deref(), Some("jobs"));
+        assert!(e.message.contains("1900000"), "{}", e.message);
+    }
+}

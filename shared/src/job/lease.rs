@@ -1,0 +1,184 @@
+//! How long a consumer batch may hold its jobs, and how it keeps that hold honest: every job
+//! has a deadline, the lease outlasts the longest deadline of the batch, a heartbeat extends
+//! the lease while handlers run, and a job that could not finish before the invocation's wall
+//! time ends is released unstarted rather than started (README, "Guarantees").
+
+use crate::job::family::Family;
+use crate::job::job_type::JobType;
+use crate::job::payloads::MAX_HTTP_TIMEOUT_MS;
+use crate::util::config_var::int_var;
+
+/// The error of an attempt whose lease ran out with no outcome recorded: its run record's, and
+/// the job's when that was its last attempt.
+pub const LOST_ATTEMPT: &str =
+    "the lease expired before an outcome was recorded (the worker died or hung)";
+
+/// The statement that gives each lost attempt its run record: every job `lost` selects (a
+/// WHERE clause over `jobs`: `running`, its lease run out), at `now` (an SQL parameter such as
+/// `?1`). The consumer's claim and the sweep's rescuer both write it, whichever finds the job
+/// first; the other's insert is a no-op.
+pub fn record_lost_attempts_sql(now: &str, lost: &str) -> String {
+    format!(
+        "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
+         error_message, duration_ms) \
+         SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, \
+         CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'retrying' END, 'lease_expired', \
+         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}) FROM jobs WHERE {lost} \
+         ON CONFLICT DO NOTHING"
+    )
+}
+
+/// Time a handler may still need after its deadline to return (abort, close a browser).
+const DEADLINE_GRACE_MS: i64 = 5_000;
+
+/// What a job's deadline adds to its timeout: the time its requests may wait for one of the
+/// batch's connections (other jobs hold them), so a timeout is always the target's.
+pub const CONNECTION_WAIT_MS: i64 = 30_000;
+
+/// How long before its deadline a job's last request must end: room for the writes that
+/// follow it (an LLM call's spend, a feed's items).
+pub const WRITE_RESERVE_MS: i64 = 5_000;
+
+/// Consumer settings that bound a batch (vars of the consumer Worker).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConsumerLimits {
+    /// Outbound connections open at once per batch (`OUTBOUND_CONNECTIONS`): Workers keep 6
+    /// open per invocation and queue the rest, which would eat into their timeouts.
+    pub connections: usize,
+    /// Subrequests per invocation (`SUBREQUEST_LIMIT`): 1000 on the paid plan, 50 on free.
+    pub subrequests: u32,
+    /// The invocation's wall time (`CONSUMER_WALL_SECS`): a queue consumer has 15 minutes.
+    pub wall_ms: i64,
+    /// How often a running batch extends its leases (`LEASE_HEARTBEAT_SECS`); default: a third
+    /// of the lease.
+    pub heartbeat_ms: Option<i64>,
+}
+
+impl ConsumerLimits {
+    pub const DEFAULT: ConsumerLimits = ConsumerLimits {
+        connections: 6,
+        subrequests: 1000,
+        wall_ms: 900_000,
+        heartbeat_ms: None,
+    };
+
+    /// The settings from the Worker's vars; bad values keep their default and are reported.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (ConsumerLimits, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut read =
+            |name: &str, max: i64| int_var(name, var(name), max, "the default", &mut warnings);
+        let d = ConsumerLimits::DEFAULT;
+        let limits = ConsumerLimits {
+            connections: read("OUTBOUND_CONNECTIONS", 6).map_or(d.connections, |n| n as usize),
+            subrequests: read("SUBREQUEST_LIMIT", 100_000).map_or(d.subrequests, |n| n as u32),
+            wall_ms: read("CONSUMER_WALL_SECS", 900).map_or(d.wall_ms, |n| n * 1000),
+            heartbeat_ms: read("LEASE_HEARTBEAT_SECS", 3600).map(|n| n * 1000),
+        };
+        (limits, warnings)
+    }
+
+    /// Whether a job with `deadline_ms` may still start at `now_ms` in a batch that began at
+    /// `batch_started_ms`: it must be able to end, grace included, inside the wall time.
+    pub fn may_start(&self, batch_started_ms: i64, now_ms: i64, deadline_ms: i64) -> bool {
+        now_ms + deadline_ms + DEADLINE_GRACE_MS <= batch_started_ms + self.wall_ms
+    }
+
+    /// How often to extend a lease of `lease_ms`: the setting, but never less often than a
+    /// third of the lease.
+    pub fn heartbeat_every_ms(&self, lease_ms: i64) -> i64 {
+        self.heartbeat_ms
+            .map_or(lease_ms / 3, |ms| ms.min(lease_ms / 3))
+    }
+}
+
+/// The longest a job of `job_type` may run: its type's timeout (for `http` the payload's own,
+/// which may reach [`MAX_HTTP_TIMEOUT_MS`]), plus the connection wait it may meet.
+pub fn deadline_ms(job_type: JobType, http_timeout_ms: Option<u32>) -> i64 {
+    let spec = i64::from(job_type.spec().timeout_ms);
+    let timeout = match job_type {
+        JobType::Http => http_timeout_ms.map_or(spec, i64::from),
+        _ => spec,
+    };
+    timeout + CONNECTION_WAIT_MS
+}
+
+/// The lease a batch claims its jobs with: the family's, or twice the longest deadline any of
+/// `types` can have if that is longer (priority aging can move a slow type into a family with
+/// a short lease). The heartbeat extends it while handlers run.
+pub fn lease_ms(family: Family, types: impl IntoIterator<Item = JobType>) -> i64 {
+    types
+        .into_iter()
+        .map(|t| 2 * (deadline_ms(t, Some(MAX_HTTP_TIMEOUT_MS)) + DEADLINE_GRACE_MS))
+        .fold(family.lease_ms(), i64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn settings_read_from_vars_with_defaults() {
+        let (limits, warnings) = ConsumerLimits::from_vars(|_| None);
+        assert_eq!(limits, ConsumerLimits::DEFAULT);
+        assert!(warnings.is_empty());
+        let vars: HashMap<&str, &str> = [
+            ("OUTBOUND_CONNECTIONS", "2"),
+            ("SUBREQUEST_LIMIT", "50"),
+            ("CONSUMER_WALL_SECS", "0"),
+            ("LEASE_HEARTBEAT_SECS", "1"),
+        ]
+        .into();
+        let (limits, warnings) =
+            ConsumerLimits::from_vars(|name| vars.get(name).map(|v| v.to_string()));
+        assert_eq!(limits.connections, 2);
+        assert_eq!(limits.subrequests, 50);
+        assert_eq!(limits.wall_ms, 900_000);
+        assert_eq!(limits.heartbeat_every_ms(300_000), 1_000);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(ConsumerLimits::DEFAULT.heartbeat_every_ms(300_000), 100_000);
+        let rare = ConsumerLimits {
+            heartbeat_ms: Some(600_000),
+            ..ConsumerLimits::DEFAULT
+        };
+        assert_eq!(
+            rare.heartbeat_every_ms(300_000),
+            100_000,
+            "never past the lease"
+        );
+    }
+
+    #[test]
+    fn jobs_start_only_when_they_can_end_inside_the_wall_time() {
+        let limits = ConsumerLimits::DEFAULT;
+        assert!(limits.may_start(0, 0, 300_000));
+        assert!(limits.may_start(0, 595_000, 300_000));
+        assert!(!limits.may_start(0, 595_001, 300_000));
+        assert!(!limits.may_start(0, 900_000, 0));
+    }
+
+    #[test]
+    fn leases_outlast_every_deadline_whatever_family_a_type_is_in() {
+        for family in Family::ALL {
+            for t in JobType::ALL {
+                let lease = lease_ms(family, [t]);
+                assert!(
+                    lease >= 2 * deadline_ms(t, Some(MAX_HTTP_TIMEOUT_MS)),
+                    "{family:?} {t:?}"
+                );
+                assert!(lease >= family.lease_ms());
+            }
+        }
+        // A 300 s type aged into `high` (lease 300 s) gets a longer lease than its family's.
+        assert!(lease_ms(Family::High, [JobType::SitemapGeneration]) > Family::High.lease_ms());
+        assert_eq!(lease_ms(Family::High, []), Family::High.lease_ms());
+        assert_eq!(
+            deadline_ms(JobType::Http, Some(5_000)),
+            5_000 + CONNECTION_WAIT_MS
+        );
+        assert_eq!(
+            deadline_ms(JobType::Http, None),
+            30_000 + CONNECTION_WAIT_MS
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! What a job is: its type registry and payloads, its family, the state machine every path
+//! goes through, enqueue validation, chains, the queue message and what an attempt leads to.
+
+pub mod chain;
+pub mod enqueue;
+pub mod envelope;
+pub mod family;
+pub mod ids;
+pub mod job_outcome;
+pub mod job_type;
+pub mod lease;
+pub mod lifecycle;
+pub mod pause;
+pub mod payloads;
+pub mod stored_result;

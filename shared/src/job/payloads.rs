@@ -1,0 +1,704 @@
+//! One typed payload per job type, checked at enqueue so a malformed job is
+//! refused with the field to fix instead of failing on every attempt later.
+//!
+//! Every struct denies unknown fields (a typo must not be silently dropped), and
+//! fields are optional unless the seeds make them required.
+
+use crate::api::field_error::{decode, join};
+use crate::util::time_fmt::parse_rfc3339;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+
+pub use crate::api::field_error::FieldError;
+
+/// A payload type plus the checks serde cannot express (ranges, formats).
+pub(crate) trait Payload: DeserializeOwned {
+    fn check(&self) -> Result<(), FieldError> {
+        Ok(())
+    }
+}
+
+/// Field name used when the payload as a whole is wrong.
+pub const PAYLOAD_FIELD: &str = "payload";
+
+/// Validates `payload` as a `P`; errors name the field relative to the payload.
+pub(crate) fn validate<P: Payload>(payload: &Value) -> Result<(), FieldError> {
+    if !payload.is_object() {
+        return Err(FieldError::new(
+            PAYLOAD_FIELD,
+            "payload must be a JSON object",
+        ));
+    }
+    decode::<P>(payload).map_err(|e| e.error)?.check()
+}
+
+/// Seed 000 section 10: one source, or every source due when omitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RssFeedRefreshPayload {
+    pub source_id: Option<String>,
+    /// Bypass the source's refresh interval (manual refresh from the admin).
+    pub force_refresh: Option<bool>,
+}
+
+impl Payload for RssFeedRefreshPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        self.source_id
+            .as_deref()
+            .map_or(Ok(()), |id| check_uuid("source_id", id))
+    }
+}
+
+/// Two cadences in seed 000: hourly forecasts and 15-minute severe-weather alerts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeatherKind {
+    Forecast,
+    Alerts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeatherRefreshPayload {
+    pub kind: Option<WeatherKind>,
+    pub location: Option<String>,
+}
+
+impl Payload for WeatherRefreshPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_non_empty("location", self.location.as_deref())
+    }
+}
+
+/// The seeds give daily and hourly sweeps no parameters: they act on whatever is due.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListingExpirationPayload {}
+
+impl Payload for ListingExpirationPayload {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankRecalculationPayload {}
+
+impl Payload for RankRecalculationPayload {}
+
+/// IMAP polling for the marketplace relay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundEmailPayload {
+    /// Mailbox to poll; the app's default inbox when omitted.
+    pub mailbox: Option<String>,
+}
+
+impl Payload for InboundEmailPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_non_empty("mailbox", self.mailbox.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StockRefreshPayload {
+    /// Ticker symbols; every watched symbol when omitted.
+    pub symbols: Option<Vec<String>>,
+}
+
+impl Payload for StockRefreshPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        each("symbols", self.symbols.as_deref(), |field, s| {
+            check_non_empty(field, Some(s))
+        })
+    }
+}
+
+/// On demand: relays one marketplace inquiry, so it must say which.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageRelayPayload {
+    pub message_id: String,
+}
+
+impl Payload for MessageRelayPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_non_empty("message_id", Some(&self.message_id))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocialRefreshPayload {
+    /// One connected account; every account due when omitted.
+    pub account_id: Option<String>,
+}
+
+impl Payload for SocialRefreshPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_non_empty("account_id", self.account_id.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkHealthCheckPayload {
+    /// Links to check; the whole directory when omitted (the weekly run).
+    pub urls: Option<Vec<String>>,
+    /// Links checked at once (default [`crate::DEFAULT_LINK_CONCURRENCY`]).
+    pub concurrency: Option<u32>,
+    /// Consecutive failures that make a link dead (default [`crate::DEFAULT_DEAD_AFTER`]).
+    pub dead_after: Option<u32>,
+}
+
+impl Payload for LinkHealthCheckPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_range("concurrency", self.concurrency, 1..=20)?;
+        check_range("dead_after", self.dead_after, 1..=100)?;
+        if self.urls.as_ref().is_some_and(|u| u.len() > 500) {
+            return Err(FieldError::new("urls", "at most 500 links per job"));
+        }
+        each("urls", self.urls.as_deref(), |field, url| {
+            check_url(field, url)
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SitemapGenerationPayload {}
+
+impl Payload for SitemapGenerationPayload {}
+
+/// Consent-gated click aggregation (seed 000, P14).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClickRollupPayload {
+    /// RFC 3339 start of the hour to roll up; the last complete hour when omitted.
+    pub hour: Option<String>,
+}
+
+impl Payload for ClickRollupPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        match self.hour.as_deref().map(parse_rfc3339) {
+            Some(None) => Err(FieldError::new("hour", "must be an RFC 3339 timestamp")),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AiTaggingTrigger {
+    Scheduled,
+    Manual,
+}
+
+/// Seed 000 section 13: both fields are for telemetry only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AiTaggingPayload {
+    pub trigger: Option<AiTaggingTrigger>,
+    pub untagged_count: Option<u32>,
+}
+
+impl Payload for AiTaggingPayload {}
+
+/// Triggered by an upload, so it must name the image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageProcessingPayload {
+    /// Storage key of the uploaded image.
+    pub image_key: String,
+    pub listing_id: Option<String>,
+}
+
+impl Payload for ImageProcessingPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_non_empty("image_key", Some(&self.image_key))?;
+        check_non_empty("listing_id", self.listing_id.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Viewport {
+    pub width: u32,
+    pub height: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitUntil {
+    Load,
+    Networkidle,
+    /// Wait for `selector` to appear.
+    Selector,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenshotCapturePayload {
+    pub url: String,
+    pub viewport: Option<Viewport>,
+    pub full_page: Option<bool>,
+    pub wait_until: Option<WaitUntil>,
+    pub selector: Option<String>,
+    pub format: Option<ImageFormat>,
+    pub timeout_ms: Option<u32>,
+}
+
+impl Payload for ScreenshotCapturePayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_url("url", &self.url)?;
+        if let Some(v) = self.viewport {
+            check_range("viewport.width", Some(v.width), 1..=4096)?;
+            check_range("viewport.height", Some(v.height), 1..=4096)?;
+        }
+        check_range("timeout_ms", self.timeout_ms, 1_000..=120_000)?;
+        check_non_empty("selector", self.selector.as_deref())?;
+        if self.wait_until == Some(WaitUntil::Selector) && self.selector.is_none() {
+            return Err(FieldError::new(
+                "selector",
+                "required when wait_until is \"selector\"",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The built-in `http` type: one request to `url`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpPayload {
+    pub url: String,
+    /// One of [`HTTP_METHODS`]; see [`HttpPayload::method`] for the default.
+    pub method: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Sent as is when a JSON string, otherwise serialized as JSON.
+    pub body: Option<Value>,
+    /// Overrides the type's timeout, up to [`MAX_HTTP_TIMEOUT_MS`].
+    pub timeout_ms: Option<u32>,
+    /// Lets the target's answer create follow-up jobs (`{"follow_up": [...]}`). Off by default:
+    /// a server we call is untrusted input, and only the enqueuer can vouch for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_follow_ups: bool,
+}
+
+/// The longest an `http` job's payload may set its timeout to.
+pub const MAX_HTTP_TIMEOUT_MS: u32 = 120_000;
+
+pub const HTTP_METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+
+impl HttpPayload {
+    /// The request method, POST when omitted: jobs usually deliver something.
+    pub fn method(&self) -> &str {
+        self.method.as_deref().unwrap_or("POST")
+    }
+}
+
+impl Payload for HttpPayload {
+    fn check(&self) -> Result<(), FieldError> {
+        check_url("url", &self.url)?;
+        if !HTTP_METHODS.contains(&self.method()) {
+            let allowed = HTTP_METHODS.join(", ");
+            return Err(FieldError::new(
+                "method",
+                format!("must be one of {allowed}"),
+            ));
+        }
+        // fetch() refuses a body on these, which would fail every attempt.
+        if matches!(self.method(), "GET" | "HEAD") && self.body.is_some() {
+            return Err(FieldError::new("body", "not allowed with GET or HEAD"));
+        }
+        for (name, value) in self.headers.iter().flatten() {
+            let field = join("headers", name);
+            if name.is_empty() || !name.bytes().all(is_header_token_byte) {
+                return Err(FieldError::new(field, "not a valid header name"));
+            }
+            if value.contains(['\r', '\n', '\0']) {
+                return Err(FieldError::new(
+                    field,
+                    "header values cannot contain CR, LF or NUL",
+                ));
+            }
+        }
+        check_range("timeout_ms", self.timeout_ms, 100..=MAX_HTTP_TIMEOUT_MS)
+    }
+}
+
+/// Built-in no-op, for benchmarks and tests of the pipeline itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoopPayload {
+    /// Fail this many attempts before succeeding (exercises retries).
+    pub fail_times: Option<u32>,
+}
+
+impl Payload for NoopPayload {}
+
+fn check_range<T: PartialOrd + Display>(
+    field: &str,
+    value: Option<T>,
+    range: RangeInclusive<T>,
+) -> Result<(), FieldError> {
+    match value {
+        Some(v) if !range.contains(&v) => Err(FieldError::new(
+            field,
+            format!("must be between {} and {}", range.start(), range.end()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_non_empty(field: &str, value: Option<&str>) -> Result<(), FieldError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(FieldError::new(field, "must not be empty")),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `check` on each item of a list field, naming items `field[i]`.
+fn each(
+    field: &str,
+    items: Option<&[String]>,
+    check: impl Fn(&str, &str) -> Result<(), FieldError>,
+) -> Result<(), FieldError> {
+    items
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, item)| check(&format!("{field}[{i}]"), item))
+}
+
+/// `8-4-4-4-12` hex digits, the textual UUID form.
+fn check_uuid(field: &str, value: &str) -> Result<(), FieldError> {
+    let groups: Vec<&str> = value.split('-').collect();
+    let lengths: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    let hex = groups
+        .iter()
+        .all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()));
+    if lengths == [8, 4, 4, 4, 12] && hex {
+        Ok(())
+    } else {
+        Err(FieldError::new(field, "must be a UUID"))
+    }
+}
+
+/// An `http://` or `https://` URL with a non-empty host and no whitespace.
+/// Deliberately not a full parser: the `url` crate would add a lot to every
+/// Worker's WASM, and this already catches the mistakes that matter here (a
+/// wrong scheme, a missing host, a pasted space); fetch() rejects the rest.
+pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
+    let rest = ["https://", "http://"].iter().find_map(|scheme| {
+        let head = url.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| &url[scheme.len()..])
+    });
+    let authority = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+    let host = authority.map(|a| a.rsplit('@').next().unwrap_or_default());
+    let has_host = host.is_some_and(|h| !h.is_empty() && !h.starts_with(':'));
+    if has_host && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            field,
+            "must be an http or https URL with a host",
+        ))
+    }
+}
+
+/// RFC 9110 `tchar`.
+fn is_header_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(field: &str) -> Result<(), String> {
+        Err(field.to_string())
+    }
+
+    fn check<P: Payload>(payload: Value) -> Result<(), String> {
+        validate::<P>(&payload).map_err(|e| e.field)
+    }
+
+    #[test]
+    fn payload_must_be_an_object() {
+        let e = validate::<NoopPayload>(&json!([1])).unwrap_err();
+        assert_eq!(
+            e,
+            FieldError::new("payload", "payload must be a JSON object")
+        );
+        assert_eq!(check::<NoopPayload>(json!(null)), err("payload"));
+    }
+
+    #[test]
+    fn rss_feed_refresh() {
+        let ok =
+            json!({"source_id": "123e4567-e89b-12d3-a456-426614174000", "force_refresh": true});
+        assert_eq!(check::<RssFeedRefreshPayload>(ok), Ok(()));
+        assert_eq!(check::<RssFeedRefreshPayload>(json!({})), Ok(()));
+        assert_eq!(
+            check::<RssFeedRefreshPayload>(
+                json!({"source_id": "123e4567e89b12d3a456426614174000"})
+            ),
+            err("source_id")
+        );
+        assert_eq!(
+            check::<RssFeedRefreshPayload>(
+                json!({"source_id": "123e4567-e89b-12d3-a456-42661417400g"})
+            ),
+            err("source_id")
+        );
+        assert_eq!(
+            check::<RssFeedRefreshPayload>(json!({"force_refresh": "yes"})),
+            err("force_refresh")
+        );
+        assert_eq!(
+            check::<RssFeedRefreshPayload>(json!({"sourceId": "x"})),
+            err("sourceId")
+        );
+    }
+
+    #[test]
+    fn ai_tagging() {
+        let ok = json!({"trigger": "manual", "untagged_count": 150});
+        assert_eq!(check::<AiTaggingPayload>(ok), Ok(()));
+        assert_eq!(
+            check::<AiTaggingPayload>(json!({"trigger": "cron"})),
+            err("trigger")
+        );
+        assert_eq!(
+            check::<AiTaggingPayload>(json!({"untagged_count": -1})),
+            err("untagged_count")
+        );
+    }
+
+    #[test]
+    fn screenshot_capture() {
+        let ok = json!({
+            "url": "https://example.com/a?b#c",
+            "viewport": {"width": 1280, "height": 800},
+            "full_page": true,
+            "wait_until": "selector",
+            "selector": "#main",
+            "format": "jpeg",
+            "timeout_ms": 30000
+        });
+        assert_eq!(check::<ScreenshotCapturePayload>(ok), Ok(()));
+        let cases = [
+            (json!({}), "url"),
+            (json!({"url": "ftp://example.com"}), "url"),
+            (json!({"url": "https://"}), "url"),
+            (
+                json!({"url": "https://example.com", "viewport": {"width": 0, "height": 1}}),
+                "viewport.width",
+            ),
+            (
+                json!({"url": "https://example.com", "viewport": {"width": 1, "height": 4097}}),
+                "viewport.height",
+            ),
+            (
+                json!({"url": "https://example.com", "viewport": {"width": 1}}),
+                "viewport.height",
+            ),
+            (
+                json!({"url": "https://example.com", "wait_until": "idle"}),
+                "wait_until",
+            ),
+            (
+                json!({"url": "https://example.com", "wait_until": "selector"}),
+                "selector",
+            ),
+            (
+                json!({"url": "https://example.com", "format": "gif"}),
+                "format",
+            ),
+            (
+                json!({"url": "https://example.com", "timeout_ms": 999}),
+                "timeout_ms",
+            ),
+            (
+                json!({"url": "https://example.com", "timeout_ms": 120001}),
+                "timeout_ms",
+            ),
+        ];
+        for (payload, field) in cases {
+            assert_eq!(
+                check::<ScreenshotCapturePayload>(payload.clone()),
+                err(field),
+                "{payload}"
+            );
+        }
+    }
+
+    #[test]
+    fn http() {
+        let ok = json!({
+            "url": "http://user@api.example.com:8080/hook",
+            "method": "PUT",
+            "headers": {"x-foo": "bar", "Content-Type": "application/json"},
+            "body": {"a": [1, 2]},
+            "timeout_ms": 100
+        });
+        assert_eq!(check::<HttpPayload>(ok), Ok(()));
+        assert_eq!(
+            check::<HttpPayload>(json!({"url": "https://x.io", "body": "raw"})),
+            Ok(())
+        );
+        let cases = [
+            (json!({"url": "mailto:a@b.c"}), "url"),
+            (json!({"url": "https://exa mple.com"}), "url"),
+            (json!({"url": "https://:80/x"}), "url"),
+            (json!({"url": "https://x.io", "method": "TRACE"}), "method"),
+            (json!({"url": "https://x.io", "method": "get"}), "method"),
+            (
+                json!({"url": "https://x.io", "method": "GET", "body": "x"}),
+                "body",
+            ),
+            (
+                json!({"url": "https://x.io", "headers": {"x-foo": 1}}),
+                "headers.x-foo",
+            ),
+            (
+                json!({"url": "https://x.io", "headers": {"x foo": "1"}}),
+                "headers.x foo",
+            ),
+            (
+                json!({"url": "https://x.io", "headers": {"x-foo": "a\r\nb"}}),
+                "headers.x-foo",
+            ),
+            (json!({"url": "https://x.io", "headers": []}), "headers"),
+            (
+                json!({"url": "https://x.io", "timeout_ms": 99}),
+                "timeout_ms",
+            ),
+            (json!({"url": "https://x.io", "retries": 3}), "retries"),
+        ];
+        for (payload, field) in cases {
+            assert_eq!(
+                check::<HttpPayload>(payload.clone()),
+                err(field),
+                "{payload}"
+            );
+        }
+    }
+
+    #[test]
+    fn http_method_defaults_to_post() {
+        let p: HttpPayload = serde_json::from_value(json!({"url": "https://x.io"})).unwrap();
+        assert_eq!(p.method(), "POST");
+        assert_eq!(p.headers, None);
+    }
+
+    #[test]
+    fn the_other_types() {
+        assert_eq!(
+            check::<WeatherRefreshPayload>(json!({"kind": "alerts", "location": "NYC"})),
+            Ok(())
+        );
+        assert_eq!(
+            check::<WeatherRefreshPayload>(json!({"kind": "radar"})),
+            err("kind")
+        );
+        assert_eq!(
+            check::<WeatherRefreshPayload>(json!({"location": " "})),
+            err("location")
+        );
+        assert_eq!(
+            check::<StockRefreshPayload>(json!({"symbols": ["AAPL", "MSFT"]})),
+            Ok(())
+        );
+        assert_eq!(
+            check::<StockRefreshPayload>(json!({"symbols": ["AAPL", ""]})),
+            err("symbols[1]")
+        );
+        assert_eq!(
+            check::<StockRefreshPayload>(json!({"symbols": "AAPL"})),
+            err("symbols")
+        );
+        assert_eq!(
+            check::<MessageRelayPayload>(json!({"message_id": "m1"})),
+            Ok(())
+        );
+        assert_eq!(check::<MessageRelayPayload>(json!({})), err("message_id"));
+        assert_eq!(
+            check::<MessageRelayPayload>(json!({"message_id": ""})),
+            err("message_id")
+        );
+        assert_eq!(
+            check::<LinkHealthCheckPayload>(json!({"urls": ["https://a.io"]})),
+            Ok(())
+        );
+        assert_eq!(
+            check::<LinkHealthCheckPayload>(json!({"urls": ["https://a.io", "a.io"]})),
+            err("urls[1]")
+        );
+        assert_eq!(
+            check::<ImageProcessingPayload>(json!({"image_key": "u/1.png"})),
+            Ok(())
+        );
+        assert_eq!(check::<ImageProcessingPayload>(json!({})), err("image_key"));
+        assert_eq!(
+            check::<ClickRollupPayload>(json!({"hour": "2025-01-01T10:00:00Z"})),
+            Ok(())
+        );
+        assert_eq!(
+            check::<ClickRollupPayload>(json!({"hour": "10am"})),
+            err("hour")
+        );
+        assert_eq!(
+            check::<SocialRefreshPayload>(json!({"account_id": "a"})),
+            Ok(())
+        );
+        assert_eq!(
+            check::<InboundEmailPayload>(json!({"mailbox": "INBOX"})),
+            Ok(())
+        );
+        assert_eq!(check::<ListingExpirationPayload>(json!({})), Ok(()));
+        assert_eq!(check::<ListingExpirationPayload>(json!({"x": 1})), err("x"));
+        assert_eq!(check::<RankRecalculationPayload>(json!({})), Ok(()));
+        assert_eq!(check::<SitemapGenerationPayload>(json!({})), Ok(()));
+        assert_eq!(check::<NoopPayload>(json!({"fail_times": 2})), Ok(()));
+        assert_eq!(
+            check::<NoopPayload>(json!({"fail_times": "2"})),
+            err("fail_times")
+        );
+    }
+
+    #[test]
+    fn url_check() {
+        for ok in [
+            "http://a",
+            "HTTPS://A.IO",
+            "https://a.io:8443/p?q=1",
+            "http://[::1]:80/",
+        ] {
+            assert_eq!(check_url("u", ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "a.io",
+            "https:/a.io",
+            "https://",
+            "https:///p",
+            "https://u@/p",
+            "https://a.io/\n",
+        ] {
+            assert!(check_url("u", bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The job events every Worker logs, shaped here so the log schema is one thing: one JSON
+//! object per line with seed 000's span attributes (`job.id`, `job.type`, `job.queue`,
+//! `job.attempt`, `job.handler`), the correlation id, and per event the duration and the
+//! error's class and message. Workers Logs indexes these fields as they are.
+
+use serde_json::{json, Map, Value};
+
+use crate::job::job_outcome::Decision;
+use crate::job::job_type::JobType;
+use crate::retry::error_class::JobError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobEventKind {
+    /// The attempt succeeded.
+    Completed,
+    /// The attempt failed (always followed by `RetryScheduled` or `Exhausted`).
+    Failed,
+    /// Another attempt comes after a backoff.
+    RetryScheduled,
+    /// No attempt follows: the job is dead and will be escalated.
+    Exhausted,
+    /// The attempt never reported: its lease ran out (the worker died or hung).
+    Interrupted,
+    /// A delivered message ran nothing (superseded, duplicate, finished, paused, not due).
+    Skipped,
+}
+
+impl JobEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobEventKind::Completed => "job.completed",
+            JobEventKind::Failed => "job.failed",
+            JobEventKind::RetryScheduled => "job.retry_scheduled",
+            JobEventKind::Exhausted => "job.exhausted",
+            JobEventKind::Interrupted => "job.interrupted",
+            JobEventKind::Skipped => "job.skipped",
+        }
+    }
+
+    /// The console level the line is written at (Workers Logs filters by it).
+    pub fn level(self) -> &'static str {
+        match self {
+            JobEventKind::Completed | JobEventKind::Skipped => "info",
+            JobEventKind::Failed | JobEventKind::RetryScheduled => "warn",
+            JobEventKind::Exhausted | JobEventKind::Interrupted => "error",
+        }
+    }
+}
+
+/// Who the event is about.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRef<'a> {
+    pub id: &'a str,
+    pub job_type: &'a str,
+    /// The family (seed 000's `job.queue`: HIGH, DEFAULT, ... in lowercase).
+    pub queue: &'a str,
+    pub attempt: u32,
+    pub correlation_id: &'a str,
+}
+
+/// Seed 000's `job.handler`: the module that runs the type ([`crate::Handler::module`]).
+pub fn handler_name(job_type: &str) -> String {
+    match JobType::parse(job_type) {
+        Some(t) => format!("consumer::handlers::{}", t.handler().module()),
+        None => "unknown".to_string(),
+    }
+}
+
+/// One log line's object. `extra` adds event-specific fields (e.g. `retry.delay_secs`).
+pub fn job_event(
+    kind: JobEventKind,
+    job: &JobRef<'_>,
+    duration_ms: Option<i64>,
+    error: Option<&JobError>,
+    extra: &[(&str, Value)],
+) -> Value {
+    let mut line = Map::new();
+    line.insert("event".into(), kind.as_str().into());
+    line.insert("level".into(), kind.level().into());
+    line.insert("job.id".into(), job.id.into());
+    line.insert("job.type".into(), job.job_type.into());
+    line.insert("job.queue".into(), job.queue.into());
+    line.insert("job.attempt".into(), job.attempt.into());
+    line.insert("job.handler".into(), handler_name(job.job_type).into());
+    line.insert("correlation_id".into(), job.correlation_id.into());
+    if let Some(ms) = duration_ms {
+        line.insert("duration_ms".into(), ms.into());
+    }
+    if let Some(error) = error {
+        line.insert("error.class".into(), error.class.as_str().into());
+        line.insert("error.message".into(), error.message.clone().into());
+    }
+    for (key, value) in extra {
+        line.insert((*key).into(), value.clone());
+    }
+    Value::Object(line)
+}
+
+/// A decision as its run record names it (job_runs.outcome, the histogram's `status`).
+pub fn run_outcome(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Succeed => "succeeded",
+        Decision::Retry { .. } | Decision::Hold { .. } => "retrying",
+        Decision::Dead { .. } => "dead",
+    }
+}
+
+/// The failure a decision carries, if any.
+pub fn decision_error(decision: &Decision) -> Option<&JobError> {
+    match decision {
+        Decision::Succeed => None,
+        Decision::Retry { error, .. } | Decision::Hold { error, .. } | Decision::Dead { error } => {
+            Some(error)
+        }
+    }
+}
+
+/// The lines an attempt's recorded decision produces: completed; or failed then
+/// retry_scheduled (with the wait); or failed then exhausted. `attempt_extra` goes on the
+/// attempt's own line (completed or failed). There is no separate line for the start: like
+/// seed 000's span, the attempt's line carries it (a lost attempt is `job.interrupted`), which
+/// keeps Workers Logs at one line per successful job.
+pub fn outcome_events(
+    job: &JobRef<'_>,
+    decision: &Decision,
+    duration_ms: i64,
+    attempt_extra: &[(&str, Value)],
+) -> Vec<Value> {
+    let Some(error) = decision_error(decision) else {
+        let completed = job_event(
+            JobEventKind::Completed,
+            job,
+            Some(duration_ms),
+            None,
+            attempt_extra,
+        );
+        return vec![completed];
+    };
+    let (next, extra) = match decision {
+        Decision::Retry { delay_secs, .. } => (
+            JobEventKind::RetryScheduled,
+            vec![("retry.delay_secs", json!(delay_secs))],
+        ),
+        Decision::Hold { until_ms, .. } => (
+            JobEventKind::RetryScheduled,
+            vec![("retry.at", crate::util::time_fmt::rfc3339(*until_ms).into())],
+        ),
+        _ => (JobEventKind::Exhausted, Vec::new()),
+    };
+    vec![
+        job_event(
+            JobEventKind::Failed,
+            job,
+            Some(duration_ms),
+            Some(error),
+            attempt_extra,
+        ),
+        job_event(next, job, None, Some(error), &extra),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::error_class::ErrorClass;
+
+    const JOB: JobRef<'static> = JobRef {
+        id: "01J",
+        job_type: "weather_refresh",
+        queue: "default",
+        attempt: 2,
+        correlation_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+    };
+
+    #[test]
+    fn every_line_carries_the_span_attributes() {
+        let line = job_event(JobEventKind::Skipped, &JOB, None, None, &[]);
+        assert_eq!(
+            line,
+            json!({
+                "event": "job.skipped", "level": "info", "job.id": "01J",
+                "job.type": "weather_refresh", "job.queue": "default", "job.attempt": 2,
+                "job.handler": "consumer::handlers::forward",
+                "correlation_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+            })
+        );
+    }
+
+    #[test]
+    fn outcomes_name_their_events_with_duration_and_error() {
+        let names = |d: &Decision| -> Vec<String> {
+            outcome_events(&JOB, d, 12, &[])
+                .iter()
+                .map(|l| l["event"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let error = JobError::new(ErrorClass::ServerError, "HTTP 503");
+        assert_eq!(names(&Decision::Succeed), ["job.completed"]);
+        let retry = Decision::Retry {
+            error: error.clone(),
+            delay_secs: 30,
+        };
+        assert_eq!(names(&retry), ["job.failed", "job.retry_scheduled"]);
+        let hold = Decision::Hold {
+            error: error.clone(),
+            until_ms: 0,
+        };
+        assert_eq!(names(&hold), ["job.failed", "job.retry_scheduled"]);
+        let dead = Decision::Dead { error };
+        assert_eq!(names(&dead), ["job.failed", "job.exhausted"]);
+
+        let extra = [("delivery.attempts", json!(3))];
+        let lines = outcome_events(&JOB, &retry, 12, &extra);
+        assert_eq!(lines[0]["duration_ms"], 12);
+        assert_eq!(lines[0]["delivery.attempts"], 3, "on the attempt's line");
+        assert!(lines[1].get("delivery.attempts").is_none());
+        assert_eq!(lines[0]["error.class"], "server_error");
+        assert_eq!(lines[0]["error.message"], "HTTP 503");
+        assert_eq!(lines[0]["level"], "warn");
+        assert_eq!(lines[1]["retry.delay_secs"], 30);
+        assert_eq!(outcome_events(&JOB, &dead, 1, &[])[1]["level"], "error");
+        let completed = &outcome_events(&JOB, &Decision::Succeed, 5, &extra)[0];
+        assert_eq!(completed["duration_ms"], 5);
+        assert_eq!(completed["delivery.attempts"], 3);
+    }
+
+    #[test]
+    fn handler_names() {
+        assert_eq!(handler_name("http"), "consumer::handlers::http");
+        assert_eq!(
+            handler_name("rss_feed_refresh"),
+            "consumer::handlers::rss_refresh"
+        );
+        assert_eq!(handler_name("nope"), "unknown");
+    }
+}

@@ -1,0 +1,11 @@
+//! What operators see: job events, metrics, the execution histogram, alert rules and who
+//! hears about them, and correlation ids.
+
+pub mod alert_rules;
+pub mod correlation;
+pub mod d1_stats;
+pub mod escalation;
+pub mod execution_histogram;
+pub mod job_event;
+pub mod prometheus;
+pub mod severity;

@@ -1,0 +1,311 @@
+//! GET /metrics in the Prometheus text exposition format (0.0.4), rendered from what one D1
+//! batch read. Seed 000's metric names, plus the dead-letter, schedule-miss and open-alert
+//! counts an on-call engineer wants next to them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Deserialize;
+
+use crate::job::family::Family;
+use crate::observe::execution_histogram::{HistogramRow, DURATION_BUCKETS_MS};
+
+/// A labelled count read from D1 (`label` is a family, a type, a schedule or a rule).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct LabelledValue {
+    pub label: String,
+    pub value: f64,
+}
+
+/// Everything /metrics shows, as read.
+#[derive(Clone, Debug, Default)]
+pub struct MetricsSnapshot {
+    pub histogram: Vec<HistogramRow>,
+    /// Due jobs not running, per family.
+    pub backlog: Vec<LabelledValue>,
+    /// Screenshot jobs running now (the browser slots in use, 0-3).
+    pub screenshot_running: f64,
+    /// Spent cents per budgeted job type, over all months.
+    pub budget_cents: Vec<LabelledValue>,
+    pub dead_letters: Vec<LabelledValue>,
+    pub schedule_missed: Vec<LabelledValue>,
+    pub alerts_open: Vec<LabelledValue>,
+}
+
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The exposition text.
+pub fn render(s: &MetricsSnapshot) -> String {
+    let mut out = String::new();
+    histogram(&mut out, &s.histogram);
+    let by_type = |status| {
+        totals_by_status(&s.histogram, status)
+            .into_iter()
+            .map(|((job_type, family), n)| {
+                (
+                    vec![
+                        ("job_type", job_type.to_string()),
+                        ("queue", family.to_string()),
+                    ],
+                    n as f64,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let by_family = |rows: &[LabelledValue]| {
+        Family::ALL
+            .iter()
+            .map(|f| {
+                (
+                    vec![("queue", f.as_str().to_string())],
+                    find(rows, f.as_str()),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let by_label = |key: &'static str, rows: &[LabelledValue], scale: f64| {
+        rows.iter()
+            .map(|r| (vec![(key, r.label.clone())], r.value * scale))
+            .collect::<Vec<_>>()
+    };
+    let families = [
+        (
+            "job_retry_total",
+            "counter",
+            "Failed attempts that were retried, by type and queue.",
+            by_type("retrying"),
+        ),
+        (
+            "job_exhausted_total",
+            "counter",
+            "Jobs that went dead after an attempt, by type and queue.",
+            by_type("dead"),
+        ),
+        (
+            "job_queue_backlog_total",
+            "gauge",
+            "Jobs due and waiting to run, by queue (family).",
+            by_family(&s.backlog),
+        ),
+        (
+            "screenshot_concurrency_utilization",
+            "gauge",
+            "Screenshot jobs running now: browser slots in use (0-3, policy P12).",
+            vec![(Vec::new(), s.screenshot_running)],
+        ),
+        (
+            "job_budget_consumed_dollars",
+            "counter",
+            "Spend of budgeted job types, in dollars.",
+            by_label("job_type", &s.budget_cents, 0.01),
+        ),
+        (
+            "job_dead_letters_total",
+            "counter",
+            "Arrivals in each family's dead-letter queue.",
+            by_family(&s.dead_letters),
+        ),
+        (
+            "job_schedule_missed_runs_total",
+            "counter",
+            "Runs of each schedule swallowed by downtime (it ran once instead).",
+            by_label("schedule", &s.schedule_missed, 1.0),
+        ),
+        (
+            "job_alerts_open",
+            "gauge",
+            "Open alerts, by rule.",
+            by_label("rule", &s.alerts_open, 1.0),
+        ),
+    ];
+    for (name, kind, help, samples) in families {
+        header(&mut out, name, kind, help);
+        for (labels, value) in samples {
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            sample(&mut out, name, &labels, value);
+        }
+    }
+    out
+}
+
+/// One histogram series' counts per bucket (not cumulative), count and sum, as summed over
+/// its rows.
+#[derive(Default)]
+struct Series {
+    buckets: [i64; DURATION_BUCKETS_MS.len()],
+    count: i64,
+    sum_ms: i64,
+}
+
+fn histogram(out: &mut String, rows: &[HistogramRow]) {
+    let name = "job_execution_duration_seconds";
+    header(
+        out,
+        name,
+        "histogram",
+        "Execution time of job attempts, by type, queue and outcome.",
+    );
+    let mut series: BTreeMap<(&str, &str, &str), Series> = BTreeMap::new();
+    for r in rows {
+        let s = series
+            .entry((r.job_type.as_str(), r.family.as_str(), r.status.as_str()))
+            .or_default();
+        // The last index (+Inf), like any other outside the bounds, shows only in the count.
+        if let Some(n) = usize::try_from(r.bucket)
+            .ok()
+            .and_then(|i| s.buckets.get_mut(i))
+        {
+            *n += r.count;
+        }
+        s.count += r.count;
+        s.sum_ms += r.sum_ms;
+    }
+    let les = DURATION_BUCKETS_MS.map(|le| format_value(le as f64 / 1000.0));
+    let (bucket, sum, count) = (
+        format!("{name}_bucket"),
+        format!("{name}_sum"),
+        format!("{name}_count"),
+    );
+    for ((job_type, family, status), s) in series {
+        let labels = [
+            ("job_type", job_type),
+            ("queue", family),
+            ("status", status),
+        ];
+        let with_le = |le| [labels[0], labels[1], labels[2], ("le", le)];
+        let mut cumulative = 0;
+        for (n, le) in s.buckets.iter().zip(&les) {
+            cumulative += n;
+            sample(out, &bucket, &with_le(le), cumulative as f64);
+        }
+        sample(out, &bucket, &with_le("+Inf"), s.count as f64);
+        sample(out, &sum, &labels, s.sum_ms as f64 / 1000.0);
+        sample(out, &count, &labels, s.count as f64);
+    }
+}
+
+/// Counts of one status per (type, family), in label order.
+fn totals_by_status<'a>(
+    rows: &'a [HistogramRow],
+    status: &str,
+) -> BTreeMap<(&'a str, &'a str), i64> {
+    let mut totals = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.status == status) {
+        *totals
+            .entry((r.job_type.as_str(), r.family.as_str()))
+            .or_default() += r.count;
+    }
+    totals
+}
+
+fn find(rows: &[LabelledValue], label: &str) -> f64 {
+    rows.iter()
+        .filter(|r| r.label == label)
+        .map(|r| r.value)
+        .sum()
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: f64) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+            .collect();
+        let _ = write!(out, "{{{}}}", pairs.join(","));
+    }
+    let _ = writeln!(out, " {}", format_value(value));
+}
+
+/// Label values escape backslash, double quote and newline (the format's only escapes).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn format_value(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: &str, bucket: i64, count: i64, sum_ms: i64) -> HistogramRow {
+        HistogramRow {
+            job_type: "noop".into(),
+            family: "default".into(),
+            status: status.into(),
+            bucket,
+            count,
+            sum_ms,
+        }
+    }
+
+    #[test]
+    fn renders_a_cumulative_histogram_and_counters() {
+        let s = MetricsSnapshot {
+            histogram: vec![
+                row("succeeded", 0, 2, 4),
+                row("succeeded", 7, 1, 700),
+                row("retrying", 3, 1, 40),
+            ],
+            backlog: vec![LabelledValue {
+                label: "high".into(),
+                value: 3.0,
+            }],
+            screenshot_running: 2.0,
+            budget_cents: vec![LabelledValue {
+                label: "ai_tagging".into(),
+                value: 1234.0,
+            }],
+            schedule_missed: vec![LabelledValue {
+                label: "a \"b\"".into(),
+                value: 1.0,
+            }],
+            ..MetricsSnapshot::default()
+        };
+        let text = render(&s);
+        let has = |line: &str| {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            )
+        };
+        has("# TYPE job_execution_duration_seconds histogram");
+        has(
+            r#"job_execution_duration_seconds_bucket{job_type="noop",queue="default",status="succeeded",le="0.005"} 2"#,
+        );
+        has(
+            r#"job_execution_duration_seconds_bucket{job_type="noop",queue="default",status="succeeded",le="0.5"} 2"#,
+        );
+        has(
+            r#"job_execution_duration_seconds_bucket{job_type="noop",queue="default",status="succeeded",le="1"} 3"#,
+        );
+        has(
+            r#"job_execution_duration_seconds_bucket{job_type="noop",queue="default",status="succeeded",le="+Inf"} 3"#,
+        );
+        has(
+            r#"job_execution_duration_seconds_sum{job_type="noop",queue="default",status="succeeded"} 0.704"#,
+        );
+        has(
+            r#"job_execution_duration_seconds_count{job_type="noop",queue="default",status="succeeded"} 3"#,
+        );
+        has(r#"job_retry_total{job_type="noop",queue="default"} 1"#);
+        has(r#"job_queue_backlog_total{queue="high"} 3"#);
+        has(r#"job_queue_backlog_total{queue="bulk"} 0"#);
+        has("screenshot_concurrency_utilization 2");
+        has(r#"job_budget_consumed_dollars{job_type="ai_tagging"} 12.34"#);
+        has(r#"job_dead_letters_total{queue="low"} 0"#);
+        has(r#"job_schedule_missed_runs_total{schedule="a \"b\""} 1"#);
+    }
+}

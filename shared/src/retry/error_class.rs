@@ -1,0 +1,303 @@
+//! Why an attempt failed, and whether trying again can help.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::retry::retry_policy::MAX_RETRY_DELAY_SECS;
+use std::time::{Duration, UNIX_EPOCH};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Timeout,
+    RateLimited,
+    ServerError,
+    ClientError,
+    Network,
+    /// The platform lacks what it needs to run the type (e.g. no endpoint set).
+    NotConfigured,
+    InvalidPayload,
+    /// A platform fault (D1, queue send): usually transient.
+    Internal,
+    /// The queue gave up redelivering (the message reached its DLQ).
+    DeliveryExhausted,
+    /// The attempt's lease ran out with no outcome recorded (its worker died): the sweep
+    /// rescued the job.
+    LeaseExpired,
+    /// A page did not load (or reach its wait condition) in time: usually a slow or
+    /// overloaded site, so retried.
+    NavigationTimeout,
+    /// The target's host name does not resolve. Not retried: a name that fails to resolve
+    /// is nearly always a typo or a lapsed domain, and each retry would hold a browser slot.
+    Dns,
+    /// The platform's own limits, not the target: the invocation's subrequests were spent, or
+    /// no connection came free before the job's deadline. Nothing was sent; retried.
+    Capacity,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::ClientError => "client_error",
+            ErrorClass::Network => "network",
+            ErrorClass::NotConfigured => "not_configured",
+            ErrorClass::InvalidPayload => "invalid_payload",
+            ErrorClass::Internal => "internal",
+            ErrorClass::DeliveryExhausted => "delivery_exhausted",
+            ErrorClass::LeaseExpired => "lease_expired",
+            ErrorClass::NavigationTimeout => "navigation_timeout",
+            ErrorClass::Dns => "dns",
+            ErrorClass::Capacity => "capacity",
+        }
+    }
+
+    /// Transient faults are retried; errors that would fail the same way again
+    /// go to `dead` at once instead of burning attempts.
+    pub fn retryable(self) -> bool {
+        match self {
+            ErrorClass::Timeout
+            | ErrorClass::RateLimited
+            | ErrorClass::ServerError
+            | ErrorClass::Network
+            | ErrorClass::Internal
+            | ErrorClass::LeaseExpired
+            | ErrorClass::NavigationTimeout
+            | ErrorClass::Capacity => true,
+            ErrorClass::ClientError
+            | ErrorClass::NotConfigured
+            | ErrorClass::InvalidPayload
+            | ErrorClass::DeliveryExhausted
+            | ErrorClass::Dns => false,
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed attempt, as recorded in its run record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobError {
+    pub class: ErrorClass,
+    pub message: String,
+    /// The server's own wait (Retry-After), which overrides the backoff; never above
+    /// [`MAX_RETRY_DELAY_SECS`].
+    pub retry_after_secs: Option<u64>,
+}
+
+impl JobError {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        JobError {
+            class,
+            message: message.into(),
+            retry_after_secs: None,
+        }
+    }
+
+    /// A server's wait, cut to [`MAX_RETRY_DELAY_SECS`]: a remote answer (`Retry-After:
+    /// 999999999`, a date years ahead) must not park a job for good.
+    pub fn with_retry_after(mut self, secs: Option<u64>) -> Self {
+        self.retry_after_secs = secs.map(|s| s.min(MAX_RETRY_DELAY_SECS));
+        self
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class, self.message)
+    }
+}
+
+impl std::error::Error for JobError {}
+
+/// Outcome of an HTTP delivery by its status. 408, 429 and 5xx are transient
+/// (and carry Retry-After when the server sent one); any other non-2xx would
+/// fail the same way again.
+pub fn classify_http_status(
+    status: u16,
+    retry_after: Option<&str>,
+    now_ms: i64,
+) -> Result<(), JobError> {
+    let class = match status {
+        200..=299 => return Ok(()),
+        408 => ErrorClass::Timeout,
+        429 => ErrorClass::RateLimited,
+        500..=599 => ErrorClass::ServerError,
+        _ => ErrorClass::ClientError,
+    };
+    let wait = if class.retryable() {
+        retry_after.and_then(|v| parse_retry_after(v, now_ms))
+    } else {
+        None
+    };
+    Err(JobError::new(class, format!("HTTP {status}")).with_retry_after(wait))
+}
+
+/// Seconds to wait from a `Retry-After` value: delta-seconds or an HTTP-date
+/// (rounded up, so we never come back early). A date in the past is 0.
+pub fn parse_retry_after(value: &str, now_ms: i64) -> Option<u64> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // All digits but too long for u64: saturate rather than ignore it.
+        return Some(value.parse().unwrap_or(u64::MAX));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    let at_ms = at
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis();
+    let now_ms = u128::try_from(now_ms).unwrap_or(0);
+    let wait_secs = at_ms.saturating_sub(now_ms).div_ceil(1000);
+    Some(u64::try_from(wait_secs).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2015-10-21T07:28:00Z, the date in RFC 9110's Retry-After example.
+    const RFC_DATE_MS: i64 = 1_445_412_480_000;
+    const RFC_DATE: &str = "Wed, 21 Oct 2015 07:28:00 GMT";
+
+    #[test]
+    fn classify_http_status_table() {
+        let now = RFC_DATE_MS - 120_000;
+        let err = |class, msg: &str, wait| Err(JobError::new(class, msg).with_retry_after(wait));
+        let cap = Some(MAX_RETRY_DELAY_SECS);
+        let cases: [(u16, Option<&str>, Result<(), JobError>); 15] = [
+            (200, None, Ok(())),
+            (204, None, Ok(())),
+            (
+                301,
+                Some("5"),
+                err(ErrorClass::ClientError, "HTTP 301", None),
+            ),
+            (400, None, err(ErrorClass::ClientError, "HTTP 400", None)),
+            (404, None, err(ErrorClass::ClientError, "HTTP 404", None)),
+            (408, None, err(ErrorClass::Timeout, "HTTP 408", None)),
+            (
+                429,
+                Some("7"),
+                err(ErrorClass::RateLimited, "HTTP 429", Some(7)),
+            ),
+            (
+                429,
+                Some(RFC_DATE),
+                err(ErrorClass::RateLimited, "HTTP 429", Some(120)),
+            ),
+            (
+                429,
+                Some("soon"),
+                err(ErrorClass::RateLimited, "HTTP 429", None),
+            ),
+            (500, None, err(ErrorClass::ServerError, "HTTP 500", None)),
+            (
+                503,
+                Some("30"),
+                err(ErrorClass::ServerError, "HTTP 503", Some(30)),
+            ),
+            (503, None, err(ErrorClass::ServerError, "HTTP 503", None)),
+            // Waits past the cap (30 h) are cut to it, as seconds or as a date.
+            (
+                503,
+                Some("999999999"),
+                err(ErrorClass::ServerError, "HTTP 503", cap),
+            ),
+            (
+                429,
+                Some("Fri, 31 Dec 9999 23:59:59 GMT"),
+                err(ErrorClass::RateLimited, "HTTP 429", cap),
+            ),
+            (
+                503,
+                Some("108001"),
+                err(ErrorClass::ServerError, "HTTP 503", cap),
+            ),
+        ];
+        for (status, retry_after, expected) in cases {
+            assert_eq!(
+                classify_http_status(status, retry_after, now),
+                expected,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn retryable_classes() {
+        use ErrorClass::*;
+        let all = [
+            Timeout,
+            RateLimited,
+            ServerError,
+            ClientError,
+            Network,
+            NotConfigured,
+            InvalidPayload,
+            Internal,
+            DeliveryExhausted,
+            LeaseExpired,
+            NavigationTimeout,
+            Dns,
+            Capacity,
+        ];
+        let retryable: Vec<_> = all.into_iter().filter(|c| c.retryable()).collect();
+        assert_eq!(
+            retryable,
+            [
+                Timeout,
+                RateLimited,
+                ServerError,
+                Network,
+                Internal,
+                LeaseExpired,
+                NavigationTimeout,
+                Capacity
+            ]
+        );
+        for c in all {
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::json!(c.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_values() {
+        assert_eq!(parse_retry_after("0", 0), Some(0));
+        assert_eq!(parse_retry_after(" 120 ", 0), Some(120));
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", 0),
+            Some(u64::MAX)
+        );
+        assert_eq!(parse_retry_after("-5", 0), None);
+        assert_eq!(parse_retry_after("1.5", 0), None);
+        assert_eq!(parse_retry_after("", 0), None);
+        assert_eq!(parse_retry_after(RFC_DATE, RFC_DATE_MS - 60_000), Some(60));
+        assert_eq!(parse_retry_after(RFC_DATE, RFC_DATE_MS - 59_001), Some(60));
+        assert_eq!(parse_retry_after(RFC_DATE, RFC_DATE_MS + 5_000), Some(0));
+        // The obsolete forms HTTP still allows.
+        assert_eq!(
+            parse_retry_after("Wednesday, 21-Oct-15 07:28:00 GMT", RFC_DATE_MS),
+            Some(0)
+        );
+        assert_eq!(
+            parse_retry_after("Wed Oct 21 07:28:00 2015", RFC_DATE_MS - 1_000),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn job_error_display() {
+        let e = JobError::new(ErrorClass::Network, "connection reset");
+        assert_eq!(e.to_string(), "network: connection reset");
+        assert_eq!(e.retry_after_secs, None);
+    }
+}

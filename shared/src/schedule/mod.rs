@@ -1,0 +1,6 @@
+//! Work that runs on a clock: cron expressions, schedule definitions and the maintenance
+//! sweep's pure decisions.
+
+pub mod cron_schedule;
+pub mod schedule_spec;
+pub mod sweep_policy;

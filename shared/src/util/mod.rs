@@ -1,0 +1,8 @@
+//! Small helpers without a domain of their own: time formats, capped bodies, numeric vars,
+//! and the Workers' way onto a queue.
+
+pub mod body_cap;
+pub(crate) mod config_var;
+#[cfg(feature = "workers")]
+pub mod queue_send;
+pub mod time_fmt;
