@@ -15,11 +15,11 @@ use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, Handler, HttpPayload, JobError, JobMessage,
     JobStatus, JobType, RetryPolicy,
 };
+use jobs_store::jobs::{self, Claimed, Exhausted, FailedChain, Finished, Leftovers, Seen};
 use serde_json::Value;
 use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
-use crate::claim_store::{self, Claimed, Exhausted, FailedChain, Finished, Leftovers, Seen};
 use crate::delivery::Delivery;
 use crate::handlers::{fetch_timeout, HandlerRun};
 use crate::job_events::{self, Recorded};
@@ -77,7 +77,7 @@ async fn run_jobs(
         .filter_map(|d| JobType::parse(&d.message.as_ref().ok()?.job_type));
     let lease = lease::lease_ms(family, types);
     let batch_started = now_ms();
-    let claim = claim_store::claim(
+    let claim = jobs::job_claim(
         db,
         family,
         &ids,
@@ -146,7 +146,7 @@ async fn run_jobs(
         failed_chains: &failed_chains,
         unclaimed: &unclaimed_ids,
     };
-    let seen = match claim_store::finish(db, &finished, &leftovers, stats).await {
+    let seen = match jobs::job_set_outcome_many(db, &finished, &leftovers, stats).await {
         Ok(seen) => seen,
         Err(e) => {
             console_error!(
@@ -267,7 +267,7 @@ impl<'a> Run<'a> {
                 .and_then(|r| r.as_ref())
                 .map(stored_result),
             cost_cents: attempt.cost_cents,
-            chain: self.chain.as_ref()?,
+            chain: self.chain.as_ref()?.write(),
         })
     }
 
@@ -292,12 +292,13 @@ async fn record_one_by_one(
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {
-    let seen = claim_store::finish(db, &[], leftovers, stats).await?;
+    let seen = jobs::job_set_outcome_many(db, &[], leftovers, stats).await?;
     for run in runs.iter_mut() {
         let Some(one) = run.finished() else {
             continue;
         };
-        let Err(e) = claim_store::finish(db, &[one], &Leftovers::default(), stats).await else {
+        let Err(e) = jobs::job_set_outcome_many(db, &[one], &Leftovers::default(), stats).await
+        else {
             continue;
         };
         let Some(attempt) = run.attempt.as_mut() else {
@@ -323,7 +324,7 @@ async fn record_one_by_one(
             continue;
         };
         // Even the failure cannot be written: D1 itself is failing, leave it to the lease.
-        claim_store::finish(db, &[failed], &Leftovers::default(), stats).await?;
+        jobs::job_set_outcome_many(db, &[failed], &Leftovers::default(), stats).await?;
     }
     Ok(seen)
 }
@@ -367,7 +368,7 @@ async fn execute_all(
         loop {
             Delay::from(Duration::from_millis(every)).await;
             let until = now_ms() + lease;
-            if let Err(e) = claim_store::extend_leases(db, &held, until, &mut stats).await {
+            if let Err(e) = jobs::job_extend_leases(db, &held, until, &mut stats).await {
                 console_error!(
                     "extending {} lease(s) failed, tried again in {every} ms: {e}",
                     held.len()

@@ -1,22 +1,19 @@
 //! Job chains in the consumer: a step's follow-ups are checked with its outcome, the chain's
-//! next move is written in the SAME D1 batch that records the step (so a recorded success
-//! always has its next step, and a dead step always fails its parent), and the next step's
-//! message is sent after that batch. A send that fails leaves the step in the outbox
-//! (`sent_at` NULL) for the maintenance sweep, like any enqueue.
+//! next move is planned here and written in the SAME D1 batch that records the step
+//! (`jobs_store::jobs::job_set_outcome_many`), so a recorded success always has its next step
+//! and a dead step always fails its parent; the next step's message is sent after that batch.
+//! A send that fails leaves the step in the outbox (`sent_at` NULL) for the maintenance sweep,
+//! like any enqueue.
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::util::queue_send::{send_to, Outgoing};
 use jobs_shared::{
     after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
-    ChainPosition, Decision, DeliveryPlan, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
+    ChainPosition, Decision, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
 };
+use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
-use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, Env};
-
-use crate::claim_store::{Claimed, Exhausted, FailedChain};
-use crate::num;
+use worker::Env;
 
 /// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups fail the attempt
 /// (invalid_payload, not retried): running the step again would return the same ones.
@@ -47,9 +44,13 @@ pub fn take_follow_ups(
 pub struct Planned {
     pub chain: ChainMove,
     pub next: Option<NewJob>,
-    /// The status the step's own row is written with, its run outcome (what the chain's writes
-    /// are guarded on).
-    step_status: &'static str,
+}
+
+impl Planned {
+    /// What the record writes for it (`jobs_store::jobs::Finished::chain`).
+    pub fn write(&self) -> (&ChainMove, Option<&NewJob>) {
+        (&self.chain, self.next.as_ref())
+    }
 }
 
 /// The next step is held in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS).
@@ -61,24 +62,18 @@ pub fn plan(
     limit: QueueDelayLimit,
 ) -> Planned {
     let at = position(job);
-    let step_status = run_outcome(decision);
     let chain = match decision {
         Decision::Succeed => after_success(&at, follow_ups),
         Decision::Dead { error } => after_death(&at, &job.job_type, &error.to_string()),
         Decision::Retry { .. } | Decision::Hold { .. } => ChainMove::None,
     };
     let ChainMove::Next { step, index, .. } = &chain else {
-        return Planned {
-            chain,
-            next: None,
-            step_status,
-        };
+        return Planned { chain, next: None };
     };
     match validate_enqueue(step, job_id(now_ms, random_u128()), now_ms, limit) {
         Ok(next) => Planned {
             chain,
             next: Some(next),
-            step_status,
         },
         // Checked when it entered the chain; should a later check disagree, stop here loudly.
         Err(e) => Planned {
@@ -87,7 +82,6 @@ pub fn plan(
                 message: format!("step {index} could not be enqueued: {}", e.message),
             },
             next: None,
-            step_status,
         },
     }
 }
@@ -116,89 +110,6 @@ pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChai
         ChainMove::Failed { parent_id, message } => Some((parent_id, message, now_ms)),
         _ => None,
     }
-}
-
-/// Only the step's own row having just been written (its final status, this run) lets the
-/// chain move, so an attempt whose outcome was not written (it lost its lease) moves nothing.
-const STEP_WRITTEN: &str =
-    "EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND status = ?2 AND runs = ?3)";
-
-/// The chain's statements, appended to the record batch after the step's own UPDATE.
-pub fn statements(
-    db: &D1Database,
-    job: &Claimed,
-    planned: &Planned,
-    now_ms: i64,
-) -> worker::Result<Vec<D1PreparedStatement>> {
-    let guarded = |more: Vec<JsValue>| {
-        let mut binds = vec![
-            JsValue::from_str(&job.id),
-            JsValue::from_str(planned.step_status),
-            num(job.runs.into()),
-        ];
-        binds.extend(more);
-        binds
-    };
-    let parent = |parent_id: &str, status: &str, error: Option<&str>| {
-        db.prepare(format!(
-            "UPDATE jobs SET chain_status = ?4, chain_error = ?5, updated_at = ?6 \
-             WHERE id = ?7 AND {STEP_WRITTEN}"
-        ))
-        .bind(&guarded(vec![
-            JsValue::from_str(status),
-            error.map_or(JsValue::NULL, JsValue::from_str),
-            num(now_ms),
-            JsValue::from_str(parent_id),
-        ]))
-    };
-    Ok(match (&planned.chain, &planned.next) {
-        (
-            ChainMove::Next {
-                parent_id,
-                index,
-                rest,
-                ..
-            },
-            Some(next),
-        ) => {
-            let status = match next.delivery {
-                DeliveryPlan::Send { .. } => "queued",
-                DeliveryPlan::Hold { .. } => "scheduled",
-            };
-            let rest = (!rest.is_empty()).then(|| Value::Array(rest.clone()).to_string());
-            let insert = db
-                .prepare(format!(
-                    "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \
-                     attempts, max_attempts, run_at, created_at, updated_at, parent_id, chain_step, \
-                     next_steps, correlation_id) \
-                     SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16 \
-                     WHERE {STEP_WRITTEN}"
-                ))
-                .bind(&guarded(vec![
-                    JsValue::from_str(&next.id),
-                    JsValue::from_str(next.job_type.as_str()),
-                    JsValue::from_str(next.family.as_str()),
-                    JsValue::from_str(status),
-                    num(next.priority),
-                    JsValue::from_str(&next.payload),
-                    num(next.max_attempts.into()),
-                    num(next.run_at_ms),
-                    num(now_ms),
-                    JsValue::from_str(parent_id),
-                    num((*index).into()),
-                    rest.map_or(JsValue::NULL, |r| JsValue::from_str(&r)),
-                    // Chains inherit the correlation id of the request that started them.
-                    JsValue::from_str(job.correlation()),
-                ]))?;
-            // A chain a handler started, or one an operator's retry revived, runs (again).
-            vec![insert, parent(parent_id, "running", None)?]
-        }
-        (ChainMove::Done { parent_id }, _) => vec![parent(parent_id, "succeeded", None)?],
-        (ChainMove::Failed { parent_id, message }, _) => {
-            vec![parent(parent_id, "failed", Some(message))?]
-        }
-        _ => Vec::new(),
-    })
 }
 
 /// Sends each next step's message with its correlation id (the step is already in D1; a

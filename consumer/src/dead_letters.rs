@@ -3,7 +3,10 @@
 //! max_retries safety net) is sent again, never killed while it has attempts left.
 
 use jobs_shared::util::queue_send::{send_to, Outgoing};
-use jobs_shared::{d1_retry_secs, sql_in_list, Family, JobMessage, JobStatus};
+use jobs_shared::{d1_retry_secs, Family, JobMessage};
+use jobs_store::dead_letters::dead_letter_insert_many;
+use jobs_store::jobs::job_settle_dlq_arrivals;
+use jobs_store::metric_counters::{metric_counter_add, DEAD_LETTERS};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use worker::{console_error, console_log, Env};
@@ -42,52 +45,24 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
         })
         .collect();
     let arrivals = JsValue::from_str(&Value::Array(arrivals).to_string());
-    let now = JsValue::from_f64(now_ms() as f64);
-    let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
-    let arrived = format!(
-        "id IN (SELECT json_extract(value, '$.id') FROM json_each(?2)) \
-         AND +status IN ({waiting}) AND held_at IS NULL"
-    );
-    let written =
-        async {
-            let db = env.d1("DB")?;
-            let exhausted = db
-                .prepare(format!(
-                    "UPDATE jobs SET status = 'dead', error_class = 'delivery_exhausted', \
-                 last_error = 'the queue gave up delivering this job and it has no attempt left', \
-                 finished_at = ?1, updated_at = ?1, lease_until = NULL, escalated_at = NULL \
-                 WHERE {arrived} AND attempts >= max_attempts RETURNING id"
-                ))
-                .bind(&[now.clone(), arrivals.clone()])?;
-            let requeue = db
-                .prepare(format!(
-                    "UPDATE jobs SET sent_at = NULL, updated_at = ?1 WHERE {arrived} RETURNING id"
-                ))
-                .bind(&[now.clone(), arrivals.clone()])?;
-            let list = db
-                .prepare(
-                    "INSERT INTO dead_letters (job_id, family, arrived_at, delivery_attempts) \
-                 SELECT json_extract(value, '$.id'), ?3, ?1, json_extract(value, '$.attempts') \
-                 FROM json_each(?2)",
-                )
-                .bind(&[now, arrivals, family.as_str().into()])?;
-            // GET /metrics' job_dead_letters_total, without counting the table.
-            let count = db
-            .prepare(
-                "INSERT INTO metric_counters (name, label, value) VALUES ('dead_letters', ?1, ?2) \
-                 ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value",
-            )
-            .bind(&[family.as_str().into(), JsValue::from_f64(deliveries.len() as f64)])?;
-            let results = db.batch(vec![exhausted, requeue, list, count]).await?;
-            let ids = |i: usize| -> worker::Result<Vec<Value>> {
-                let rows: Vec<Value> = results[i].results()?;
-                Ok(rows
-                    .into_iter()
-                    .filter_map(|r| r.get("id").cloned())
-                    .collect())
-            };
-            Ok::<_, worker::Error>((ids(0)?, ids(1)?))
+    let now = now_ms();
+    let written = async {
+        let db = env.d1("DB")?;
+        let [exhausted, requeue] = job_settle_dlq_arrivals(&db, &arrivals, now)?;
+        let list = dead_letter_insert_many(&db, &arrivals, family, now)?;
+        // GET /metrics' job_dead_letters_total, without counting the table.
+        let by = deliveries.len() as i64;
+        let count = metric_counter_add(&db, DEAD_LETTERS, family.as_str(), by)?;
+        let results = db.batch(vec![exhausted, requeue, list, count]).await?;
+        let ids = |i: usize| -> worker::Result<Vec<Value>> {
+            let rows: Vec<Value> = results[i].results()?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|r| r.get("id").cloned())
+                .collect())
         };
+        Ok::<_, worker::Error>((ids(0)?, ids(1)?))
+    };
     match written.await {
         Ok((dead, requeued)) => {
             console_log!(

@@ -8,13 +8,13 @@ use jobs_shared::observe::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
 use jobs_shared::{D1Stats, Decision, ErrorClass, Family, JobError};
+use jobs_store::jobs::{Claimed, Exhausted};
 use serde_json::{json, Value};
 use worker::{
     console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
     AnalyticsEngineDataset, Env,
 };
 
-use crate::claim_store::{Claimed, Exhausted};
 use crate::delivery::Delivery;
 
 /// The Analytics Engine binding (consumer/wrangler.toml). Absent (an older config, or a local

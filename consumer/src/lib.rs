@@ -9,7 +9,6 @@ mod batch_runner;
 mod budget_store;
 mod cdp_session;
 mod chain;
-mod claim_store;
 mod dead_letters;
 mod delivery;
 mod handlers;
@@ -36,11 +35,6 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
 /// Milliseconds since the Unix epoch, from the runtime's clock.
 fn now_ms() -> i64 {
     worker::Date::now().as_millis() as i64
-}
-
-/// An integer as the JS number D1 binds (job fields stay far below 2^53).
-fn num(n: i64) -> JsValue {
-    JsValue::from_f64(n as f64)
 }
 
 /// A var or secret; unset and blank both mean absent.

@@ -8,13 +8,13 @@ use jobs_shared::{
     next_month_start_ms, percent_used, rfc3339, validate_limit_change, ApiError, BudgetAction,
     BudgetSpec, JobType, RaisedAlert, SqlValue, MONTH_LIMIT_SQL,
 };
+use jobs_store::audit::audit_insert_after_write;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
     console_log, D1Database, D1PreparedStatement, D1Result, Env, Method, Request, Response,
 };
 
-use crate::admin::audit_store;
 use crate::admin::d1::{self, text};
 use crate::admin::Admin;
 use crate::{body, env_config, respond};
@@ -111,7 +111,7 @@ async fn set_limit(
              updated_at = excluded.updated_at",
             &[key[0].clone(), key[1].clone(), SqlValue::Int(limit), SqlValue::Int(now)],
         )?,
-        audit_store::after_write(&db, &entry, false)?,
+        audit_insert_after_write(&db, &entry, false).map_err(|e| respond::internal(&e))?,
         d1::statement(
             &db,
             &alert_insert_sql(),

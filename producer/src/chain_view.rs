@@ -1,37 +1,11 @@
 //! A job's place in a chain, for GET /v1/jobs/{id}: a step shows its parent; a parent shows the
 //! chain's status, why it failed, and every step (run, running, or still pending).
 
-use serde::Deserialize;
+use jobs_store::jobs::{ChainStep, JobRow};
 use serde_json::{json, Map, Value};
-use worker::D1Database;
-
-use crate::job_store::JobRow;
-
-#[derive(Deserialize)]
-pub struct StepRow {
-    id: String,
-    #[serde(rename = "type")]
-    job_type: String,
-    status: String,
-    chain_step: i64,
-    next_steps: Option<String>,
-}
-
-/// The steps of the chain job `id` heads, in order (none unless it heads one). The job's own
-/// chain columns come with its row (crate::job_store::find), read alongside.
-pub async fn steps(db: &D1Database, id: &str) -> worker::Result<Vec<StepRow>> {
-    db.prepare(
-        "SELECT id, type, status, chain_step, next_steps FROM jobs WHERE parent_id = ?1 \
-         ORDER BY chain_step",
-    )
-    .bind(&[id.into()])?
-    .all()
-    .await?
-    .results()
-}
 
 /// The chain fields of `job` (none when it is in no chain), given its `children` steps.
-pub fn fields(job: &JobRow, children: &[StepRow]) -> Map<String, Value> {
+pub fn fields(job: &JobRow, children: &[ChainStep]) -> Map<String, Value> {
     let mut out = Map::new();
     if let Some(parent) = &job.parent_id {
         out.insert("parent_id".into(), json!(parent));

@@ -3,7 +3,7 @@
 
 use jobs_shared::util::queue_send::{send_to, Outgoing};
 use jobs_shared::{plan_delivery_at, DeliveryPlan, Family, NewJob, QueueDelayLimit};
-use serde::Deserialize;
+use jobs_store::jobs::Unsent;
 use worker::Env;
 
 /// Sends each job's message (delayed where the job asked for it). A failed send is logged and
@@ -16,45 +16,27 @@ pub async fn send(env: &Env, jobs: &[&NewJob], correlation_id: &str) {
     send_all(env, &outgoing).await;
 }
 
-/// A job read back from D1 to be sent: what its message and delay need.
-#[derive(Deserialize)]
-pub struct Unsent {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub job_type: String,
-    pub family: String,
-    pub run_at: i64,
-    /// Carried in the message (the consumer reads the column too).
-    #[serde(default)]
-    pub correlation_id: Option<String>,
-}
-
-/// The columns an `Unsent` is read from, for `RETURNING` and `SELECT` lists.
-pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";
-
-impl Unsent {
-    /// Its message, delayed until its `run_at`. Due beyond the queue's delay `limit`, it is sent
-    /// with the delay `limit` when `send_held` (the consumer sends it back until it is due), or
-    /// not at all: it waits in the outbox for the sweep.
-    pub fn outgoing(
-        &self,
-        now_ms: i64,
-        limit: QueueDelayLimit,
-        send_held: bool,
-    ) -> Option<Outgoing> {
-        let delay_secs = match plan_delivery_at(self.run_at, now_ms, limit) {
-            DeliveryPlan::Send { delay_secs } => delay_secs,
-            DeliveryPlan::Hold { .. } if send_held => limit.secs(),
-            DeliveryPlan::Hold { .. } => return None,
-        };
-        Outgoing::stored(
-            &self.id,
-            &self.job_type,
-            &self.family,
-            delay_secs,
-            self.correlation_id.as_deref(),
-        )
-    }
+/// A job's message, read back from D1 (`Unsent`), delayed until its `run_at`. Due beyond the
+/// queue's delay `limit`, it is sent with the delay `limit` when `send_held` (the consumer
+/// sends it back until it is due), or not at all: it waits in the outbox for the sweep.
+pub fn outgoing(
+    job: &Unsent,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+    send_held: bool,
+) -> Option<Outgoing> {
+    let delay_secs = match plan_delivery_at(job.run_at, now_ms, limit) {
+        DeliveryPlan::Send { delay_secs } => delay_secs,
+        DeliveryPlan::Hold { .. } if send_held => limit.secs(),
+        DeliveryPlan::Hold { .. } => return None,
+    };
+    Outgoing::stored(
+        &job.id,
+        &job.job_type,
+        &job.family,
+        delay_secs,
+        job.correlation_id.as_deref(),
+    )
 }
 
 /// Sends messages to their family's queue (see `queue_send`). The jobs must already be in the

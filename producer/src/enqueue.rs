@@ -6,12 +6,12 @@ use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{
     check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob,
 };
+use jobs_store::jobs::{self, Written};
 use serde::Serialize;
 use worker::{Env, Request, Response};
 
 use crate::admin::d1;
 use crate::env_config::now_ms;
-use crate::job_store::{self, Written};
 use crate::{body, correlation, dispatch, random, respond};
 
 #[derive(Serialize)]
@@ -74,10 +74,10 @@ async fn write_and_send(
     now: i64,
     cid: &str,
 ) -> Result<(Vec<Written>, D1Stats), ApiError> {
-    let rows = job_store::rows_json(jobs);
+    let rows = jobs::rows_json(jobs);
     check_stored_size(rows.len(), field)?;
     let db = d1::database(env)?;
-    let (written, stats) = job_store::insert(&db, jobs, &rows, now, cid)
+    let (written, stats) = jobs::job_insert_many(&db, jobs, &rows, now, cid)
         .await
         .map_err(|e| respond::internal(&e))?;
     let fresh: Vec<&NewJob> = jobs

@@ -10,7 +10,7 @@ use crate::{env_config, respond};
 
 pub async fn get(env: &Env) -> Result<Response, ApiError> {
     let d1 = match env.d1("DB") {
-        Ok(db) => db.prepare("SELECT 1").run().await.is_ok(),
+        Ok(db) => jobs_store::d1::ping(&db).await,
         Err(_) => false,
     };
     let queues = Family::ALL

@@ -1,20 +1,25 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
 use jobs_shared::{rfc3339, ApiError};
+use jobs_store::job_runs::{job_run_list, RunRow};
+use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};
 use worker::{Env, Response};
 
 use crate::admin::d1;
-use crate::job_store::{self, JobRow, RunRow};
 use crate::{chain_view, respond};
 
+/// The job, its runs and its chain's steps are read concurrently (one round trip of latency).
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
     let db = d1::database(env)?;
-    let steps = chain_view::steps(&db, id);
-    let conn = sqlx_d1::D1Connection::new(d1::database(env)?);
-    let (found, steps) = futures::join!(job_store::find(&conn, id), steps);
-    match found.map_err(|e| respond::internal(&e))? {
-        Some((job, runs)) => {
+    let (job, runs, steps) = futures::join!(
+        job_get_by_id(&db, id),
+        job_run_list(&db, id),
+        job_list_chain_steps(&db, id)
+    );
+    let runs = runs.map_err(|e| respond::internal(&e))?;
+    match job.map_err(|e| respond::internal(&e))? {
+        Some(job) => {
             let steps = steps.map_err(|e| respond::internal(&e))?;
             let mut body = view(&job, &runs);
             if let Value::Object(fields) = &mut body {

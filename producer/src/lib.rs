@@ -12,7 +12,6 @@ mod dispatch;
 mod enqueue;
 mod env_config;
 mod health;
-mod job_store;
 mod job_view;
 mod maintenance;
 mod metrics;
@@ -21,7 +20,6 @@ mod random;
 mod respond;
 mod router;
 mod schedule_api;
-mod schedule_store;
 
 use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 

@@ -6,16 +6,14 @@
 
 use jobs_shared::observe::alert_rules::FamilyWindow;
 use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
-use jobs_shared::{security::auth::bearer_in, ApiError, Scope, SqlValue};
+use jobs_shared::{security::auth::bearer_in, ApiError, Family, Scope};
+use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
+use jobs_store::{alerts, budgets, execution_histogram, jobs, schedules};
 use serde::Deserialize;
 use worker::{Env, Request, Response};
 
 use crate::admin::d1;
 use crate::{auth, env_config, respond};
-
-/// Each family's due backlog (what the sweep's alert evaluator reads too).
-pub const BACKLOG_BY_FAMILY_SQL: &str = "SELECT family, COUNT(*) AS backlog FROM jobs \
-     WHERE status IN ('scheduled', 'queued', 'retrying') AND run_at <= ?1 GROUP BY family";
 
 #[derive(Deserialize)]
 struct Count {
@@ -31,35 +29,18 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
         auth::require(req, env, Scope::Admin)?;
     }
     let db = d1::database(env)?;
-    let now = SqlValue::Int(env_config::now_ms());
-    let statement = |sql: &str, values: &[SqlValue]| d1::statement(&db, sql, values);
-    let statements = vec![
-        statement(
-            "SELECT job_type, family, status, bucket, count, sum_ms FROM execution_histogram",
-            &[],
-        )?,
-        statement(BACKLOG_BY_FAMILY_SQL, &[now])?,
-        statement(
-            "SELECT COUNT(*) AS value FROM jobs WHERE status = 'running' AND family = 'screenshot'",
-            &[],
-        )?,
-        statement(
-            "SELECT job_type AS label, SUM(spent_cents) AS value FROM budgets GROUP BY job_type ORDER BY job_type",
-            &[],
-        )?,
-        statement(
-            "SELECT label, value FROM metric_counters WHERE name = 'dead_letters'",
-            &[],
-        )?,
-        statement(
-            "SELECT name AS label, missed_runs AS value FROM schedules ORDER BY name",
-            &[],
-        )?,
-        statement(
-            "SELECT rule AS label, COUNT(*) AS value FROM alerts WHERE status = 'open' GROUP BY rule",
-            &[],
-        )?,
-    ];
+    let statements = [
+        execution_histogram::histogram_list(&db),
+        jobs::job_count_backlog_by_family(&db, env_config::now_ms()),
+        jobs::job_count_running(&db, Family::Screenshot),
+        budgets::budget_spent_by_type(&db),
+        metric_counter_list(&db, DEAD_LETTERS),
+        schedules::schedule_count_missed(&db),
+        alerts::alert_count_open_by_rule(&db),
+    ]
+    .into_iter()
+    .collect::<worker::Result<Vec<_>>>()
+    .map_err(|e| respond::internal(&e))?;
     let results = d1::batch(&db, statements).await?;
     let backlog: Vec<FamilyWindow> = d1::rows(&results[1])?;
     let screenshot: Vec<Count> = d1::rows(&results[2])?;

@@ -5,13 +5,13 @@
 use jobs_shared::{
     api::page_cursor, merge_patch, rfc3339, validate_schedule, ApiError, ScheduleSpec,
 };
+use jobs_store::schedules::{self, ScheduleRow};
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Method, Request, Response};
 
 use crate::admin::{self, d1};
 use crate::env_config::now_ms;
 use crate::job_view::parse_json;
-use crate::schedule_store::{self, ScheduleRow};
 use crate::{body, respond};
 
 const PAGE: u32 = 50;
@@ -51,7 +51,7 @@ async fn list(req: &Request, db: &D1Database) -> Result<Response, ApiError> {
         .map(page_cursor::decode)
         .transpose()?
         .map_or(0, |(id, _)| id);
-    let mut rows = schedule_store::list(db, after, limit)
+    let mut rows = schedules::schedule_list(db, after, limit)
         .await
         .map_err(|e| respond::internal(&e))?;
     let next_cursor = admin::page_end(&mut rows, limit, |last| {
@@ -68,7 +68,7 @@ async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError
     let spec = validate_schedule(&body::json(req).await?)?;
     let now = now_ms();
     let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
-    match schedule_store::insert(db, &spec, next, now)
+    match schedules::schedule_insert(db, &spec, next, now)
         .await
         .map_err(|e| respond::internal(&e))?
     {
@@ -78,7 +78,7 @@ async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError
 }
 
 async fn get(db: &D1Database, id: &str) -> Result<Response, ApiError> {
-    let (row, runs) = schedule_store::find_with_runs(db, id, RECENT_RUNS)
+    let (row, runs) = schedules::schedule_get_with_runs(db, id, RECENT_RUNS)
         .await
         .map_err(|e| respond::internal(&e))?
         .ok_or_else(|| not_found(id))?;
@@ -140,7 +140,7 @@ async fn toggle(req: &mut Request, db: &D1Database, id: &str) -> Result<Response
 }
 
 async fn delete(db: &D1Database, id: &str) -> Result<Response, ApiError> {
-    if !schedule_store::delete(db, id)
+    if !schedules::schedule_delete(db, id)
         .await
         .map_err(|e| respond::internal(&e))?
     {
@@ -162,7 +162,7 @@ async fn save(
     let replan =
         spec.enabled && (current.enabled == 0 || current.cron_expression != spec.cron_expression);
     let next = replan.then(|| spec.cron.next_after(now)).flatten();
-    match schedule_store::update(db, current, &spec, next, now).await {
+    match schedules::schedule_update(db, current, &spec, next, now).await {
         Ok(Some(row)) => respond::json(200, &view(&row)),
         Ok(None) => Err(ApiError::new(
             409,
@@ -175,7 +175,7 @@ async fn save(
 }
 
 async fn found(db: &D1Database, id: &str) -> Result<ScheduleRow, ApiError> {
-    schedule_store::find(db, id)
+    schedules::schedule_get(db, id)
         .await
         .map_err(|e| respond::internal(&e))?
         .ok_or_else(|| not_found(id))

@@ -59,8 +59,8 @@ pub use job::family::{Escalation, Family};
 pub use job::ids::{job_id, uuid_v4};
 pub use job::job_outcome::{decide, Decision};
 pub use job::job_type::{Handler, JobType};
-pub use job::lifecycle::{can_transition, sources_of, sql_in_list, sql_name_list, JobStatus};
-pub use job::pause::{PauseTarget, PAUSED_JOB_SQL};
+pub use job::lifecycle::{can_transition, sources_of, JobStatus};
+pub use job::pause::PauseTarget;
 pub use job::payloads::{
     AiTaggingPayload, HttpPayload, LinkHealthCheckPayload, RssFeedRefreshPayload,
     ScreenshotCapturePayload,

@@ -2,3 +2,26 @@
 //! (`jobs::job_insert_many`, `jobs::job_claim`...). Both Workers reach D1 only through here, so a
 //! table's statements are read in one place. Dependencies point one way: the domain in
 //! `jobs-shared` <- this crate <- the Workers (ARCHITECTURE.md).
+//!
+//! A function either runs its statements (one round trip, one batch) or returns prepared
+//! statements for the caller to batch with others, so a request or a consumer batch keeps its
+//! round trips whatever tables it touches.
+//!
+//! Status literals are spelled once, by `JobStatus` (shared `job::lifecycle`): statement text
+//! is built with `format!` from its `Display` (`'{Running}'`) or [`sql::status_list`], and
+//! spliced rather than bound so the partial indexes over `status` (`jobs_dedup_live`,
+//! `jobs_escalation_due`) still match the statements that need them.
+
+pub mod alerts;
+pub mod audit;
+pub mod budgets;
+pub mod d1;
+pub mod dead_letters;
+pub mod escalation_digests;
+pub mod execution_histogram;
+pub mod job_runs;
+pub mod jobs;
+pub mod metric_counters;
+pub mod pauses;
+pub mod schedules;
+pub mod sql;

@@ -20,9 +20,9 @@ use worker::{console_log, console_warn, D1Database, Env};
 use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
 use super::HandlerRun;
 use crate::budget_store::{self, Budget, Spend};
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
 use crate::tagging_store::{self, Item, Tagged};
+use jobs_store::jobs::Claimed;
 
 const TYPE: JobType = JobType::AiTagging;
 /// LLM calls in flight at once (a Worker may hold 6 connections open).

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use worker::{Env, Method};
 
 use super::signed_request::{self, Outgoing};
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 pub async fn run(
     job: &Claimed,

@@ -6,8 +6,8 @@ use worker::{Env, Method};
 
 use super::signed_request::{self, Outgoing};
 use super::HandlerRun;
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 pub async fn run(
     job: &Claimed,

@@ -19,9 +19,9 @@ use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
 use super::fetch_timeout::{self, Fetched};
-use crate::claim_store::Claimed;
 use crate::link_store::{self, Checked};
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
 /// What a probe (a few requests, redirects included) is given before the deadline to start.

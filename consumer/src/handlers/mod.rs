@@ -18,8 +18,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use worker::Env;
 
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 /// A handler's outcome (`Ok` carries the result JSON stored on the job), what the attempt
 /// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not, and

@@ -22,9 +22,9 @@ use worker::RequestInit;
 use worker::{console_warn, D1Database, D1PreparedStatement, Env, Headers, Method, Request};
 
 use super::fetch_timeout::{self, Fetched};
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
 use crate::rss_store::{self, Refreshed, SourceRow, SourceStatements};
+use jobs_store::jobs::Claimed;
 
 /// Feeds fetched at once by one job.
 const CONCURRENT_FETCHES: usize = 6;

@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use worker::{Env, HttpMetadata};
 
 use super::{screenshot_browser, screenshot_rest};
-use crate::claim_store::Claimed;
 use crate::config;
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 pub async fn run(
     job: &Claimed,

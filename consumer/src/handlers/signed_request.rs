@@ -16,8 +16,8 @@ use worker::{Env, Headers, Method, Request, RequestInit, Url};
 
 use super::{fetch_timeout, invalid_request};
 
-use crate::claim_store::Claimed;
 use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
 
 pub struct Outgoing<'a> {
     pub url: &'a str,

@@ -1,10 +1,10 @@
 //! GET /v1/admin/audit: every admin action, newest first, paged by cursor.
 
 use jobs_shared::{api::page_cursor, rfc3339, ApiError};
+use jobs_store::audit::audit_list;
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
-use super::audit_store;
 use super::d1;
 use crate::respond;
 
@@ -16,8 +16,10 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
         .transpose()?
         .map(|(id, _)| id);
     let db = d1::database(env)?;
-    let mut rows = audit_store::list(&db, before, limit).await?;
-    let next_cursor = super::page_end(&mut rows, limit, audit_store::cursor);
+    let mut rows = audit_list(&db, before, limit)
+        .await
+        .map_err(|e| respond::internal(&e))?;
+    let next_cursor = super::page_end(&mut rows, limit, |row| page_cursor::encode(row.id, ""));
     let entries: Vec<Value> = rows
         .iter()
         .map(|r| {

@@ -1,9 +1,8 @@
-//! The little the D1 routes share: the binding, values bound to runtime SQL, one batch (one D1
-//! round trip), reading rows, and the query string.
+//! The little the D1 routes share: the binding, the store's statements with D1's errors as
+//! 503s, one batch (one D1 round trip), reading rows, and the query string.
 
 use jobs_shared::{ApiError, SqlValue};
 use serde::de::DeserializeOwned;
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result, Env, Request};
 
 use crate::respond;
@@ -18,17 +17,7 @@ pub fn statement(
     sql: &str,
     values: &[SqlValue],
 ) -> Result<D1PreparedStatement, ApiError> {
-    let values: Vec<JsValue> = values
-        .iter()
-        .map(|v| match v {
-            SqlValue::Text(s) => JsValue::from_str(s),
-            SqlValue::Int(n) => JsValue::from_f64(*n as f64),
-            SqlValue::Null => JsValue::NULL,
-        })
-        .collect();
-    db.prepare(sql)
-        .bind(&values)
-        .map_err(|e| respond::internal(&e))
+    jobs_store::d1::statement(db, sql, values).map_err(|e| respond::internal(&e))
 }
 
 /// Every statement in one round trip and one transaction.
@@ -45,9 +34,7 @@ pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> 
     result.results().map_err(|e| respond::internal(&e))
 }
 
-pub fn text(s: impl Into<String>) -> SqlValue {
-    SqlValue::Text(s.into())
-}
+pub use jobs_store::d1::text;
 
 /// The query string as (key, value) pairs, in order, repeated keys and all.
 pub fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, ApiError> {

@@ -7,13 +7,12 @@ use jobs_shared::{
     check_move, operator_sources, parse_int, parse_target, ApiError, BulkRequest, JobStatus,
     Selection,
 };
+use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
 use worker::{Env, Request, Response};
 
 use super::d1;
-use super::job_actions_store::{self, Changed};
 use super::jobs::summary;
-use super::jobs_store::SummaryRow;
 use super::Admin;
 use crate::dispatch;
 use crate::{body, respond};
@@ -79,7 +78,9 @@ pub async fn set_status(
 pub async fn move_one(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
-    let changed = job_actions_store::move_one(&db, id, (&mv.sources, mv.to), &entry).await?;
+    let changed = jobs::job_move_one(&db, id, (&mv.sources, mv.to), &entry)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     if let Some(job) = &changed.job {
         if mv.to == JobStatus::Queued {
             send(admin.env, std::slice::from_ref(job)).await;
@@ -132,7 +133,9 @@ async fn change_priority(
         ("job.priority", json!({ "id": id, "priority": value }))
     };
     let entry = admin.entry(action, target);
-    let changed = job_actions_store::set_priority(&db, id, value, boost, &entry).await?;
+    let changed = jobs::job_set_priority(&db, id, value, boost, &entry)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     answer(changed, id, |from| {
         Err(ApiError::new(
             409,
@@ -174,8 +177,9 @@ pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Resp
     let request = BulkRequest::parse(&body)?;
     let db = d1::database(admin.env)?;
     if request.dry_run {
-        let (count, conflicts) =
-            job_actions_store::count(&db, &request.selection, &mv.sources).await?;
+        let (count, conflicts) = jobs::job_count_movable(&db, &request.selection, &mv.sources)
+            .await
+            .map_err(|e| respond::internal(&e))?;
         return respond::json(
             200,
             &json!({ "dry_run": true, "count": count, "conflicts": conflicts }),
@@ -186,8 +190,9 @@ pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Resp
         Selection::Filter(_) => json!({ "filter": body.get("filter"), "to": mv.to }),
     };
     let entry = admin.entry(mv.action, target);
-    let moved =
-        job_actions_store::move_many(&db, &request.selection, (&mv.sources, mv.to), &entry).await?;
+    let moved = jobs::job_move_many(&db, &request.selection, (&mv.sources, mv.to), &entry)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     if mv.to == JobStatus::Queued {
         send(admin.env, &moved.jobs).await;
     }

@@ -2,11 +2,12 @@
 //! recent failures.
 
 use jobs_shared::{api::page_cursor, rfc3339, ApiError, JobFilter, JobStatus};
+use jobs_store::job_runs::{job_run_list_recent_failures, FailureRow};
+use jobs_store::jobs::{job_list, Page, SummaryRow};
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
 use super::d1;
-use super::jobs_store::{self, FailureRow, Page, SummaryRow};
 use crate::respond;
 
 /// GET /v1/admin/jobs?status=&type=&family=&error_class=&created_after=...&cursor=&limit=
@@ -33,7 +34,7 @@ pub async fn page(
         .map(page_cursor::decode)
         .transpose()?;
     let db = d1::database(env)?;
-    let mut rows = jobs_store::list(
+    let mut rows = job_list(
         &db,
         &Page {
             filter: &filter,
@@ -42,8 +43,11 @@ pub async fn page(
             limit,
         },
     )
-    .await?;
-    let next = super::page_end(&mut rows, limit, jobs_store::cursor);
+    .await
+    .map_err(|e| respond::internal(&e))?;
+    let next = super::page_end(&mut rows, limit, |row| {
+        page_cursor::encode(row.priority, &row.id)
+    });
     Ok((rows, next))
 }
 
@@ -51,7 +55,9 @@ pub async fn page(
 pub async fn failures(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let pairs = d1::only_params(req, &["limit"], true)?;
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), 20, 200)?;
-    let rows = jobs_store::recent_failures(&d1::database(env)?, limit).await?;
+    let rows = job_run_list_recent_failures(&d1::database(env)?, limit)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     let failures: Vec<Value> = rows.iter().map(failure).collect();
     respond::json(200, &json!({ "failures": failures }))
 }

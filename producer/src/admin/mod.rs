@@ -3,24 +3,19 @@
 //! Every change is written together with its audit row.
 
 mod audit;
-pub(crate) mod audit_store;
 pub(crate) mod d1;
 mod dead_letters;
 mod job_actions;
-mod job_actions_store;
 mod jobs;
-mod jobs_store;
 mod pauses;
-pub(crate) mod pauses_store;
 mod stats;
-mod stats_store;
 
 use jobs_shared::{actor_of, ApiError, JobStatus};
+use jobs_store::audit::Entry;
 use serde_json::Value;
 use worker::{Env, Method, Request, Response};
 
 use crate::{env_config, job_view};
-use audit_store::Entry;
 use job_actions::Move;
 
 /// The caller of an admin route: the Worker env and who they are (for the audit log).

@@ -5,18 +5,20 @@
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
+use jobs_store::pauses;
 use serde_json::json;
 use worker::{Request, Response};
 
 use super::d1;
-use super::pauses_store;
 use super::Admin;
 use crate::dispatch;
 use crate::{body, env_config, respond};
 
 /// GET /v1/admin/pauses
 pub async fn list(admin: &Admin<'_>) -> Result<Response, ApiError> {
-    let rows = pauses_store::list(&d1::database(admin.env)?).await?;
+    let rows = pauses::pause_list(&d1::database(admin.env)?)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     let pauses: Vec<_> = rows
         .iter()
         .map(|p| {
@@ -39,13 +41,14 @@ pub async fn pause(req: &mut Request, admin: &Admin<'_>) -> Result<Response, Api
     let body = body::json(req).await?;
     let (target, reason) = PauseTarget::from_body(&body)?;
     let entry = admin.entry("pause", json!({ "kind": target.kind, "name": target.name }));
-    let created = pauses_store::pause(
+    let created = pauses::pause_insert(
         &d1::database(admin.env)?,
         &target,
         reason.as_deref(),
         &entry,
     )
-    .await?;
+    .await
+    .map_err(|e| respond::internal(&e))?;
     respond::json(
         if created { 201 } else { 200 },
         &json!({ "kind": target.kind, "name": target.name, "paused": true, "created": created }),
@@ -60,14 +63,15 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
         "resume",
         json!({ "kind": target.kind, "name": target.name }),
     );
-    let resumed =
-        pauses_store::resume(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry).await?;
+    let resumed = pauses::pause_delete(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     let (now, limit) = (env_config::now_ms(), queue_delay_limit(admin.env));
     // Due beyond the queue's delay limit: the sweep sends it from the outbox.
     let outgoing: Vec<_> = resumed
         .released
         .iter()
-        .filter_map(|job| job.outgoing(now, limit, false))
+        .filter_map(|job| dispatch::outgoing(job, now, limit, false))
         .collect();
     dispatch::send_all(admin.env, &outgoing).await;
     if !resumed.existed {

@@ -16,35 +16,18 @@ use jobs_shared::observe::alert_rules::{
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
 use jobs_shared::observe::severity::Severity;
 use jobs_shared::{budget, Family, RaisedAlert};
-use serde::Deserialize;
+use jobs_store::alerts::{self, AlertRow};
+use jobs_store::budgets::{budget_alert_list_month, budget_alert_set_notified};
+use jobs_store::job_runs::job_run_count_failed_by_family;
+use jobs_store::jobs::{job_count_backlog_by_family, job_count_running_by_family, RunningRow};
+use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
-use wasm_bindgen::JsValue;
 use worker::{console_error, console_log, AnalyticsEngineDataPointBuilder, D1PreparedStatement};
 
 use super::{notifier, Tick};
 use crate::env_config;
-use crate::job_store::num;
-use crate::metrics::BACKLOG_BY_FAMILY_SQL;
 
 const HOUR_MS: i64 = 3_600_000;
-
-/// An alert row with what the channel was last told about it.
-#[derive(Deserialize)]
-struct AlertRow {
-    #[serde(flatten)]
-    alert: StoredAlert,
-    severity: String,
-    summary: String,
-    notified: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct Running {
-    family: String,
-    running: i64,
-    long_running: i64,
-    oldest_started_at: Option<i64>,
-}
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let (config, warnings) = AlertConfig::from_vars(|name| env_config::string(tick.env, name));
@@ -52,40 +35,18 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .iter()
         .for_each(|w| console_error!("alert config: {w}"));
     let now = tick.now_ms;
-    let statement = |sql: &str, values: &[JsValue]| tick.db.prepare(sql).bind(values);
+    let db = tick.db;
     let reads = vec![
-        statement(BACKLOG_BY_FAMILY_SQL, &[num(now)])?,
-        statement(
-            "SELECT family, COUNT(*) AS running, SUM(started_at < ?1) AS long_running, \
-             MIN(started_at) AS oldest_started_at FROM jobs WHERE status = 'running' GROUP BY family",
-            &[num(now - config.running_secs * 1000)],
-        )?,
-        statement(
-            "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome <> 'succeeded') AS failed \
-             FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1 \
-             GROUP BY j.family",
-            &[num(now - HOUR_MS)],
-        )?,
-        statement(
-            "SELECT s.name, s.next_run_at, (SELECT COALESCE(SUM(r.missed), 0) FROM schedule_runs r \
-             WHERE r.schedule_id = s.id AND r.fired_at >= ?2) AS missed_recent FROM schedules s \
-             WHERE s.enabled = 1 AND (s.next_run_at < ?1 OR s.id IN (SELECT schedule_id \
-             FROM schedule_runs WHERE fired_at >= ?2 AND missed > 0))",
-            &[num(now - config.schedule_grace_secs * 1000), num(now - HOUR_MS)],
-        )?,
-        statement(
-            "SELECT job_type, month, threshold, spent_cents, limit_cents FROM budget_alerts \
-             WHERE month = ?1",
-            &[JsValue::from_str(&budget::month_of(now))],
-        )?,
-        statement(
-            "SELECT rule, key, status, severity, summary, notified FROM alerts",
-            &[],
-        )?,
+        job_count_backlog_by_family(db, now)?,
+        job_count_running_by_family(db, now - config.running_secs * 1000)?,
+        job_run_count_failed_by_family(db, now - HOUR_MS)?,
+        schedule_list_late(db, now - config.schedule_grace_secs * 1000, now - HOUR_MS)?,
+        budget_alert_list_month(db, &budget::month_of(now))?,
+        alerts::alert_list(db)?,
     ];
     let results = tick.db.batch(reads).await?;
     let backlog: Vec<FamilyWindow> = results[0].results()?;
-    let running: Vec<Running> = results[1].results()?;
+    let running: Vec<RunningRow> = results[1].results()?;
     let window: Vec<FamilyWindow> = results[2].results()?;
     let stored: Vec<AlertRow> = results[5].results()?;
     let budgets: Vec<RaisedAlert> = results[4].results()?;
@@ -149,42 +110,28 @@ async fn write_changes(
     to_resolve: &[&StoredAlert],
     budgets: bool,
 ) -> worker::Result<Vec<AlertRow>> {
-    let now = num(tick.now_ms);
+    let (db, now) = (tick.db, tick.now_ms);
     let mut statements: Vec<D1PreparedStatement> = Vec::new();
     for f in to_open {
         log_change("alert.opened", f.rule, &f.key, Some(&f.summary));
-        statements.push(tick.db.prepare(
-            "INSERT INTO alerts (rule, key, status, severity, summary, opened_at, updated_at) \
-             VALUES (?1, ?2, 'open', ?3, ?4, ?5, ?5) ON CONFLICT (rule, key) DO UPDATE SET \
-             status = 'open', severity = excluded.severity, summary = excluded.summary, \
-             opened_at = excluded.opened_at, resolved_at = NULL, notified = NULL, \
-             updated_at = excluded.updated_at WHERE alerts.status = 'resolved'",
-        )
-        .bind(&[f.rule.into(), f.key.as_str().into(), f.severity.as_str().into(), f.summary.as_str().into(), now.clone()])?);
+        let key = (f.rule, f.key.as_str());
+        statements.push(alerts::alert_open(
+            db,
+            key,
+            f.severity.as_str(),
+            &f.summary,
+            now,
+        )?);
     }
     for s in to_resolve {
         log_change("alert.resolved", &s.rule, &s.key, None);
-        statements.push(
-            tick.db
-                .prepare(
-                    "UPDATE alerts SET status = 'resolved', resolved_at = ?3, updated_at = ?3 \
-             WHERE rule = ?1 AND key = ?2 AND status = 'open'",
-                )
-                .bind(&[s.rule.as_str().into(), s.key.as_str().into(), now.clone()])?,
-        );
+        statements.push(alerts::alert_resolve(db, (&s.rule, &s.key), now)?);
     }
     if budgets {
         // The budget module's queue of raised alerts (0005): they are in `alerts` now.
-        statements.push(
-            tick.db
-                .prepare("UPDATE budget_alerts SET notified_at = ?1 WHERE notified_at IS NULL")
-                .bind(std::slice::from_ref(&now))?,
-        );
+        statements.push(budget_alert_set_notified(db, now)?);
     }
-    statements.push(tick.db.prepare(
-        "SELECT rule, key, status, severity, summary, notified FROM alerts \
-         WHERE notified IS NOT status",
-    ));
+    statements.push(alerts::alert_list_unnotified(db));
     let results = tick.db.batch(statements).await?;
     results.last().map_or(Ok(Vec::new()), |r| r.results())
 }
@@ -212,12 +159,16 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
     for (row, result) in pending.iter().zip(results) {
         let a = &row.alert;
         match result {
-            Ok(_) => statements.push(
-                tick.db
-                    .prepare("UPDATE alerts SET notified = ?3 WHERE rule = ?1 AND key = ?2 AND status = ?3")
-                    .bind(&[a.rule.as_str().into(), a.key.as_str().into(), a.status.as_str().into()])?,
+            Ok(_) => statements.push(alerts::alert_set_notified(
+                tick.db,
+                (&a.rule, &a.key),
+                &a.status,
+            )?),
+            Err(e) => console_error!(
+                "alert {}/{} notification failed, retried next tick: {e}",
+                a.rule,
+                a.key
             ),
-            Err(e) => console_error!("alert {}/{} notification failed, retried next tick: {e}", a.rule, a.key),
         }
     }
     let delivered = statements.len();
@@ -236,7 +187,7 @@ fn log_change(event: &str, rule: &str, key: &str, summary: Option<&str>) {
 
 /// One Analytics Engine data point per family and tick: index family; blob1 family; double1
 /// backlog, double2 running. Skipped when the binding is absent.
-fn write_backlog_points(tick: &Tick<'_>, backlog: &[FamilyWindow], running: &[Running]) {
+fn write_backlog_points(tick: &Tick<'_>, backlog: &[FamilyWindow], running: &[RunningRow]) {
     let Ok(dataset) = tick.env.analytics_engine("METRICS") else {
         return;
     };

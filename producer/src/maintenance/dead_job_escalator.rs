@@ -15,16 +15,22 @@
 
 use futures::future::join_all;
 use jobs_shared::observe::escalation::{
-    digest_message, pagerduty_job_dead, slack_job_dead, DeadJob, DigestLine, EscalationConfig,
+    digest_message, pagerduty_job_dead, slack_job_dead, DigestLine, EscalationConfig,
 };
-use jobs_shared::{rfc3339, sql_name_list, Escalation, Family};
+use jobs_shared::{rfc3339, Escalation, Family};
+use jobs_store::escalation_digests::{
+    escalation_digest_delete, escalation_digest_exists, escalation_digest_insert,
+    escalation_digest_owned, Digest,
+};
+use jobs_store::jobs::{
+    job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
+    job_unclaim_escalation,
+};
 use serde_json::{json, Value};
-use wasm_bindgen::JsValue;
 use worker::console_error;
 
 use super::{notifier, Tick};
 use crate::env_config;
-use crate::job_store::num;
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -35,31 +41,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     Ok(json!({ "immediate": immediate, "digest": digest }))
 }
 
-/// `'high', 'default', ...`: the families whose deaths are escalated one by one, or digested.
-fn families_sql(digest: bool) -> String {
-    sql_name_list(
-        Family::ALL
-            .into_iter()
-            .filter(|f| (f.escalation() == Escalation::Digest) == digest)
-            .map(Family::as_str),
-    )
-}
-
 async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result<Value> {
-    let families = families_sql(false);
-    let claimed: Vec<DeadJob> = tick
-        .db
-        .prepare(format!(
-            "UPDATE jobs SET escalated_at = ?1 WHERE id IN (SELECT id FROM jobs \
-             WHERE status = 'dead' AND escalated_at IS NULL AND family IN ({families}) \
-             ORDER BY finished_at LIMIT ?2) AND status = 'dead' AND escalated_at IS NULL \
-             RETURNING id, type, family, attempts, max_attempts, runs, error_class, last_error, \
-             correlation_id"
-        ))
-        .bind(&[num(tick.now_ms), num(tick.config.batch.into())])?
-        .all()
-        .await?
-        .results()?;
+    let claimed = job_claim_escalation(tick.db, tick.now_ms, tick.config.batch).await?;
     if claimed.is_empty() {
         return Ok(json!({ "claimed": 0 }));
     }
@@ -88,15 +71,7 @@ async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result
         }
     }
     if !failed.is_empty() {
-        let ids = JsValue::from_str(&serde_json::to_string(&failed).unwrap_or_default());
-        tick.db
-            .prepare(
-                "UPDATE jobs SET escalated_at = NULL WHERE id IN (SELECT value FROM json_each(?1)) \
-                 AND +status = 'dead' AND escalated_at = ?2",
-            )
-            .bind(&[ids, num(tick.now_ms)])?
-            .run()
-            .await?;
+        job_unclaim_escalation(tick.db, &failed, tick.now_ms).await?;
     }
     Ok(json!({ "claimed": claimed.len(), "sent": sent, "failed": failed.len() }))
 }
@@ -104,50 +79,22 @@ async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result
 async fn daily_digest(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result<Value> {
     let today_start = tick.now_ms - tick.now_ms.rem_euclid(DAY_MS);
     let day = rfc3339(today_start - DAY_MS)[..10].to_string();
-    let done: Vec<Value> = tick
-        .db
-        .prepare("SELECT day FROM escalation_digests WHERE day = ?1")
-        .bind(&[JsValue::from_str(&day)])?
-        .all()
-        .await?
-        .results()?;
-    if !done.is_empty() {
+    if escalation_digest_exists(tick.db, &day).await? {
         return Ok(Value::Null);
     }
-    let families = families_sql(true);
-    let pending = format!(
-        "status = 'dead' AND escalated_at IS NULL AND family IN ({families}) AND finished_at < ?2"
-    );
-    let day_value = JsValue::from_str(&day);
-    let params = [day_value.clone(), num(today_start), num(tick.now_ms)];
-    let lines = tick
-        .db
-        .prepare(format!(
-            "SELECT ?1 AS day, ?3 AS at, family, type, error_class, COUNT(*) AS count, \
-             MAX(last_error) AS example FROM jobs WHERE {pending} \
-             GROUP BY family, type, error_class ORDER BY count DESC, type"
-        ))
-        .bind(&params)?;
+    let digest = Digest {
+        day: &day,
+        before_ms: today_start,
+        at_ms: tick.now_ms,
+    };
     // The claim: only the tick whose row this is marks the jobs.
-    let claim = tick
-        .db
-        .prepare(format!(
-            "INSERT INTO escalation_digests (day, sent_at, jobs) \
-             SELECT ?1, ?3, COUNT(*) FROM jobs WHERE {pending} ON CONFLICT DO NOTHING"
-        ))
-        .bind(&params)?;
-    let mark = tick
-        .db
-        .prepare(format!(
-            "UPDATE jobs SET escalated_at = ?3 WHERE {pending} AND EXISTS \
-             (SELECT 1 FROM escalation_digests WHERE day = ?1 AND sent_at = ?3)"
-        ))
-        .bind(&params)?;
-    let owned = tick
-        .db
-        .prepare("SELECT day FROM escalation_digests WHERE day = ?1 AND sent_at = ?2")
-        .bind(&[day_value.clone(), num(tick.now_ms)])?;
-    let results = tick.db.batch(vec![lines, claim, mark, owned]).await?;
+    let statements = vec![
+        job_list_digest_lines(tick.db, &digest)?,
+        escalation_digest_insert(tick.db, &digest)?,
+        job_mark_digested(tick.db, &digest)?,
+        escalation_digest_owned(tick.db, &digest)?,
+    ];
+    let results = tick.db.batch(statements).await?;
     let lines: Vec<DigestLine> = results[0].results()?;
     if results[3].results::<Value>()?.is_empty() || lines.is_empty() {
         return Ok(json!({ "day": day, "jobs": 0 }));
@@ -159,17 +106,8 @@ async fn daily_digest(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Res
     let message = digest_message(&day, &lines, config.dashboard_url.as_deref());
     if let Err(e) = notifier::post_json("digest", url, &message).await {
         console_error!("the digest for {day} failed, retried next tick: {e}");
-        let undo_jobs = tick
-            .db
-            .prepare(format!(
-                "UPDATE jobs SET escalated_at = NULL WHERE status = 'dead' AND escalated_at = ?1 \
-                 AND family IN ({families})"
-            ))
-            .bind(&[num(tick.now_ms)])?;
-        let undo_day = tick
-            .db
-            .prepare("DELETE FROM escalation_digests WHERE day = ?1 AND sent_at = ?2")
-            .bind(&[day_value, num(tick.now_ms)])?;
+        let undo_jobs = job_unclaim_digest(tick.db, &digest)?;
+        let undo_day = escalation_digest_delete(tick.db, &digest)?;
         tick.db.batch(vec![undo_jobs, undo_day]).await?;
         return Ok(json!({ "day": day, "jobs": jobs, "sent": false, "error": e }));
     }

@@ -1,15 +1,14 @@
 //! Held jobs whose pause is gone: a resume releases one page of its held jobs in the request
 //! (bounded whatever it held); the rest are released here, back to the outbox and sent, due
-//! when each job is due. The statement is the resume's own (`admin/pauses_store.rs`). Pages
+//! when each job is due. The statement is the resume's own (`jobs_store::pauses`). Pages
 //! through a backlog within the tick.
 
+use jobs_store::jobs::{job_release_held, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use crate::admin::pauses_store;
-use crate::dispatch::Unsent;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
@@ -18,7 +17,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 /// One page: its jobs are no longer held whatever their sends do (a failed send leaves a job
 /// in the outbox), so the next page finds others.
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let release = pauses_store::release(tick.db, None, tick.now_ms, tick.config.page)?;
+    let release = job_release_held(tick.db, None, tick.now_ms, tick.config.page)?;
     let released: Vec<Unsent> = release.all().await?.results()?;
     let sent = job_sender::send(tick, &released).await?;
     Ok(Page {

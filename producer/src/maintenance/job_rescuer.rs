@@ -7,28 +7,17 @@
 //! the job is dead), in the consumer's log schema. A backlog of expired leases is worked
 //! through in pages within the tick (`paging.rs`).
 
-use jobs_shared::job::lease::{record_lost_attempts_sql, LOST_ATTEMPT};
+use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
 use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
-use serde::Deserialize;
+use jobs_store::jobs::{job_rescue_expired, Rescued, Unsent};
 use serde_json::{json, Value};
 use worker::{console_error, console_warn, Env};
 
 use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
-use crate::job_store::num;
 use jobs_shared::util::queue_send::{send_to, Outgoing};
-
-#[derive(Deserialize)]
-struct Rescued {
-    #[serde(flatten)]
-    job: Unsent,
-    status: String,
-    attempts: u32,
-    started_at: Option<i64>,
-}
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
@@ -37,32 +26,9 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
 /// One page: its jobs leave `running` whatever their sends do (a failed send leaves a job in
 /// the outbox), so the next page finds others.
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let running = JobStatus::Running.as_str();
-    let (queued, dead) = (JobStatus::Queued.as_str(), JobStatus::Dead.as_str());
-    let expired = format!(
-        "SELECT id FROM jobs WHERE status = '{running}' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2"
-    );
-    let out_of_attempts = "attempts >= max_attempts";
-    let params = [num(tick.now_ms), num(tick.config.page.into())];
-    let record_run = tick
-        .db
-        .prepare(record_lost_attempts_sql(
-            "?1",
-            &format!("id IN ({expired})"),
-        ))
-        .bind(&params)?;
-    let release = tick
-        .db
-        .prepare(format!(
-            "UPDATE jobs SET status = CASE WHEN {out_of_attempts} THEN '{dead}' ELSE '{queued}' END, \
-             finished_at = CASE WHEN {out_of_attempts} THEN ?1 END, run_at = ?1, lease_until = NULL, \
-             sent_at = NULL, error_class = 'lease_expired', last_error = '{LOST_ATTEMPT}', updated_at = ?1, \
-             escalated_at = NULL \
-             WHERE id IN ({expired}) AND status = '{running}' \
-             RETURNING {UNSENT_COLUMNS}, status, attempts, started_at"
-        ))
-        .bind(&params)?;
-    let results = tick.db.batch(vec![record_run, release]).await?;
+    let dead = JobStatus::Dead.as_str();
+    let statements = job_rescue_expired(tick.db, tick.now_ms, tick.config.page)?;
+    let results = tick.db.batch(statements.into()).await?;
     let rescued: Vec<Rescued> = results[1].results()?;
     let rows = rescued.len();
     rescued.iter().for_each(|r| log(r, tick.now_ms, dead));

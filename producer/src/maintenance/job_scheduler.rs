@@ -7,44 +7,25 @@
 //! Pages through a backlog within the tick (`paging.rs`).
 
 use jobs_shared::JobStatus;
+use jobs_store::jobs::{job_schedule, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
-use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
 }
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let (scheduled, queued) = (JobStatus::Scheduled.as_str(), JobStatus::Queued.as_str());
-    let retrying = JobStatus::Retrying.as_str();
     debug_assert!(jobs_shared::can_transition(
         JobStatus::Scheduled,
         JobStatus::Queued
     ));
     let horizon = tick.now_ms + i64::from(tick.queue_limit.secs()) * 1000;
-    let params = [num(tick.now_ms), num(horizon), num(tick.config.page.into())];
-    let release = tick
-        .db
-        .prepare(format!(
-            "UPDATE jobs SET status = '{queued}', updated_at = ?1 WHERE id IN \
-             (SELECT id FROM jobs WHERE status = '{scheduled}' AND sent_at IS NULL AND run_at <= ?2 \
-             ORDER BY run_at LIMIT ?3) AND status = '{scheduled}' AND sent_at IS NULL \
-             RETURNING {UNSENT_COLUMNS}"
-        ))
-        .bind(&params)?;
-    let held_retries = tick
-        .db
-        .prepare(format!(
-            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{retrying}' AND sent_at IS NULL \
-             AND run_at <= ?1 ORDER BY run_at LIMIT ?2"
-        ))
-        .bind(&params[1..])?;
-    let results = tick.db.batch(vec![release, held_retries]).await?;
+    let statements = job_schedule(tick.db, tick.now_ms, horizon, tick.config.page)?;
+    let results = tick.db.batch(statements.into()).await?;
     let mut due: Vec<Unsent> = results[0].results()?;
     let released = due.len();
     due.extend(results[1].results::<Unsent>()?);

@@ -7,29 +7,21 @@
 //! Each re-send is recorded, so a job is re-sent once, not every tick; a duplicate message is
 //! harmless (the claim is a compare-and-set). Pages through a backlog within the tick.
 
-use jobs_shared::JobStatus;
+use jobs_store::jobs::job_list_unsent;
 use serde_json::Value;
 
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::UNSENT_COLUMNS;
-use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
 }
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let queued = JobStatus::Queued.as_str();
-    let unsent = tick
-        .db
-        .prepare(format!(
-            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{queued}' AND sent_at IS NULL \
-             AND run_at <= ?1 AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
-        ))
-        .bind(&[
-            num(tick.now_ms - tick.config.outbox_grace_ms),
-            num(tick.config.page.into()),
-        ])?;
+    let unsent = job_list_unsent(
+        tick.db,
+        tick.now_ms - tick.config.outbox_grace_ms,
+        tick.config.page,
+    )?;
     paging::resend(tick, unsent).await
 }

@@ -4,11 +4,11 @@
 
 use std::future::Future;
 
+use jobs_store::jobs::Unsent;
 use serde_json::{json, Map, Value};
 use worker::D1PreparedStatement;
 
 use super::{job_sender, Tick};
-use crate::dispatch::Unsent;
 use crate::env_config;
 
 /// What one page did.

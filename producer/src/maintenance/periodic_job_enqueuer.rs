@@ -7,40 +7,18 @@
 //! missed are counted on its run record and its `missed_runs`. A schedule installed by the
 //! migration (`next_run_at` NULL) is only planned, from the tick's time.
 
-use jobs_shared::{job_id, CronSchedule, JobStatus, JobType};
-use serde::Deserialize;
+use jobs_shared::{job_id, CronSchedule, JobType};
+use jobs_store::jobs::Unsent;
+use jobs_store::schedules::{schedule_fire, schedule_list_due, schedule_plan, Fire};
 use serde_json::{json, Value};
 use worker::{console_error, console_log, D1PreparedStatement};
 
 use super::job_sender;
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
-use crate::job_store::num;
-
-#[derive(Deserialize)]
-struct DueSchedule {
-    id: i64,
-    name: String,
-    #[serde(rename = "type")]
-    job_type: String,
-    cron_expression: String,
-    max_attempts: Option<u32>,
-    next_run_at: Option<i64>,
-}
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let now = tick.now_ms;
-    let due: Vec<DueSchedule> = tick
-        .db
-        .prepare(
-            "SELECT id, name, type, cron_expression, max_attempts, next_run_at FROM schedules \
-             WHERE enabled = 1 AND (next_run_at IS NULL OR next_run_at <= ?1) \
-             ORDER BY next_run_at LIMIT ?2",
-        )
-        .bind(&[num(now), num(tick.config.batch.into())])?
-        .all()
-        .await?
-        .results()?;
+    let due = schedule_list_due(tick.db, now, tick.config.batch).await?;
     let mut statements = Vec::new();
     // Where each fired job's INSERT sits in `statements`: only those return job rows.
     let mut inserts = Vec::new();
@@ -64,7 +42,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         match schedule.next_run_at {
             None => {
                 if let Some(next) = cron.next_after(now) {
-                    statements.push(plan(tick, schedule.id, next)?);
+                    statements.push(schedule_plan(tick.db, schedule.id, next)?);
                     planned += 1;
                 }
             }
@@ -116,18 +94,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     }))
 }
 
-/// First plan of a schedule nobody has planned yet.
-fn plan(tick: &Tick<'_>, id: i64, next: i64) -> worker::Result<D1PreparedStatement> {
-    tick.db
-        .prepare("UPDATE schedules SET next_run_at = ?2 WHERE id = ?1 AND next_run_at IS NULL AND enabled = 1")
-        .bind(&[num(id), num(next)])
-}
-
-/// The run due at `due_at`: its job, its record, and the schedule's next due time, each
-/// guarded by the schedule still being due at `due_at` (the compare-and-set).
+/// The run due at `due_at`: its job (a fresh random id), its record, and the schedule's next
+/// due time (`schedules::schedule_fire`).
 fn fire(
     tick: &Tick<'_>,
-    id: i64,
+    schedule_id: i64,
     job_type: JobType,
     max_attempts: u32,
     due_at: i64,
@@ -136,51 +107,13 @@ fn fire(
     let now = tick.now_ms;
     let random = crate::random::bytes().map_err(|e| worker::Error::RustError(e.message))?;
     let new_id = job_id(now, u128::from_le_bytes(random));
-    let still_due = "FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1";
-    let not_run = "NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2)";
-    let queued = JobStatus::Queued.as_str();
-    let insert_job = tick
-        .db
-        .prepare(format!(
-            "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-             max_attempts, run_at, created_at, updated_at) \
-             SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6 \
-             {still_due} AND {not_run} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
-        ))
-        .bind(&[
-            num(id),
-            num(due_at),
-            new_id.as_str().into(),
-            job_type.family().as_str().into(),
-            num(max_attempts.into()),
-            num(now),
-        ])?;
-    let record = tick
-        .db
-        .prepare(format!(
-            "INSERT INTO schedule_runs (schedule_id, due_at, fired_at, job_id, missed) \
-             SELECT id, ?2, ?3, (SELECT id FROM jobs WHERE id = ?4), ?5 {still_due} \
-             ON CONFLICT DO NOTHING"
-        ))
-        .bind(&[
-            num(id),
-            num(due_at),
-            num(now),
-            new_id.as_str().into(),
-            num(catch_up.missed.into()),
-        ])?;
-    let advance = tick
-        .db
-        .prepare(
-            "UPDATE schedules SET next_run_at = ?3, last_run_at = ?4, missed_runs = missed_runs + ?5 \
-             WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1",
-        )
-        .bind(&[
-            num(id),
-            num(due_at),
-            num(catch_up.next_ms),
-            num(now),
-            num(catch_up.missed.into()),
-        ])?;
-    Ok([insert_job, record, advance])
+    let fire = Fire {
+        schedule_id,
+        due_at,
+        job_id: &new_id,
+        job_type,
+        max_attempts,
+        catch_up,
+    };
+    schedule_fire(tick.db, &fire, now)
 }

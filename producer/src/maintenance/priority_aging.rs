@@ -7,29 +7,16 @@
 //! or holds, is never promoted: a new family would take it out of its pause (it still gains
 //! priority, and moves once resumed).
 
-use jobs_shared::{
-    Family, JobStatus, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY, PAUSED_JOB_SQL,
-};
+use jobs_shared::Family;
+use jobs_store::jobs::{job_age_priority, job_promote, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
 use super::Tick;
-use crate::dispatch::{Unsent, UNSENT_COLUMNS};
-use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
-    let waiting = jobs_shared::sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
-    let starving = format!("status IN ({waiting}) AND run_at <= ?1 - {AGING_AFTER_MS}");
-    let params = [num(tick.now_ms), num(tick.config.batch.into())];
-    let mut statements = vec![tick
-        .db
-        .prepare(format!(
-            "UPDATE jobs SET priority = MIN({MAX_PRIORITY}, priority + {AGING_STEP}), aged_at = ?1, \
-             updated_at = ?1 WHERE id IN (SELECT id FROM jobs WHERE {starving} \
-             AND priority < {MAX_PRIORITY} AND (aged_at IS NULL OR aged_at <= ?1 - {AGING_EVERY_MS}) \
-             ORDER BY run_at LIMIT ?2)"
-        ))
-        .bind(&params)?];
+    let (now, batch) = (tick.now_ms, tick.config.batch);
+    let mut statements = vec![job_age_priority(tick.db, now, batch)?];
     // Highest target first, so a job climbs at most one family per tick.
     let mut steps: Vec<(Family, Family, u8)> = Family::ALL
         .into_iter()
@@ -39,19 +26,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         })
         .collect();
     steps.sort_by_key(|(_, to, _)| to.priority());
-    for (from, to, threshold) in &steps {
-        statements.push(
-            tick.db
-                .prepare(format!(
-                    "UPDATE jobs SET family = '{to}', sent_at = NULL, updated_at = ?1 WHERE id IN \
-                     (SELECT id FROM jobs WHERE family = '{from}' AND {starving} AND priority >= {threshold} \
-                     AND held_at IS NULL AND NOT {PAUSED_JOB_SQL} \
-                     ORDER BY priority DESC, run_at LIMIT ?2) RETURNING {UNSENT_COLUMNS}",
-                    to = to.as_str(),
-                    from = from.as_str(),
-                ))
-                .bind(&params)?,
-        );
+    for step in steps {
+        statements.push(job_promote(tick.db, step, now, batch)?);
     }
     let results = tick.db.batch(statements).await?;
     let aged = results[0].meta()?.and_then(|m| m.changes).unwrap_or(0);

@@ -8,29 +8,21 @@
 //! `finished`, `lease_held` or `duplicate`. Jobs held by a pause are left to the resume.
 //! Pages through a backlog within the tick.
 
-use jobs_shared::{sql_in_list, JobStatus};
+use jobs_store::jobs::job_list_stranded;
 use serde_json::Value;
 
 use super::paging::{self, Page};
 use super::Tick;
-use crate::dispatch::UNSENT_COLUMNS;
-use crate::job_store::num;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
 }
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let waiting = sql_in_list(&[JobStatus::Queued, JobStatus::Retrying]);
-    let lost = tick
-        .db
-        .prepare(format!(
-            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status IN ({waiting}) AND run_at <= ?1 \
-             AND sent_at <= ?1 AND held_at IS NULL ORDER BY run_at LIMIT ?2"
-        ))
-        .bind(&[
-            num(tick.now_ms - tick.config.stranded_after_ms),
-            num(tick.config.page.into()),
-        ])?;
+    let lost = job_list_stranded(
+        tick.db,
+        tick.now_ms - tick.config.stranded_after_ms,
+        tick.config.page,
+    )?;
     paging::resend(tick, lost).await
 }

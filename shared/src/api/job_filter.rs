@@ -150,7 +150,8 @@ impl JobFilter {
                 if statuses.is_empty() {
                     "NULL".to_string()
                 } else {
-                    crate::job::lifecycle::sql_in_list(&statuses)
+                    let quoted: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
+                    quoted.join(", ")
                 }
             ));
         }

@@ -13,21 +13,6 @@ use crate::util::config_var::int_var;
 pub const LOST_ATTEMPT: &str =
     "the lease expired before an outcome was recorded (the worker died or hung)";
 
-/// The statement that gives each lost attempt its run record: every job `lost` selects (a
-/// WHERE clause over `jobs`: `running`, its lease run out), at `now` (an SQL parameter such as
-/// `?1`). The consumer's claim and the sweep's rescuer both write it, whichever finds the job
-/// first; the other's insert is a no-op.
-pub fn record_lost_attempts_sql(now: &str, lost: &str) -> String {
-    format!(
-        "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
-         error_message, duration_ms) \
-         SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, \
-         CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'retrying' END, 'lease_expired', \
-         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}) FROM jobs WHERE {lost} \
-         ON CONFLICT DO NOTHING"
-    )
-}
-
 /// Time a handler may still need after its deadline to return (abort, close a browser).
 const DEADLINE_GRACE_MS: i64 = 5_000;
 

@@ -126,21 +126,6 @@ pub fn sources_of(to: JobStatus) -> Vec<JobStatus> {
         .collect()
 }
 
-/// `statuses` as an SQL list for `status IN (...)`, e.g. `'queued', 'retrying'`.
-pub fn sql_in_list(statuses: &[JobStatus]) -> String {
-    sql_name_list(statuses.iter().map(|s| s.as_str()))
-}
-
-/// Fixed names (statuses, families) as an SQL list for `... IN (...)`, e.g. `'low', 'bulk'`.
-/// Safe to splice into SQL: `'static` names are the code's own words, never user input.
-pub fn sql_name_list(names: impl IntoIterator<Item = &'static str>) -> String {
-    names
-        .into_iter()
-        .map(|name| format!("'{name}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,13 +200,6 @@ mod tests {
         assert_eq!(sources_of(Cancelled), [Scheduled, Queued, Retrying]);
         assert_eq!(sources_of(Scheduled), [Retrying, Queued]);
         assert!(sources_of(Succeeded) == [Running]);
-    }
-
-    #[test]
-    fn sql_in_list_quotes_each_status() {
-        assert_eq!(sql_in_list(&sources_of(Running)), "'queued', 'retrying'");
-        assert_eq!(sql_in_list(&[Dead]), "'dead'");
-        assert_eq!(sql_in_list(&[]), "");
     }
 
     fn status() -> impl Strategy<Value = JobStatus> {

@@ -7,10 +7,6 @@ use crate::job::family::Family;
 use crate::job::job_type::JobType;
 use serde_json::Value;
 
-/// True for a `jobs` row that a pause covers; spliced into the claim and the resume SQL.
-pub const PAUSED_JOB_SQL: &str = "EXISTS (SELECT 1 FROM pauses p WHERE \
-     (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family))";
-
 /// What a pause covers: `type/<job type>` or `family/<family>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PauseTarget {

@@ -21,20 +21,6 @@ pub const ROLLUP_LAG_MS: i64 = 15 * 60 * 1000 + 60_000;
 /// The longest span one roll-up covers, so catching up after downtime stays a bounded read.
 pub const ROLLUP_MAX_SPAN_MS: i64 = 60 * 60 * 1000;
 
-/// SQL giving the (non-cumulative) bucket index of `column` (ms); the last index is +Inf.
-pub fn bucket_sql(column: &str) -> String {
-    let arms: Vec<String> = DURATION_BUCKETS_MS
-        .iter()
-        .enumerate()
-        .map(|(i, le)| format!("WHEN {column} <= {le} THEN {i}"))
-        .collect();
-    format!(
-        "CASE {} ELSE {} END",
-        arms.join(" "),
-        DURATION_BUCKETS_MS.len()
-    )
-}
-
 /// The span of run end times the roll-up at `now_ms` adds, from the stored watermark.
 pub fn rollup_span(watermark_ms: i64, now_ms: i64) -> Option<(i64, i64)> {
     let until = (now_ms - ROLLUP_LAG_MS).min(watermark_ms + ROLLUP_MAX_SPAN_MS);
@@ -55,19 +41,6 @@ pub struct HistogramRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bucket_sql_names_every_bound() {
-        let sql = bucket_sql("d");
-        assert!(
-            sql.starts_with("CASE WHEN d <= 5 THEN 0 WHEN d <= 10 THEN 1 "),
-            "{sql}"
-        );
-        assert!(
-            sql.ends_with("WHEN d <= 900000 THEN 14 ELSE 15 END"),
-            "{sql}"
-        );
-    }
 
     #[test]
     fn rollups_lag_and_are_bounded() {

@@ -1,27 +1,31 @@
-//! SQL for operator actions on jobs. Each action is ONE D1 batch: the guarded update (its
+//! Operator actions on jobs. Each action is ONE D1 batch: the guarded update (its
 //! `status IN (...)` guard comes from the state machine), what the caller needs to answer, and
 //! the audit row, so a refused or failed action writes nothing at all.
 
-use jobs_shared::{sql_in_list, ApiError, JobStatus, Selection, SqlValue, MAX_BULK};
+use jobs_shared::JobStatus::{self, Queued};
+use jobs_shared::{Selection, SqlValue, MAX_BULK};
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::audit_store::{self, Entry};
-use super::d1::{self, text};
-use super::jobs_store::{SummaryRow, SUMMARY_COLUMNS};
+use super::read::{SummaryRow, SUMMARY_COLUMNS};
+use crate::audit::{self, Entry};
+use crate::d1::{statement, text};
+use crate::sql::status_list;
 
 /// The `SET` clause of a move to `to`. A requeue starts a fresh retry cycle (attempts 0, due
 /// now, back in the outbox until the consumer claims it); `runs` and the run records stay, so
 /// the job keeps its history and its next attempt gets a new run number.
-fn set_clause(to: JobStatus) -> &'static str {
+fn set_clause(to: JobStatus) -> String {
     match to {
-        JobStatus::Queued => {
-            "status = 'queued', attempts = 0, run_at = ?, updated_at = ?, sent_at = NULL, \
+        JobStatus::Queued => format!(
+            "status = '{Queued}', attempts = 0, run_at = ?, updated_at = ?, sent_at = NULL, \
              held_at = NULL, lease_until = NULL, error_class = NULL, last_error = NULL, \
              result = NULL, finished_at = NULL"
-        }
+        ),
         // Cancelled or skipped: finished, never to run.
-        _ => "status = ?, finished_at = ?, updated_at = ?, held_at = NULL, lease_until = NULL",
+        _ => {
+            "status = ?, finished_at = ?, updated_at = ?, held_at = NULL, lease_until = NULL".into()
+        }
     }
 }
 
@@ -43,7 +47,7 @@ fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<S
         Selection::Ids(ids) => (
             format!(
                 "id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
-                sql_in_list(sources)
+                status_list(sources)
             ),
             vec![text(serde_json::to_string(ids).unwrap_or_default())],
         ),
@@ -54,7 +58,7 @@ fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<S
 /// The live job, other than `alias` itself, holding `alias`'s (type, dedup_key): a job moved
 /// back to a live state may not take a key another live job holds (`jobs_dedup_live`).
 fn key_holder(alias: &str) -> String {
-    let live = sql_in_list(&JobStatus::live());
+    let live = status_list(&JobStatus::live());
     format!(
         "(SELECT l.id FROM jobs AS l INDEXED BY jobs_dedup_live WHERE l.type = {alias}.type \
          AND l.dedup_key = {alias}.dedup_key AND l.dedup_key IS NOT NULL \
@@ -93,11 +97,11 @@ pub struct Conflict {
 
 /// How many selected jobs would move, and how many would not (their dedup key is held);
 /// nothing is written.
-pub async fn count(
+pub async fn job_count_movable(
     db: &D1Database,
     selection: &Selection,
     sources: &[JobStatus],
-) -> Result<(i64, i64), ApiError> {
+) -> worker::Result<(i64, i64)> {
     let (held, values) = held_cte(selection, sources);
     let sql = format!(
         "{held}SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS count, \
@@ -108,8 +112,9 @@ pub async fn count(
         count: i64,
         conflicts: i64,
     }
-    let results = d1::batch(db, vec![d1::statement(db, &sql, &values)?]).await?;
-    Ok(d1::rows::<Counts>(&results[0])?
+    let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
+    Ok(results[0]
+        .results::<Counts>()?
         .first()
         .map_or((0, 0), |c| (c.count, c.conflicts)))
 }
@@ -127,12 +132,12 @@ pub struct Moved {
 /// action, in one batch. A job whose dedup key another live job holds does not move and is
 /// named in `conflicts`, so one taken key never fails the others, and `remaining` counts only
 /// jobs that could move: repeating the request while it is above 0 ends.
-pub async fn move_many(
+pub async fn job_move_many(
     db: &D1Database,
     selection: &Selection,
     (sources, to): (&[JobStatus], JobStatus),
     entry: &Entry<'_>,
-) -> Result<Moved, ApiError> {
+) -> worker::Result<Moved> {
     let (held, held_values) = held_cte(selection, sources);
     let limit = SqlValue::Int(MAX_BULK as i64);
     let mut values = held_values.clone();
@@ -151,20 +156,19 @@ pub async fn move_many(
          ORDER BY priority DESC, id LIMIT ?"
     );
     let remaining = format!("{held}SELECT COUNT(*) AS count FROM held WHERE held_by IS NULL");
-    let results = d1::batch(
-        db,
-        vec![
-            d1::statement(db, &conflicts, &conflict_values)?,
-            d1::statement(db, &update, &values)?,
-            audit_store::after_write(db, entry, false)?,
-            d1::statement(db, &remaining, &held_values)?,
-        ],
-    )
-    .await?;
+    let results = db
+        .batch(vec![
+            statement(db, &conflicts, &conflict_values)?,
+            statement(db, &update, &values)?,
+            audit::audit_insert_after_write(db, entry, false)?,
+            statement(db, &remaining, &held_values)?,
+        ])
+        .await?;
     Ok(Moved {
-        conflicts: d1::rows(&results[0])?,
-        jobs: d1::rows(&results[1])?,
-        remaining: d1::rows::<Count>(&results[3])?
+        conflicts: results[0].results()?,
+        jobs: results[1].results()?,
+        remaining: results[3]
+            .results::<Count>()?
             .first()
             .map_or(0, |c| c.count),
     })
@@ -187,13 +191,13 @@ pub struct Changed {
 
 /// One job's move, in one batch: its prior status (to explain a refusal), the guarded update,
 /// and the audit row (only if it moved).
-pub async fn move_one(
+pub async fn job_move_one(
     db: &D1Database,
     id: &str,
     (sources, to): (&[JobStatus], JobStatus),
     entry: &Entry<'_>,
-) -> Result<Changed, ApiError> {
-    let sources = sql_in_list(sources);
+) -> worker::Result<Changed> {
+    let sources = status_list(sources);
     let mut values = set_values(to, entry.now_ms);
     values.push(text(id));
     // A move back to a live state must not take a dedup key another live job holds.
@@ -211,14 +215,14 @@ pub async fn move_one(
 }
 
 /// Sets (`boost` false) or raises (`boost` true, capped at 100) a live job's priority.
-pub async fn set_priority(
+pub async fn job_set_priority(
     db: &D1Database,
     id: &str,
     value: i64,
     boost: bool,
     entry: &Entry<'_>,
-) -> Result<Changed, ApiError> {
-    let live = sql_in_list(&JobStatus::live());
+) -> worker::Result<Changed> {
+    let live = status_list(&JobStatus::live());
     let expr = if boost { "MIN(100, priority + ?)" } else { "?" };
     let update = format!(
         "UPDATE jobs SET priority = {expr}, updated_at = ? WHERE id = ? AND status IN ({live}) \
@@ -234,8 +238,8 @@ async fn change_one(
     update: &str,
     values: &[SqlValue],
     entry: &Entry<'_>,
-) -> Result<Changed, ApiError> {
-    let prior = d1::statement(
+) -> worker::Result<Changed> {
+    let prior = statement(
         db,
         &format!(
             "SELECT j.status, {} AS held_by FROM jobs AS j WHERE j.id = ?",
@@ -243,19 +247,17 @@ async fn change_one(
         ),
         &[text(id)],
     )?;
-    let results = d1::batch(
-        db,
-        vec![
+    let results = db
+        .batch(vec![
             prior,
-            d1::statement(db, update, values)?,
-            audit_store::after_write(db, entry, true)?,
-        ],
-    )
-    .await?;
-    let prior = d1::rows::<Prior>(&results[0])?.into_iter().next();
+            statement(db, update, values)?,
+            audit::audit_insert_after_write(db, entry, true)?,
+        ])
+        .await?;
+    let prior = results[0].results::<Prior>()?.into_iter().next();
     Ok(Changed {
         held_by: prior.as_ref().and_then(|p| p.held_by.clone()),
         prior: prior.and_then(|p| JobStatus::parse(&p.status)),
-        job: d1::rows(&results[1])?.into_iter().next(),
+        job: results[1].results()?.into_iter().next(),
     })
 }

@@ -1,12 +1,12 @@
-//! SQL for the audit log: one row per admin action, written in the same D1 batch as the action
+//! The `audit_log` table: one row per admin action, written in the same D1 batch as the action
 //! itself, so the log and the change commit (or fail) together.
 
-use jobs_shared::{api::page_cursor, ApiError, SqlValue};
+use jobs_shared::SqlValue;
 use serde::Deserialize;
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::d1::{self, text};
+use crate::d1::{statement, text};
 
 /// Who did what to which jobs. `affected` is taken from SQLite's `changes()`, the row count of
 /// the statement just before this one in the batch.
@@ -19,12 +19,12 @@ pub struct Entry<'a> {
 
 /// The audit row for the preceding write; with `only_if_changed`, nothing is logged when that
 /// write changed no row (a refused single-job action).
-pub fn after_write(
+pub fn audit_insert_after_write(
     db: &D1Database,
     entry: &Entry,
     only_if_changed: bool,
-) -> Result<D1PreparedStatement, ApiError> {
-    d1::statement(
+) -> worker::Result<D1PreparedStatement> {
+    statement(
         db,
         "INSERT INTO audit_log (at, actor, action, target, affected) \
          SELECT ?, ?, ?, ?, changes() WHERE changes() > 0 OR ? = 0",
@@ -40,12 +40,12 @@ pub fn after_write(
 
 /// An audit row whose count is computed by `count_sql` (with `count_values`) at that point of
 /// the batch, and written only if the previous statement changed a row.
-pub fn counted(
+pub fn audit_insert_counted(
     db: &D1Database,
     entry: &Entry,
     count_sql: &str,
     count_values: &[SqlValue],
-) -> Result<D1PreparedStatement, ApiError> {
+) -> worker::Result<D1PreparedStatement> {
     let mut values = vec![
         SqlValue::Int(entry.now_ms),
         text(entry.actor),
@@ -53,7 +53,7 @@ pub fn counted(
         text(entry.target.to_string()),
     ];
     values.extend_from_slice(count_values);
-    d1::statement(
+    statement(
         db,
         &format!(
             "INSERT INTO audit_log (at, actor, action, target, affected) \
@@ -74,12 +74,12 @@ pub struct AuditRow {
 }
 
 /// Newest first; `before` is the id of the last row of the previous page.
-pub async fn list(
+pub async fn audit_list(
     db: &D1Database,
     before: Option<i64>,
     limit: u32,
-) -> Result<Vec<AuditRow>, ApiError> {
-    let stmt = d1::statement(
+) -> worker::Result<Vec<AuditRow>> {
+    let stmt = statement(
         db,
         "SELECT id, at, actor, action, target, affected FROM audit_log \
          WHERE id < ? ORDER BY id DESC LIMIT ?",
@@ -88,10 +88,6 @@ pub async fn list(
             SqlValue::Int(i64::from(limit) + 1),
         ],
     )?;
-    let results = d1::batch(db, vec![stmt]).await?;
-    d1::rows(&results[0])
-}
-
-pub fn cursor(row: &AuditRow) -> String {
-    page_cursor::encode(row.id, "")
+    let results = db.batch(vec![stmt]).await?;
+    results[0].results()
 }

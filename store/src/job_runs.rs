@@ -1,0 +1,164 @@
+//! The `job_runs` table: one row per attempt (its run number, times, outcome, error and cost),
+//! written with the job's next state and read by the job's view, the operator's stats and
+//! failures, and the sweep's alerts.
+
+use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::ErrorClass::LeaseExpired;
+use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{num, statement};
+use jobs_shared::SqlValue;
+
+/// The statement that gives each lost attempt its run record: every job `lost` selects (a
+/// WHERE clause over `jobs`: `running`, its lease run out), at `now` (an SQL parameter such as
+/// `?1`). The consumer's claim and the sweep's rescuer both write it, whichever finds the job
+/// first; the other's insert is a no-op.
+pub(crate) fn record_lost_attempts_sql(now: &str, lost: &str) -> String {
+    format!(
+        "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
+         error_message, duration_ms) \
+         SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, \
+         CASE WHEN attempts >= max_attempts THEN '{Dead}' ELSE '{Retrying}' END, '{LeaseExpired}', \
+         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}) FROM jobs WHERE {lost} \
+         ON CONFLICT DO NOTHING"
+    )
+}
+
+/// The run records of one kind of outcome, from `rows` (a JSON array over which `run_values`
+/// are SQL, see `jobs::job_set_outcome_many`), each for a job still `running` under that run.
+pub(crate) fn job_run_insert_outcomes(
+    db: &D1Database,
+    rows: &JsValue,
+    run_columns: &str,
+    run_values: &str,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, duration_ms, \
+         {run_columns}) \
+         SELECT j.id, j.runs, j.attempts, o.value ->> 2, o.value ->> 3, \
+         (o.value ->> 3) - (o.value ->> 2), {run_values} \
+         FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
+         AND +j.status = '{Running}' AND j.runs = o.value ->> 1"
+    ))
+    .bind(std::slice::from_ref(rows))
+}
+
+/// One attempt's record.
+#[derive(Deserialize)]
+pub struct RunRow {
+    pub run: i64,
+    pub attempt: i64,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub outcome: String,
+    pub error_class: Option<String>,
+    pub error_message: Option<String>,
+    pub duration_ms: i64,
+    pub cost_cents: f64,
+}
+
+/// Every run of the job `id`, in order.
+pub async fn job_run_list(db: &D1Database, id: &str) -> worker::Result<Vec<RunRow>> {
+    db.prepare(
+        "SELECT run, attempt, started_at, finished_at, outcome, error_class, error_message, \
+         duration_ms, cost_cents FROM job_runs WHERE job_id = ? ORDER BY run",
+    )
+    .bind(&[id.into()])?
+    .all()
+    .await?
+    .results()
+}
+
+#[derive(Deserialize)]
+pub struct FailureRow {
+    pub job_id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub family: String,
+    pub status: String,
+    pub run: i64,
+    pub attempt: i64,
+    pub finished_at: i64,
+    pub outcome: String,
+    pub error_class: Option<String>,
+    pub error_message: Option<String>,
+}
+
+/// The latest failed attempts (retried or dead), newest first.
+pub async fn job_run_list_recent_failures(
+    db: &D1Database,
+    limit: u32,
+) -> worker::Result<Vec<FailureRow>> {
+    let stmt = statement(
+        db,
+        &format!(
+            "SELECT r.job_id, j.type, j.family, j.status, r.run, r.attempt, r.finished_at, \
+             r.outcome, r.error_class, r.error_message \
+             FROM job_runs r JOIN jobs j ON j.id = r.job_id \
+             WHERE r.outcome IN ('{Retrying}', '{Dead}') ORDER BY r.finished_at DESC LIMIT ?"
+        ),
+        &[SqlValue::Int(i64::from(limit))],
+    )?;
+    let results = db.batch(vec![stmt]).await?;
+    results[0].results()
+}
+
+/// One family's (or `all`'s) window of attempts.
+#[derive(Deserialize, Default, Clone)]
+pub struct WindowRow {
+    pub family: String,
+    pub finished: i64,
+    pub succeeded: i64,
+    pub retried: i64,
+    pub dead: i64,
+    pub finished_recent: i64,
+    pub avg_wait_ms: Option<f64>,
+    pub p50_ms: Option<i64>,
+    pub p95_ms: Option<i64>,
+}
+
+/// The attempts that finished since `since_ms` (rows: [`WindowRow`]), per family, or with
+/// `overall` one row with family `all`; "recent" counts those since `recent_ms`. The
+/// percentiles are nearest-rank: the value at rank ceil(n * p / 100) by duration.
+pub fn job_run_window(
+    db: &D1Database,
+    overall: bool,
+    since_ms: i64,
+    recent_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let key = if overall { "'all'" } else { "j.family" };
+    statement(
+        db,
+        &format!(
+            "SELECT family, COUNT(*) AS finished, SUM(outcome = '{Succeeded}') AS succeeded, \
+             SUM(outcome = '{Retrying}') AS retried, SUM(outcome = '{Dead}') AS dead, \
+             SUM(finished_at >= ?) AS finished_recent, \
+             AVG(CASE WHEN run = 1 THEN started_at - created_at END) AS avg_wait_ms, \
+             MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms, \
+             MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms \
+             FROM (SELECT {key} AS family, r.outcome, r.finished_at, r.run, r.started_at, \
+               j.created_at, r.duration_ms, \
+               ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY r.duration_ms) AS rn, \
+               COUNT(*) OVER (PARTITION BY {key}) AS n \
+               FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?) \
+             GROUP BY family"
+        ),
+        &[SqlValue::Int(recent_ms), SqlValue::Int(since_ms)],
+    )
+}
+
+/// Each family's attempts and failed attempts since `since_ms` (rows: shared `FamilyWindow`).
+pub fn job_run_count_failed_by_family(
+    db: &D1Database,
+    since_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome <> '{Succeeded}') AS failed \
+         FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1 \
+         GROUP BY j.family"
+    ))
+    .bind(&[num(since_ms)])
+}

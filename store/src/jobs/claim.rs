@@ -1,0 +1,187 @@
+//! A consumer batch's claim: one round trip moves every claimable job of the batch to
+//! `running`, and the heartbeat extends the leases of those it still runs.
+
+use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::ErrorClass::LeaseExpired;
+use jobs_shared::JobStatus::{Dead, Running};
+use jobs_shared::{sources_of, D1Stats, Family};
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{counted_batch, json, num};
+use crate::job_runs::record_lost_attempts_sql;
+use crate::pauses::PAUSED_JOB_SQL;
+use crate::sql::status_list;
+
+/// Messages may arrive a little before their delay ends; this much early is still "due".
+const EARLY_TOLERANCE_MS: i64 = 1_000;
+
+/// A job this batch now runs.
+#[derive(Deserialize)]
+pub struct Claimed {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub payload: String,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub runs: u32,
+    /// Chain columns (README "Job chains"); all absent outside a chain.
+    pub parent_id: Option<String>,
+    pub chain_step: Option<u32>,
+    pub next_steps: Option<String>,
+    pub chain_status: Option<String>,
+    /// The enqueue request's correlation id (NULL on jobs written without one).
+    pub correlation_id: Option<String>,
+}
+
+impl Claimed {
+    /// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
+    pub fn correlation(&self) -> &str {
+        self.correlation_id.as_deref().unwrap_or(&self.id)
+    }
+}
+
+/// The state of a job whose message claimed nothing, to say why.
+#[derive(Deserialize)]
+pub struct Seen {
+    pub id: String,
+    pub status: String,
+    pub run_at: i64,
+    pub lease_until: Option<i64>,
+    /// The job's family now; priority aging may have moved it to another queue.
+    pub family: String,
+}
+
+/// A job a pause covers: not claimed (no attempt spent), marked held for the resume to re-send.
+#[derive(Deserialize)]
+pub struct Held {
+    pub id: String,
+}
+
+/// A job whose lease ran out under an attempt that was its last: the claim records the lost
+/// attempt and ends it `dead` instead of running it again.
+#[derive(Deserialize)]
+pub struct Exhausted {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub attempts: u32,
+    pub correlation_id: Option<String>,
+    /// Chain columns: a dead step fails its chain.
+    pub parent_id: Option<String>,
+    pub chain_step: Option<u32>,
+    pub chain_status: Option<String>,
+}
+
+pub struct Claim {
+    pub claimed: Vec<Claimed>,
+    pub held: Vec<Held>,
+    pub exhausted: Vec<Exhausted>,
+}
+
+/// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
+/// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
+/// (its worker died). Claiming also proves the job's message left the outbox. Only a message
+/// from the job's current family's queue claims it: after a promotion the old one is stale.
+/// Why a message claimed nothing is read in the second round trip (`job_set_outcome_many`),
+/// for those ids only: on the happy path there are none, and the claim returns nothing else.
+/// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
+/// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
+/// past its max_attempts.
+/// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
+/// how short a `json_each` list is and would otherwise scan the whole backlog by status.
+pub async fn job_claim(
+    db: &D1Database,
+    family: Family,
+    ids: &[&str],
+    now_ms: i64,
+    lease_until: i64,
+    stats: &mut D1Stats,
+) -> worker::Result<Claim> {
+    let ids_json = json(ids);
+    let claimable = status_list(&sources_of(Running));
+    let family_name = JsValue::from_str(family.as_str());
+    let lost = format!(
+        "id IN (SELECT value FROM json_each(?1)) AND +status = '{Running}' AND lease_until < ?2 \
+                AND family = ?3"
+    );
+    let record_lost = db.prepare(record_lost_attempts_sql("?2", &lost)).bind(&[
+        ids_json.clone(),
+        num(now_ms),
+        family_name.clone(),
+    ])?;
+    let exhaust = db
+        .prepare(format!(
+            "UPDATE jobs SET status = '{Dead}', finished_at = ?2, lease_until = NULL, \
+             error_class = '{LeaseExpired}', last_error = '{LOST_ATTEMPT}', updated_at = ?2, \
+             escalated_at = NULL WHERE {lost} AND attempts >= max_attempts \
+             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status"
+        ))
+        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
+    let update = db
+        .prepare(format!(
+            "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
+             updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
+             AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+             RETURNING id, type, payload, attempts, max_attempts, runs, \
+             parent_id, chain_step, next_steps, chain_status, correlation_id"
+        ))
+        .bind(&[
+            ids_json.clone(),
+            num(now_ms),
+            num(lease_until),
+            num(now_ms + EARLY_TOLERANCE_MS),
+            family_name.clone(),
+        ])?;
+    // What a pause kept from the claim above: held (sent_at set, so the sweep leaves it be)
+    // until the resume clears held_at and re-sends it.
+    let hold = db
+        .prepare(format!(
+            "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?3 \
+             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
+             AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
+        ))
+        .bind(&[
+            ids_json,
+            num(now_ms),
+            num(now_ms + EARLY_TOLERANCE_MS),
+            family_name,
+        ])?;
+    let results = counted_batch(db, vec![record_lost, exhaust, update, hold], stats).await?;
+    Ok(Claim {
+        exhausted: results[1].results()?,
+        claimed: results[2].results()?,
+        held: results[3].results()?,
+    })
+}
+
+/// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the
+/// run, so a job another attempt took over is left alone.
+pub async fn job_extend_leases(
+    db: &D1Database,
+    jobs: &[(&str, u32)],
+    lease_until: i64,
+    stats: &mut D1Stats,
+) -> worker::Result<()> {
+    let extend = db
+        .prepare(format!(
+            "UPDATE jobs SET lease_until = ?2 FROM json_each(?1) o \
+             WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
+        ))
+        .bind(&[json(jobs), num(lease_until)])?;
+    counted_batch(db, vec![extend], stats).await.map(|_| ())
+}
+
+/// The state of the jobs `ids` (rows: [`Seen`]): read for messages that claimed nothing.
+pub(super) fn job_list_seen(db: &D1Database, ids: &[&str]) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT id, status, run_at, lease_until, family FROM jobs \
+         WHERE id IN (SELECT value FROM json_each(?1))",
+    )
+    .bind(&[json(ids)])
+}

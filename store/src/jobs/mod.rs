@@ -1,0 +1,61 @@
+//! The `jobs` table, one file per part of a job's life: written (`insert`), claimed and kept
+//! (`claim`), its attempt recorded (`outcome`) or its lost attempt rescued (`rescue`), its chain moved (`chain`), read (`read`,
+//! `counts`), moved by an operator (`operator`), held by a pause (`held`), put back by a DLQ
+//! arrival (`arrivals`), and kept moving by the sweep (`sweep`, `escalation`).
+
+mod arrivals;
+mod chain;
+mod claim;
+mod counts;
+mod escalation;
+mod held;
+mod insert;
+mod operator;
+mod outcome;
+mod read;
+mod rescue;
+mod sweep;
+
+use serde::Deserialize;
+
+pub use arrivals::job_settle_dlq_arrivals;
+pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
+pub use claim::{job_claim, job_extend_leases, Claim, Claimed, Exhausted, Held, Seen};
+pub use counts::{
+    job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
+    job_count_running_by_family, job_count_waiting_by_family, CountRow, RunningRow, WaitingRow,
+};
+pub(crate) use escalation::digest_pending_sql;
+pub use escalation::{
+    job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
+    job_unclaim_escalation,
+};
+pub use held::job_release_held;
+pub(crate) use held::releasable;
+pub use insert::{job_insert_many, rows_json, Written};
+pub use operator::{
+    job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
+};
+pub use outcome::{job_set_outcome_many, Finished, Leftovers};
+pub use read::{job_get_by_id, job_list, JobRow, Page, SummaryRow};
+pub use rescue::{job_rescue_expired, Rescued};
+pub use sweep::{
+    job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
+    job_promote, job_schedule,
+};
+
+/// A job read back to be sent: what its message and delay need.
+#[derive(Deserialize)]
+pub struct Unsent {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub family: String,
+    pub run_at: i64,
+    /// Carried in the message (the consumer reads the column too).
+    #[serde(default)]
+    pub correlation_id: Option<String>,
+}
+
+/// The columns an [`Unsent`] is read from, for `RETURNING` and `SELECT` lists.
+pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";

@@ -1,0 +1,249 @@
+//! A consumer batch's record: one round trip writes every attempt's run record and its job's
+//! next state, a chain's next move, the claims to undo, and reads the jobs of the messages
+//! that claimed nothing. Never one per message.
+
+use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
+use jobs_shared::observe::job_event::run_outcome;
+use jobs_shared::JobStatus::{Queued, Running, Succeeded};
+use jobs_shared::{ChainMove, D1Stats, Decision, JobError, NewJob};
+use serde::Serialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::chain::{self, job_set_chain_failed_many, FailedChain};
+use super::claim::{job_list_seen, Claimed, Seen};
+use crate::d1::{counted_batch, json};
+use crate::job_runs::job_run_insert_outcomes;
+
+/// What the record writes beside the attempts' outcomes, and the jobs it reads.
+#[derive(Clone, Copy, Default)]
+pub struct Leftovers<'a> {
+    /// Jobs claimed but never started (the batch ran out of wall time or subrequests): back to
+    /// `queued` with the claim's attempt and run undone, for their messages to come back.
+    pub released: &'a [&'a Claimed],
+    /// The chains of steps the claim found dead.
+    pub failed_chains: &'a [FailedChain],
+    /// Jobs of messages that claimed nothing: their state is read, to say why.
+    pub unclaimed: &'a [&'a str],
+}
+
+/// One attempt's end, to be written.
+pub struct Finished<'a> {
+    pub job: &'a Claimed,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub decision: &'a Decision,
+    pub result: Option<String>,
+    /// What the attempt spent, in cents (job_runs.cost_cents).
+    pub cost_cents: f64,
+    /// The chain's move after it, with the next step's job when there is one.
+    pub chain: (&'a ChainMove, Option<&'a NewJob>),
+}
+
+/// The batch's second round trip: every attempt's run record and the job's next state (plus a
+/// chain's next steps), and the state of the jobs in `unclaimed` (messages that claimed
+/// nothing), which it returns. No round trip when there is nothing to write or read.
+///
+/// Outcomes are two set-based statements per kind of outcome, whatever the batch size, since
+/// per-statement overhead is most of D1's cost at batch sizes. Successes, nearly every row,
+/// carry only what differs between them (id, run, times, result, cost); their constant columns
+/// are in the SQL, and rows are positional arrays: each field SQLite extracts from a row's JSON
+/// is real work per row. Every write is guarded by (status = running, runs = this run), so an
+/// attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
+/// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `job_claim`).
+pub async fn job_set_outcome_many(
+    db: &D1Database,
+    finished: &[Finished<'_>],
+    leftovers: &Leftovers<'_>,
+    stats: &mut D1Stats,
+) -> worker::Result<Vec<Seen>> {
+    let Leftovers {
+        released,
+        failed_chains,
+        unclaimed,
+    } = *leftovers;
+    let mut succeeded = Vec::new();
+    let mut failed = Vec::new();
+    for f in finished {
+        match f.decision {
+            Decision::Succeed => succeeded.push(row(&SucceededRow::of(f))),
+            Decision::Retry { error, delay_secs } => {
+                let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
+                failed.push(row(&FailedRow::of(f, error, Some(run_at), true)));
+            }
+            // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
+            Decision::Hold { error, until_ms } => {
+                failed.push(row(&FailedRow::of(f, error, Some(*until_ms), false)))
+            }
+            Decision::Dead { error } => failed.push(row(&FailedRow::of(f, error, None, true))),
+        }
+    }
+    let mut statements = Vec::new();
+    for (sql, rows) in [
+        (OutcomeSql::succeeded(), succeeded),
+        (OutcomeSql::failed(), failed),
+    ] {
+        for array in json_arrays(&rows, MAX_ROWS_JSON_BYTES) {
+            statements.extend(sql.statements(db, array)?);
+        }
+    }
+    if !released.is_empty() {
+        statements.push(release(db, released)?);
+    }
+    if !failed_chains.is_empty() {
+        statements.push(job_set_chain_failed_many(db, failed_chains)?);
+    }
+    for f in finished {
+        let step_status = run_outcome(f.decision);
+        statements.extend(chain::statements(
+            db,
+            f.job,
+            f.chain,
+            step_status,
+            f.finished_at,
+        )?);
+    }
+    if !unclaimed.is_empty() {
+        statements.push(job_list_seen(db, unclaimed)?);
+    }
+    if statements.is_empty() {
+        return Ok(Vec::new());
+    }
+    let results = counted_batch(db, statements, stats).await?;
+    match (unclaimed.is_empty(), results.last()) {
+        (false, Some(seen)) => seen.results(),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// How one kind of outcome is written: the run record's columns and the job's new state, as
+/// SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
+/// 3 finished_at, the rest the kind's own).
+struct OutcomeSql {
+    /// job_runs columns after (job_id, run, attempt, started_at, finished_at, duration_ms).
+    run_columns: &'static str,
+    run_values: String,
+    jobs_set: String,
+}
+
+impl OutcomeSql {
+    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents].
+    fn succeeded() -> OutcomeSql {
+        OutcomeSql {
+            run_columns: "outcome, cost_cents",
+            run_values: format!("'{Succeeded}', o.value ->> 5"),
+            jobs_set: format!(
+                "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
+                 last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3"
+            ),
+        }
+    }
+
+    /// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
+    /// error_message, run_at, sent_at, finished_at or null]. The run's outcome is also the
+    /// job's new status (retrying or dead).
+    fn failed() -> OutcomeSql {
+        OutcomeSql {
+            run_columns: "cost_cents, outcome, error_class, error_message",
+            run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7".into(),
+            jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
+                       last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
+                       sent_at = o.value ->> 9, finished_at = o.value ->> 10"
+                .into(),
+        }
+    }
+
+    /// The two statements for `rows`, a JSON array of this kind's rows.
+    fn statements(
+        &self,
+        db: &D1Database,
+        rows: String,
+    ) -> worker::Result<[D1PreparedStatement; 2]> {
+        let rows = JsValue::from_str(&rows);
+        let runs = job_run_insert_outcomes(db, &rows, self.run_columns, &self.run_values)?;
+        let jobs_set = &self.jobs_set;
+        let jobs = db
+            .prepare(format!(
+                "UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
+                 escalated_at = NULL FROM json_each(?1) o \
+                 WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
+            ))
+            .bind(&[rows])?;
+        Ok([runs, jobs])
+    }
+}
+
+/// One outcome row as JSON (rows are joined into arrays that fit D1, see `job_set_outcome_many`).
+fn row(row: &impl Serialize) -> String {
+    serde_json::to_string(row).unwrap_or_default()
+}
+
+/// Undoes the claim of jobs that never started: no attempt was spent on them.
+fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedStatement> {
+    let rows: Vec<(&str, u32)> = jobs.iter().map(|j| (j.id.as_str(), j.runs)).collect();
+    db.prepare(format!(
+        "UPDATE jobs SET status = '{Queued}', attempts = attempts - 1, runs = runs - 1, \
+         lease_until = NULL FROM json_each(?1) o \
+         WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
+    ))
+    .bind(&[json(&rows)])
+}
+
+/// A success as the succeeded statements read it.
+#[derive(Serialize)]
+struct SucceededRow<'a>(&'a str, u32, i64, i64, Option<&'a str>, f64);
+
+impl<'a> SucceededRow<'a> {
+    fn of(f: &'a Finished<'_>) -> Self {
+        let job = f.job;
+        SucceededRow(
+            &job.id,
+            job.runs,
+            f.started_at,
+            f.finished_at,
+            f.result.as_deref(),
+            f.cost_cents,
+        )
+    }
+}
+
+/// A failure as the failed statements read it.
+#[derive(Serialize)]
+struct FailedRow<'a>(
+    &'a str,
+    u32,
+    i64,
+    i64,
+    f64,
+    &'static str,
+    &'static str,
+    &'a str,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+impl<'a> FailedRow<'a> {
+    /// `message_in_queue`: false while no message is in the queue (sent_at stays NULL).
+    fn of(
+        f: &'a Finished<'_>,
+        error: &'a JobError,
+        run_at: Option<i64>,
+        message_in_queue: bool,
+    ) -> Self {
+        let finished = matches!(f.decision, Decision::Dead { .. }).then_some(f.finished_at);
+        FailedRow(
+            &f.job.id,
+            f.job.runs,
+            f.started_at,
+            f.finished_at,
+            f.cost_cents,
+            run_outcome(f.decision),
+            error.class.as_str(),
+            &error.message,
+            run_at,
+            message_in_queue.then_some(f.finished_at),
+            finished,
+        )
+    }
+}

@@ -1,0 +1,112 @@
+//! Reading jobs: one job as the API shows it, and the operator's filtered lists in a stable
+//! order (priority high to low, then oldest first, since ids are ULIDs), paged by a cursor.
+
+use jobs_shared::{JobFilter, JobStatus, SqlValue};
+use serde::Deserialize;
+use worker::D1Database;
+
+use crate::d1::{statement, text};
+
+/// A job row as the API shows it.
+#[derive(Deserialize)]
+pub struct JobRow {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub family: String,
+    pub status: String,
+    pub priority: i64,
+    pub payload: String,
+    pub dedup_key: Option<String>,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_at: i64,
+    pub error_class: Option<String>,
+    pub last_error: Option<String>,
+    pub result: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub correlation_id: Option<String>,
+    /// Its place in a chain (README "Job chains").
+    pub parent_id: Option<String>,
+    pub chain_step: Option<i64>,
+    pub chain_status: Option<String>,
+    pub chain_error: Option<String>,
+    pub next_steps: Option<String>,
+}
+
+/// The job `id`, if there is one.
+pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<JobRow>> {
+    db.prepare(
+        "SELECT id, type, family, status, priority, payload, dedup_key, attempts, max_attempts, \
+         run_at, error_class, last_error, result, created_at, updated_at, started_at, \
+         finished_at, correlation_id, parent_id, chain_step, chain_status, chain_error, next_steps \
+         FROM jobs WHERE id = ?",
+    )
+    .bind(&[id.into()])?
+    .first(None)
+    .await
+}
+
+/// The columns every admin job summary shows; also what a job action's `RETURNING` gives back.
+pub(super) const SUMMARY_COLUMNS: &str = "id, type, family, status, priority, attempts, \
+     max_attempts, runs, run_at, created_at, finished_at, error_class, last_error, held_at";
+
+/// The dead-letter list's extra columns: how often the job reached its family's DLQ.
+const DLQ_COLUMNS: &str = ", (SELECT COUNT(*) FROM dead_letters d WHERE d.job_id = jobs.id) \
+     AS dlq_arrivals, (SELECT MAX(arrived_at) FROM dead_letters d WHERE d.job_id = jobs.id) \
+     AS dlq_last_arrived_at";
+
+#[derive(Deserialize)]
+pub struct SummaryRow {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub family: String,
+    pub status: String,
+    pub priority: i64,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub runs: i64,
+    pub run_at: i64,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub error_class: Option<String>,
+    pub last_error: Option<String>,
+    pub held_at: Option<i64>,
+    #[serde(default)]
+    pub dlq_arrivals: Option<i64>,
+    #[serde(default)]
+    pub dlq_last_arrived_at: Option<i64>,
+}
+
+pub struct Page<'a> {
+    pub filter: &'a JobFilter,
+    /// Restricts the statuses (the dead-letter list's `dead`) and adds each job's DLQ arrivals.
+    pub only: Option<&'a [JobStatus]>,
+    pub after: Option<(i64, String)>,
+    pub limit: u32,
+}
+
+/// One page, plus one row more than `limit` when there is a next page.
+pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<SummaryRow>> {
+    let (mut conds, mut values) = page.filter.to_sql(page.only);
+    if let Some((priority, id)) = &page.after {
+        conds.push_str(" AND (priority < ? OR (priority = ? AND id > ?))");
+        values.extend([
+            SqlValue::Int(*priority),
+            SqlValue::Int(*priority),
+            text(id.as_str()),
+        ]);
+    }
+    values.push(SqlValue::Int(i64::from(page.limit) + 1));
+    let extra = if page.only.is_some() { DLQ_COLUMNS } else { "" };
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS}{extra} FROM jobs WHERE {conds} \
+         ORDER BY priority DESC, id LIMIT ?"
+    );
+    let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
+    results[0].results()
+}

@@ -1,0 +1,324 @@
+//! The `schedules` table (recurring jobs) and its `schedule_runs` (one row per run, the key a
+//! repeated tick cannot write twice): the admin API's CRUD, and the sweep's firing
+//! (`periodic_job_enqueuer`), lateness (alerts) and retention.
+
+use jobs_shared::{CatchUp, JobStatus, JobType, ScheduleSpec};
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{num, opt_str};
+use crate::jobs::UNSENT_COLUMNS;
+
+/// A stored schedule, as D1 returns it.
+#[derive(Deserialize)]
+pub struct ScheduleRow {
+    pub id: i64,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub payload: String,
+    pub cron_expression: String,
+    pub enabled: i64,
+    pub priority: i64,
+    pub max_attempts: Option<i64>,
+    pub dedup_key: Option<String>,
+    pub next_run_at: Option<i64>,
+    pub last_run_at: Option<i64>,
+    pub missed_runs: i64,
+    pub created_by: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One run of a schedule.
+#[derive(Deserialize)]
+pub struct ScheduleRunRow {
+    pub due_at: i64,
+    pub fired_at: i64,
+    pub job_id: Option<String>,
+    pub missed: i64,
+}
+
+const COLUMNS: &str = "id, name, description, type, payload, cron_expression, enabled, priority, \
+    max_attempts, dedup_key, next_run_at, last_run_at, missed_runs, created_by, created_at, updated_at";
+
+/// The path's `{id}`: a numeric id, or else the schedule's unique name.
+fn key(id_or_name: &str) -> (JsValue, &'static str) {
+    match id_or_name.parse::<i64>() {
+        Ok(id) => (num(id), "id = ?1"),
+        Err(_) => (id_or_name.into(), "name = ?1"),
+    }
+}
+
+/// A page in id order, after the id `after`; one more row than asked says whether more follow.
+pub async fn schedule_list(
+    db: &D1Database,
+    after: i64,
+    limit: u32,
+) -> worker::Result<Vec<ScheduleRow>> {
+    db.prepare(format!(
+        "SELECT {COLUMNS} FROM schedules WHERE id > ?1 ORDER BY id LIMIT ?2"
+    ))
+    .bind(&[num(after), num(i64::from(limit) + 1)])?
+    .all()
+    .await?
+    .results()
+}
+
+pub async fn schedule_get(
+    db: &D1Database,
+    id_or_name: &str,
+) -> worker::Result<Option<ScheduleRow>> {
+    let (value, filter) = key(id_or_name);
+    db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE {filter}"))
+        .bind(&[value])?
+        .first(None)
+        .await
+}
+
+/// A schedule and its latest `limit` runs, newest first, in one round trip.
+pub async fn schedule_get_with_runs(
+    db: &D1Database,
+    id_or_name: &str,
+    limit: u32,
+) -> worker::Result<Option<(ScheduleRow, Vec<ScheduleRunRow>)>> {
+    let (value, filter) = key(id_or_name);
+    let results = db
+        .batch(vec![
+            db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE {filter}"))
+                .bind(std::slice::from_ref(&value))?,
+            db.prepare(format!(
+                "SELECT due_at, fired_at, job_id, missed FROM schedule_runs \
+                 WHERE schedule_id = (SELECT id FROM schedules WHERE {filter}) \
+                 ORDER BY due_at DESC LIMIT ?2"
+            ))
+            .bind(&[value, num(limit.into())])?,
+        ])
+        .await?;
+    let Some(row) = results[0].results::<ScheduleRow>()?.pop() else {
+        return Ok(None);
+    };
+    Ok(Some((row, results[1].results()?)))
+}
+
+/// The spec's columns in the order `?2`..`?11` of the statements below.
+fn spec_params(spec: &ScheduleSpec, next_run_at: Option<i64>) -> Vec<JsValue> {
+    vec![
+        spec.name.as_str().into(),
+        opt_str(spec.description.as_deref()),
+        spec.job_type.as_str().into(),
+        spec.payload.as_str().into(),
+        spec.cron_expression.as_str().into(),
+        num(spec.enabled.into()),
+        num(spec.priority),
+        spec.max_attempts.map_or(JsValue::NULL, |n| num(n.into())),
+        opt_str(spec.dedup_key.as_deref()),
+        next_run_at.map_or(JsValue::NULL, num),
+    ]
+}
+
+/// Inserts a schedule; `None` when the name is taken.
+pub async fn schedule_insert(
+    db: &D1Database,
+    spec: &ScheduleSpec,
+    next_run_at: Option<i64>,
+    now_ms: i64,
+) -> worker::Result<Option<ScheduleRow>> {
+    let mut params = vec![num(now_ms)];
+    params.extend(spec_params(spec, next_run_at));
+    params.push(opt_str(spec.created_by.as_deref()));
+    db.prepare(format!(
+        "INSERT INTO schedules (name, description, type, payload, cron_expression, enabled, priority, \
+         max_attempts, dedup_key, next_run_at, created_by, created_at, updated_at) \
+         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?1, ?1) \
+         ON CONFLICT (name) DO NOTHING RETURNING {COLUMNS}"
+    ))
+    .bind(&params)?
+    .first(None)
+    .await
+}
+
+/// Replaces a schedule's fields, if it is still at `updated_at` (so two concurrent edits
+/// cannot silently merge; the sweep does not touch `updated_at`). `next_run_at` `None` keeps
+/// the stored one. `Ok(None)`: it changed or went meanwhile; `Err` with a UNIQUE failure: the
+/// new name is taken.
+pub async fn schedule_update(
+    db: &D1Database,
+    current: &ScheduleRow,
+    spec: &ScheduleSpec,
+    next_run_at: Option<i64>,
+    now_ms: i64,
+) -> worker::Result<Option<ScheduleRow>> {
+    let mut params = vec![num(current.id)];
+    params.extend(spec_params(spec, next_run_at));
+    params.push(opt_str(spec.created_by.as_deref()));
+    params.push(num(now_ms));
+    params.push(num(current.updated_at));
+    db.prepare(format!(
+        "UPDATE schedules SET name = ?2, description = ?3, type = ?4, payload = ?5, cron_expression = ?6, \
+         enabled = ?7, priority = ?8, max_attempts = ?9, dedup_key = ?10, next_run_at = COALESCE(?11, next_run_at), \
+         created_by = ?12, updated_at = ?13 WHERE id = ?1 AND updated_at = ?14 RETURNING {COLUMNS}"
+    ))
+    .bind(&params)?
+    .first(None)
+    .await
+}
+
+/// Deletes a schedule and its run records, in one round trip; false if there was none.
+pub async fn schedule_delete(db: &D1Database, id_or_name: &str) -> worker::Result<bool> {
+    let (value, filter) = key(id_or_name);
+    let results = db
+        .batch(vec![
+            db.prepare(format!(
+                "DELETE FROM schedule_runs \
+                 WHERE schedule_id = (SELECT id FROM schedules WHERE {filter})"
+            ))
+            .bind(std::slice::from_ref(&value))?,
+            db.prepare(format!("DELETE FROM schedules WHERE {filter} RETURNING id"))
+                .bind(&[value])?,
+        ])
+        .await?;
+    Ok(!results[1].results::<serde_json::Value>()?.is_empty())
+}
+
+/// An enabled schedule that is due (or was never planned), as the sweep reads it.
+#[derive(Deserialize)]
+pub struct DueSchedule {
+    pub id: i64,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub cron_expression: String,
+    pub max_attempts: Option<u32>,
+    pub next_run_at: Option<i64>,
+}
+
+/// Up to `limit` enabled schedules due at `now_ms` or never planned, soonest first.
+pub async fn schedule_list_due(
+    db: &D1Database,
+    now_ms: i64,
+    limit: u32,
+) -> worker::Result<Vec<DueSchedule>> {
+    db.prepare(
+        "SELECT id, name, type, cron_expression, max_attempts, next_run_at FROM schedules \
+         WHERE enabled = 1 AND (next_run_at IS NULL OR next_run_at <= ?1) \
+         ORDER BY next_run_at LIMIT ?2",
+    )
+    .bind(&[num(now_ms), num(limit.into())])?
+    .all()
+    .await?
+    .results()
+}
+
+/// First plan of a schedule nobody has planned yet.
+pub fn schedule_plan(db: &D1Database, id: i64, next: i64) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "UPDATE schedules SET next_run_at = ?2 WHERE id = ?1 AND next_run_at IS NULL AND enabled = 1",
+    )
+    .bind(&[num(id), num(next)])
+}
+
+/// One run of a schedule, as [`schedule_fire`] writes it.
+pub struct Fire<'a> {
+    pub schedule_id: i64,
+    /// The run's due time, the schedule's `next_run_at` it was read with.
+    pub due_at: i64,
+    /// The new job's id, type and max attempts.
+    pub job_id: &'a str,
+    pub job_type: JobType,
+    pub max_attempts: u32,
+    /// The schedule's next due time, and the runs missed before this one.
+    pub catch_up: CatchUp,
+}
+
+/// The run due at `fire.due_at`: its job (returning it, rows: `jobs::Unsent`), its record, and
+/// the schedule's next due time, each guarded by the schedule still being due at that time
+/// (the compare-and-set) and the job's insert by the run having no record yet.
+pub fn schedule_fire(
+    db: &D1Database,
+    fire: &Fire,
+    now_ms: i64,
+) -> worker::Result<[D1PreparedStatement; 3]> {
+    let (id, due_at) = (num(fire.schedule_id), num(fire.due_at));
+    let still_due = "FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1";
+    let not_run = "NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2)";
+    let queued = JobStatus::Queued;
+    let insert_job = db
+        .prepare(format!(
+            "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
+             max_attempts, run_at, created_at, updated_at) \
+             SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6 \
+             {still_due} AND {not_run} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
+        ))
+        .bind(&[
+            id.clone(),
+            due_at.clone(),
+            fire.job_id.into(),
+            fire.job_type.family().as_str().into(),
+            num(fire.max_attempts.into()),
+            num(now_ms),
+        ])?;
+    let record = db
+        .prepare(format!(
+            "INSERT INTO schedule_runs (schedule_id, due_at, fired_at, job_id, missed) \
+             SELECT id, ?2, ?3, (SELECT id FROM jobs WHERE id = ?4), ?5 {still_due} \
+             ON CONFLICT DO NOTHING"
+        ))
+        .bind(&[
+            id.clone(),
+            due_at.clone(),
+            num(now_ms),
+            fire.job_id.into(),
+            num(fire.catch_up.missed.into()),
+        ])?;
+    let advance = db
+        .prepare(
+            "UPDATE schedules SET next_run_at = ?3, last_run_at = ?4, missed_runs = missed_runs + ?5 \
+             WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1",
+        )
+        .bind(&[
+            id,
+            due_at,
+            num(fire.catch_up.next_ms),
+            num(now_ms),
+            num(fire.catch_up.missed.into()),
+        ])?;
+    Ok([insert_job, record, advance])
+}
+
+/// Enabled schedules late by more than the grace (due before `late_before_ms`) or that missed
+/// runs since `since_ms` (rows: shared `LateSchedule`).
+pub fn schedule_list_late(
+    db: &D1Database,
+    late_before_ms: i64,
+    since_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT s.name, s.next_run_at, (SELECT COALESCE(SUM(r.missed), 0) FROM schedule_runs r \
+         WHERE r.schedule_id = s.id AND r.fired_at >= ?2) AS missed_recent FROM schedules s \
+         WHERE s.enabled = 1 AND (s.next_run_at < ?1 OR s.id IN (SELECT schedule_id \
+         FROM schedule_runs WHERE fired_at >= ?2 AND missed > 0))",
+    )
+    .bind(&[num(late_before_ms), num(since_ms)])
+}
+
+/// Each schedule's missed runs (rows: `label`, `value`), for GET /metrics.
+pub fn schedule_count_missed(db: &D1Database) -> worker::Result<D1PreparedStatement> {
+    db.prepare("SELECT name AS label, missed_runs AS value FROM schedules ORDER BY name")
+        .bind(&[])
+}
+
+/// Deletes up to `limit` run records fired before `before_ms`.
+pub fn schedule_run_delete_before(
+    db: &D1Database,
+    before_ms: i64,
+    limit: u32,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "DELETE FROM schedule_runs WHERE (schedule_id, due_at) IN \
+         (SELECT schedule_id, due_at FROM schedule_runs WHERE fired_at < ?1 LIMIT ?2)",
+    )
+    .bind(&[num(before_ms), num(limit.into())])
+}
