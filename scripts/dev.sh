@@ -17,7 +17,6 @@ if [ ! -f .dev.vars ]; then
 fi
 
 npx wrangler d1 migrations apply DB --local --persist-to .wrangler/state
-# Built after migrating, so sqlx-d1 checks every query against the migrated local database.
 node scripts/build.mjs
 
 port=${PORT:-8787}
