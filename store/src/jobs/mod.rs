@@ -1,7 +1,8 @@
 //! The `jobs` table, one file per part of a job's life: written (`insert`), claimed and kept
-//! (`claim`), its attempt recorded (`outcome`) or its lost attempt rescued (`rescue`), its chain moved (`chain`), read (`read`,
-//! `counts`), moved by an operator (`operator`), held by a pause (`held`), put back by a DLQ
-//! arrival (`arrivals`), and kept moving by the sweep (`sweep`, `escalation`).
+//! (`claim`), its attempt recorded (`outcome`) or its lost attempt rescued (`rescue`), its
+//! chain moved (`chain`), read (`read`, `counts`), moved by an operator (`operator`), held by a
+//! pause (`held`), put back by a DLQ arrival (`arrivals`), and kept moving by the sweep
+//! (`sweep`, `escalation`). The Workers call the functions re-exported here.
 
 mod arrivals;
 mod chain;
