@@ -97,6 +97,21 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal((await p.getJob(last.body.id)).body.runs.length, 1);
   });
 
+  test("a chain whose step the rescuer finds dead is failed, not left running", async () => {
+    const now = Date.now();
+    const enq = await p.enqueue({ type: "noop", delay_seconds: 3600, max_attempts: 1, steps: [{ type: "noop" }] });
+    const id = enq.body.id;
+    await set(p, id, "status = 'running', attempts = 1, runs = 1, started_at = ?, lease_until = ?", now - 6 * MINUTE, now - MINUTE);
+    const before = await p.count("SELECT count(*) FROM jobs");
+    await tick(p, now);
+    const parent = (await p.getJob(id)).body;
+    assert.equal(parent.status, "dead");
+    assert.match(parent.error.message, /^the lease expired .* \(gave up after 1 attempts\)$/);
+    assert.equal(parent.chain.status, "failed");
+    assert.match(parent.chain.error, /^step 0 \(noop\) went dead: the lease expired/);
+    assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no next step");
+  });
+
   test("retention deletes only old finished jobs (and their runs)", async () => {
     const now = Date.now();
     const ids = [];

@@ -1,36 +1,72 @@
-//! Lease rescue (seed 004's release of expired leases, seed 002's reset of stuck jobs): a
-//! `running` job whose lease ran out lost its worker. The lost attempt gets its run record
-//! (`lease_expired`); the job goes back to its queue, or `dead` if that was its last attempt.
-//! The lease length is the family's (shared `Family::lease_secs`), the same one the consumer
-//! claims with. A late outcome from a worker that was only slow is refused by the consumer's
-//! (status, run) guard. Each rescue is logged as `job.interrupted` (and `job.exhausted` when
-//! the job is dead), in the consumer's log schema. A backlog of expired leases is worked
-//! through in pages within the tick (`paging.rs`).
+//! Lease rescue: a `running` job whose lease ran out lost its worker. The lost attempt gets
+//! its run record (`lease_expired`), and what follows is decided by the same `decide()` as
+//! every failed attempt (`after_lost_attempt`): back to its queue at once, or `dead` if that was
+//! its last attempt, failing the chain it is a step of. The lease is the one the consumer
+//! claimed with (`lease.rs`). A late outcome from a worker that was only slow is refused by the
+//! consumer's (status, run) guard. Each rescue is logged as `job.interrupted` (and
+//! `job.exhausted` when the job is dead), in the consumer's log schema. A backlog of expired
+//! leases is worked through in pages within the tick (`paging.rs`).
 
-use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::job::lease::{after_lost_attempt, LOST_ATTEMPT};
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
-use jobs_shared::{ErrorClass, Family, JobError, JobStatus};
-use jobs_store::jobs::{job_rescue_expired, Rescued, Unsent};
+use jobs_shared::util::queue_send::{send_to, Outgoing};
+use jobs_shared::{
+    after_death, ChainMove, ChainPosition, Decision, ErrorClass, Family, JobError, JobStatus,
+};
+use jobs_store::jobs::{
+    job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued, Unsent,
+};
 use serde_json::{json, Value};
 use worker::{console_error, console_warn, Env};
 
 use super::job_sender;
 use super::paging::{self, Page};
 use super::Tick;
-use jobs_shared::util::queue_send::{send_to, Outgoing};
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
 }
 
-/// One page: its jobs leave `running` whatever their sends do (a failed send leaves a job in
-/// the outbox), so the next page finds others.
+/// One page: the expired leases it reads are each decided by `after_lost_attempt` (the same
+/// `decide()` as every failed attempt), then written in one batch: the lost attempts' run
+/// records, each job's move (guarded by its run, so a job a consumer's claim took meanwhile is
+/// left alone) and the chains its dead steps fail. Its jobs leave `running` whatever their
+/// sends do (a failed send leaves a job in the outbox), so the next page finds others.
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let dead = JobStatus::Dead.as_str();
-    let statements = job_rescue_expired(tick.db, tick.now_ms, tick.config.page)?;
+    let expired = job_list_expired(tick.db, tick.now_ms, tick.config.page).await?;
+    let rows = expired.len();
+    if rows == 0 {
+        return Ok(Page {
+            rows,
+            all_sent: true,
+            report: json!({ "requeued": 0, "sent": 0, "dead": 0 }),
+        });
+    }
+    let decided: Vec<(&Expired, Decision)> = expired
+        .iter()
+        .map(|job| {
+            let decision = after_lost_attempt(
+                job.attempts,
+                job.max_attempts,
+                tick.now_ms,
+                tick.queue_limit,
+            );
+            (job, decision)
+        })
+        .collect();
+    let moves: Vec<LostMove> = decided
+        .iter()
+        .map(|(job, decision)| planned_move(job, decision, tick.now_ms))
+        .collect();
+    let failed_chains: Vec<DeadStepChain> = decided
+        .iter()
+        .filter(|(_, decision)| matches!(decision, Decision::Dead { .. }))
+        .filter_map(|(job, _)| failed_chain(job))
+        .collect();
+    let statements = job_rescue_many(tick.db, tick.now_ms, &moves, &failed_chains)?;
     let results = tick.db.batch(statements.into()).await?;
     let rescued: Vec<Rescued> = results[1].results()?;
-    let rows = rescued.len();
+    let dead = JobStatus::Dead.as_str();
     rescued.iter().for_each(|r| log(r, tick.now_ms, dead));
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
@@ -42,6 +78,46 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
         all_sent: true,
         report: json!({ "requeued": requeued.len(), "sent": sent, "dead": dead_jobs.len() }),
     })
+}
+
+/// The job's move as the rescue writes it.
+fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostMove<'a> {
+    let (status, run_at, finished_at, error) = match decision {
+        Decision::Retry { error, delay_secs } => {
+            let due = now + i64::from(*delay_secs) * 1000;
+            (JobStatus::Queued, due, None, error)
+        }
+        Decision::Hold { error, until_ms } => (JobStatus::Scheduled, *until_ms, None, error),
+        Decision::Dead { error } => (JobStatus::Dead, now, Some(now), error),
+        Decision::Succeed => unreachable!("a lost attempt is a failure"),
+    };
+    LostMove {
+        id: &job.id,
+        run: job.runs,
+        status,
+        run_at,
+        finished_at,
+        last_error: &error.message,
+    }
+}
+
+/// The chain a dead step fails, if the step is in one.
+fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
+    let at = ChainPosition {
+        job_id: &job.id,
+        parent_id: job.parent_id.as_deref(),
+        step: job.chain_step.unwrap_or(0),
+        next_steps: None,
+        chain_status: job.chain_status.as_deref(),
+    };
+    match after_death(&at, &job.job_type, LOST_ATTEMPT) {
+        ChainMove::Failed { parent_id, message } => Some(DeadStepChain {
+            parent_id,
+            message,
+            step_id: &job.id,
+        }),
+        _ => None,
+    }
 }
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.

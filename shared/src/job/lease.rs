@@ -4,14 +4,39 @@
 //! time ends is released unstarted rather than started (README, "Guarantees").
 
 use crate::job::family::Family;
+use crate::job::job_outcome::{decide, Decision};
 use crate::job::job_type::JobType;
 use crate::job::payloads::MAX_HTTP_TIMEOUT_MS;
+use crate::retry::error_class::{ErrorClass, JobError};
+use crate::retry::retry_policy::{QueueDelayLimit, RetryPolicy};
 use crate::util::config_var::int_var;
 
 /// The error of an attempt whose lease ran out with no outcome recorded: its run record's, and
 /// the job's when that was its last attempt.
 pub const LOST_ATTEMPT: &str =
     "the lease expired before an outcome was recorded (the worker died or hung)";
+
+/// What follows a lost attempt (attempt `attempts` of `max_attempts`): decided by [`decide`],
+/// as every failed attempt is, with the lost attempt's error. It is due again at once (the
+/// lease already waited), so only its attempts left matter: the policy's backoff never applies.
+pub fn after_lost_attempt(
+    attempts: u32,
+    max_attempts: u32,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Decision {
+    let lost = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT).with_retry_after(Some(0));
+    let policy = RetryPolicy::DEFAULT;
+    decide(
+        &Err(lost),
+        attempts,
+        max_attempts,
+        &policy,
+        0.0,
+        now_ms,
+        limit,
+    )
+}
 
 /// Time a handler may still need after its deadline to return (abort, close a browser).
 const DEADLINE_GRACE_MS: i64 = 5_000;
@@ -101,6 +126,20 @@ pub fn lease_ms(family: Family, types: impl IntoIterator<Item = JobType>) -> i64
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_lost_attempt_is_due_again_at_once_or_dead_on_the_last() {
+        let limit = QueueDelayLimit::DEFAULT;
+        let Decision::Retry { error, delay_secs } = after_lost_attempt(1, 5, 0, limit) else {
+            panic!("attempts left: retried");
+        };
+        assert_eq!((error.class, delay_secs), (ErrorClass::LeaseExpired, 0));
+        let Decision::Dead { error } = after_lost_attempt(5, 5, 0, limit) else {
+            panic!("the last attempt: dead");
+        };
+        assert_eq!(error.class, ErrorClass::LeaseExpired);
+        assert!(error.message.starts_with(LOST_ATTEMPT), "{}", error.message);
+    }
 
     #[test]
     fn settings_read_from_vars_with_defaults() {

@@ -39,7 +39,7 @@ pub use operator::{
 };
 pub use outcome::{job_set_outcome_many, Finished, Leftovers};
 pub use read::{job_get_by_id, job_list, JobRow, Page, SummaryRow};
-pub use rescue::{job_rescue_expired, Rescued};
+pub use rescue::{job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued};
 pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
     job_promote, job_schedule,
