@@ -6,7 +6,6 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod batch_runner;
-mod budget_store;
 mod cdp_session;
 mod chain;
 mod claim_store;
@@ -14,10 +13,7 @@ mod dead_letters;
 mod delivery;
 mod handlers;
 mod job_events;
-mod link_store;
 mod outbound;
-mod rss_store;
-mod tagging_store;
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
