@@ -6,17 +6,13 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod batch_runner;
-mod budget_store;
 mod cdp_session;
 mod chain;
 mod dead_letters;
 mod delivery;
 mod handlers;
 mod job_events;
-mod link_store;
 mod outbound;
-mod rss_store;
-mod tagging_store;
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;

@@ -4,18 +4,24 @@
 //! limit can cross a threshold at once: its alert is raised in the same batch.
 
 use jobs_shared::{
-    alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
-    next_month_start_ms, percent_used, rfc3339, validate_limit_change, ApiError, BudgetAction,
-    BudgetSpec, JobType, RaisedAlert, SqlValue, MONTH_LIMIT_SQL,
+    alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,
+    rfc3339, validate_limit_change, ApiError, BudgetAction, BudgetSpec, JobType, RaisedAlert,
 };
 use jobs_store::audit::audit_insert_after_write;
-use serde::Deserialize;
+use jobs_store::budget_alerts::{
+    budget_alert_insert_reached, budget_alert_list_by_type, budget_alert_list_by_type_since,
+    BudgetAlert,
+};
+use jobs_store::budgets::{
+    budget_get, budget_get_inherited_limit, budget_list_since, budget_set_limit, BudgetMonth,
+    InheritedLimit,
+};
 use serde_json::{json, Value};
 use worker::{
     console_log, D1Database, D1PreparedStatement, D1Result, Env, Method, Request, Response,
 };
 
-use crate::admin::d1::{self, text};
+use crate::admin::d1;
 use crate::admin::Admin;
 use crate::{body, env_config, respond};
 
@@ -102,21 +108,11 @@ async fn set_limit(
         json!({ "job_type": job_type.as_str(), "month": month, "limit_cents": limit }),
         now,
     );
-    let key = [text(job_type.as_str()), text(month.as_str())];
     let mut statements = vec![
-        d1::statement(
-            &db,
-            "INSERT INTO budgets (job_type, month, limit_cents, updated_at) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (job_type, month) DO UPDATE SET limit_cents = excluded.limit_cents, \
-             updated_at = excluded.updated_at",
-            &[key[0].clone(), key[1].clone(), SqlValue::Int(limit), SqlValue::Int(now)],
-        )?,
+        budget_set_limit(&db, job_type, &month, limit, now).map_err(|e| respond::internal(&e))?,
         audit_insert_after_write(&db, &entry, false).map_err(|e| respond::internal(&e))?,
-        d1::statement(
-            &db,
-            &alert_insert_sql(),
-            &[key[0].clone(), key[1].clone(), SqlValue::Int(now)],
-        )?,
+        budget_alert_insert_reached(&db, job_type, &month, now)
+            .map_err(|e| respond::internal(&e))?,
     ];
     statements.extend(status_statements(&db, budget, now)?);
     let results = d1::batch(&db, statements).await?;
@@ -126,34 +122,6 @@ async fn set_limit(
     respond::json(200, &status_view(budget, now, &results[3..])?)
 }
 
-#[derive(Deserialize)]
-struct MonthRow {
-    month: String,
-    limit_cents: i64,
-    spent_cents: f64,
-    requests: i64,
-    tokens_input: i64,
-    tokens_output: i64,
-}
-
-#[derive(Deserialize)]
-struct AlertRow {
-    month: String,
-    threshold: u32,
-    spent_cents: f64,
-    limit_cents: i64,
-    created_at: i64,
-    notified_at: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct InheritedLimit {
-    limit_cents: i64,
-}
-
-const MONTH_COLUMNS: &str =
-    "month, limit_cents, spent_cents, requests, tokens_input, tokens_output";
-const ALERT_COLUMNS: &str = "month, threshold, spent_cents, limit_cents, created_at, notified_at";
 const STATUS_STATEMENTS: usize = 3;
 
 /// This month's row (absent until the month's first run or change), the limit it would start
@@ -163,31 +131,15 @@ fn status_statements(
     (job_type, spec): (JobType, BudgetSpec),
     now_ms: i64,
 ) -> Result<Vec<D1PreparedStatement>, ApiError> {
-    let key = [text(job_type.as_str()), text(month_of(now_ms))];
-    Ok(vec![
-        d1::statement(
-            db,
-            &format!("SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month = ?2"),
-            &key,
-        )?,
-        d1::statement(
-            db,
-            &format!("SELECT {MONTH_LIMIT_SQL} AS limit_cents"),
-            &[
-                key[0].clone(),
-                key[1].clone(),
-                SqlValue::Int(spec.default_limit_cents),
-            ],
-        )?,
-        d1::statement(
-            db,
-            &format!(
-                "SELECT {ALERT_COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month = ?2 \
-                 ORDER BY threshold"
-            ),
-            &key,
-        )?,
-    ])
+    let month = month_of(now_ms);
+    [
+        budget_get(db, job_type, &month),
+        budget_get_inherited_limit(db, job_type, spec, &month),
+        budget_alert_list_by_type(db, job_type, &month),
+    ]
+    .into_iter()
+    .collect::<worker::Result<_>>()
+    .map_err(|e| respond::internal(&e))
 }
 
 fn status_view(
@@ -196,9 +148,9 @@ fn status_view(
     results: &[D1Result],
 ) -> Result<Value, ApiError> {
     let month = month_of(now_ms);
-    let row = match d1::rows::<MonthRow>(&results[0])?.pop() {
+    let row = match d1::rows::<BudgetMonth>(&results[0])?.pop() {
         Some(row) => row,
-        None => MonthRow {
+        None => BudgetMonth {
             month,
             limit_cents: d1::rows::<InheritedLimit>(&results[1])?
                 .pop()
@@ -209,7 +161,7 @@ fn status_view(
             tokens_output: 0,
         },
     };
-    let alerts: Vec<AlertRow> = d1::rows(&results[2])?;
+    let alerts: Vec<BudgetAlert> = d1::rows(&results[2])?;
     let action = BudgetAction::of(row.spent_cents, row.limit_cents);
     let mut view = month_view(&row);
     view["job_type"] = json!(job_type.as_str());
@@ -230,29 +182,14 @@ async fn history(
     let months = history_months(d1::param(&pairs, "months"))?;
     let now = env_config::now_ms();
     let from = month_back(now, months - 1);
-    let key = [text(job_type.as_str()), text(from.as_str())];
     let db = d1::database(env)?;
     let statements = vec![
-        d1::statement(
-            &db,
-            &format!(
-                "SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month >= ?2 \
-                 ORDER BY month DESC"
-            ),
-            &key,
-        )?,
-        d1::statement(
-            &db,
-            &format!(
-                "SELECT {ALERT_COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month >= ?2 \
-                 ORDER BY threshold"
-            ),
-            &key,
-        )?,
+        budget_list_since(&db, job_type, &from).map_err(|e| respond::internal(&e))?,
+        budget_alert_list_by_type_since(&db, job_type, &from).map_err(|e| respond::internal(&e))?,
     ];
     let results = d1::batch(&db, statements).await?;
-    let rows: Vec<MonthRow> = d1::rows(&results[0])?;
-    let alerts: Vec<AlertRow> = d1::rows(&results[1])?;
+    let rows: Vec<BudgetMonth> = d1::rows(&results[0])?;
+    let alerts: Vec<BudgetAlert> = d1::rows(&results[1])?;
     let months_view: Vec<Value> = rows
         .iter()
         .map(|row| {
@@ -272,7 +209,7 @@ async fn history(
 }
 
 /// What a status and a history month share.
-fn month_view(row: &MonthRow) -> Value {
+fn month_view(row: &BudgetMonth) -> Value {
     json!({
         "month": row.month,
         "limit_cents": row.limit_cents,
@@ -284,7 +221,7 @@ fn month_view(row: &MonthRow) -> Value {
     })
 }
 
-fn alert_view(alert: &AlertRow) -> Value {
+fn alert_view(alert: &BudgetAlert) -> Value {
     json!({
         "threshold": alert.threshold,
         "level": alert_level(alert.threshold),

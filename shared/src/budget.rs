@@ -1,8 +1,8 @@
 //! Monthly spend budgets (seed 000 section 13, policy P10) for any job type whose registry entry
 //! declares one ([`crate::JobType::budget`]). Each UTC month has its own limit and spend; the
 //! share used picks the action (NORMAL, REDUCE, QUEUE, HARD_STOP), and reaching 75, 90 and
-//! 100 % raises an alert once per month. The SQL both Workers share is here too, so the
-//! thresholds live in one place.
+//! 100 % raises an alert once per month. The tables' SQL is in the store crate (`budgets`,
+//! `budget_alerts`), which reads the thresholds from here.
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::Deserialize;
@@ -235,27 +235,7 @@ pub fn validate_limit_change(body: &Value) -> Result<i64, ApiError> {
     Ok(change.limit_cents)
 }
 
-/// The limit a month starts with: the latest earlier month's, so an operator's change carries
-/// over, else the type's default. Binds ?1 type, ?2 month, ?3 default limit.
-pub const MONTH_LIMIT_SQL: &str = "COALESCE((SELECT limit_cents FROM budgets \
-     WHERE job_type = ?1 AND month < ?2 ORDER BY month DESC LIMIT 1), ?3)";
-
-/// Raises every threshold the month's spend has reached and that was not raised before; the
-/// key (type, month, threshold) keeps each to once a month. Returns the new alerts.
-/// Binds ?1 type, ?2 month, ?3 now (ms).
-pub fn alert_insert_sql() -> String {
-    let thresholds = ALERT_THRESHOLDS.map(|t| format!("({t})")).join(", ");
-    format!(
-        "INSERT OR IGNORE INTO budget_alerts \
-         (job_type, month, threshold, spent_cents, limit_cents, created_at) \
-         SELECT b.job_type, b.month, t.column1, b.spent_cents, b.limit_cents, ?3 \
-         FROM budgets b, (VALUES {thresholds}) t \
-         WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
-         RETURNING job_type, month, threshold, spent_cents, limit_cents"
-    )
-}
-
-/// A newly raised alert, as [`alert_insert_sql`] returns it.
+/// A newly raised alert, as the store's `budget_alerts::budget_alert_insert_reached` returns it.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct RaisedAlert {
     pub job_type: String,
@@ -433,9 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn alert_sql_lists_every_threshold() {
-        let sql = alert_insert_sql();
-        assert!(sql.contains("(VALUES (75), (90), (100))"), "{sql}");
+    fn raised_alert_log_line() {
         let line = RaisedAlert {
             job_type: "ai_tagging".into(),
             month: "2025-01".into(),

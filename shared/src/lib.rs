@@ -25,9 +25,8 @@ pub use api::operator_action::{
     check_move, only_fields, operator_sources, parse_int, parse_target,
 };
 pub use budget::{
-    alert_insert_sql, alert_level, cents, history_months, month_back, month_of,
-    next_month_start_ms, percent_used, validate_limit_change, BudgetAction, BudgetSpec,
-    RaisedAlert, TokenPrices, Usage, MONTH_LIMIT_SQL,
+    alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,
+    validate_limit_change, BudgetAction, BudgetSpec, RaisedAlert, TokenPrices, Usage,
 };
 pub use handlers::ai_tags::{parse_tags, tagging_prompt, AiTags, TAGGING_SYSTEM_PROMPT};
 pub use handlers::feed::{

@@ -14,14 +14,18 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod budget_alerts;
 pub mod budgets;
 pub mod d1;
 pub mod dead_letters;
 pub mod escalation_digests;
 pub mod execution_histogram;
+pub mod feed_items;
 pub mod job_runs;
 pub mod jobs;
+pub mod links;
 pub mod metric_counters;
 pub mod pauses;
+pub mod rss_sources;
 pub mod schedules;
 pub mod sql;

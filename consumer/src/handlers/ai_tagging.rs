@@ -19,9 +19,9 @@ use worker::{console_log, console_warn, D1Database, Env};
 
 use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
 use super::HandlerRun;
-use crate::budget_store::{self, Budget, Spend};
 use crate::outbound::Outbound;
-use crate::tagging_store::{self, Item, Tagged};
+use jobs_store::budgets::{self, Budget, Spend};
+use jobs_store::feed_items::{self, Item, Tagged};
 use jobs_store::jobs::Claimed;
 
 const TYPE: JobType = JobType::AiTagging;
@@ -58,7 +58,7 @@ async fn tag(
         .ok_or_else(|| JobError::new(ErrorClass::NotConfigured, "ai_tagging declares no budget"))?;
     let db = env.d1("DB").map_err(super::d1_error)?;
     let month = month_of(now_ms);
-    let mut budget = budget_store::open(&db, TYPE, spec, &month, now_ms)
+    let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms)
         .await
         .map_err(super::d1_error)?;
     log(json!({
@@ -77,7 +77,7 @@ async fn tag(
 
     let max_items = MAX_BATCHES * budget.action().batch_size();
     let lease_until = now_ms + TYPE.family().lease_ms();
-    let items = tagging_store::take(&db, now_ms, lease_until, max_items)
+    let items = feed_items::feed_item_take_untagged(&db, now_ms, lease_until, max_items)
         .await
         .map_err(super::d1_error)?;
     let deadline = now_ms + i64::from(TYPE.spec().timeout_ms) - WORST_BATCH_MS;
@@ -129,7 +129,7 @@ async fn tag(
             "stopped": stopped, "tagged_count": report.tagged, "total_count": items.len(),
         }));
         let ids: Vec<i64> = rest.iter().map(|i| i.id).collect();
-        tagging_store::release(&db, &ids)
+        feed_items::feed_item_release_many(&db, &ids)
             .await
             .map_err(super::d1_error)?;
     }
@@ -218,17 +218,17 @@ async fn write(
     untagged: &[i64],
     now_ms: i64,
 ) -> Result<(Budget, Vec<RaisedAlert>), JobError> {
-    let spend = budget_store::spend_statements(db, TYPE, month, &batch.spend, now_ms)
+    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, now_ms)
         .map_err(super::d1_error)?;
-    let mut statements =
-        tagging_store::save(db, &batch.tagged, untagged).map_err(super::d1_error)?;
+    let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)
+        .map_err(super::d1_error)?;
     statements.extend(spend.iter().cloned());
     let refused = match db.batch(statements).await {
-        Ok(results) => return budget_store::after_spend(&results).map_err(super::d1_error),
+        Ok(results) => return budgets::after_spend(&results).map_err(super::d1_error),
         Err(e) => e,
     };
     let results = db.batch(spend).await.map_err(super::d1_error)?;
-    let (_, alerts) = budget_store::after_spend(&results).map_err(super::d1_error)?;
+    let (_, alerts) = budgets::after_spend(&results).map_err(super::d1_error)?;
     for alert in &alerts {
         log(alert.log_line());
     }

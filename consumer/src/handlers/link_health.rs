@@ -19,9 +19,9 @@ use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
 use super::fetch_timeout::{self, Fetched};
-use crate::link_store::{self, Checked};
 use crate::outbound::Outbound;
 use jobs_store::jobs::Claimed;
+use jobs_store::links::{self, Checked};
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
 /// What a probe (a few requests, redirects included) is given before the deadline to start.
@@ -35,7 +35,7 @@ pub async fn run(
     let deadline = crate::now_ms() + i64::from(JobType::LinkHealthCheck.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
-    let known = link_store::states(&db, payload.urls.as_deref())
+    let known = links::link_list_states(&db, payload.urls.as_deref())
         .await
         .map_err(super::d1_error)?;
     // The table's links in the store's order: checked longest ago first.
@@ -81,7 +81,7 @@ pub async fn run(
         })
         .collect();
     if !checked.is_empty() {
-        link_store::save(&db, &checked, now)
+        links::link_set_checked_many(&db, &checked, now)
             .await
             .map_err(super::d1_error)?;
     }

@@ -12,8 +12,8 @@ use worker::{Env, Headers, Method, Request, RequestInit};
 
 use super::fetch_timeout;
 use crate::outbound::Outbound;
-use crate::tagging_store::Item;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
+use jobs_store::feed_items::Item;
 
 /// Seed 000: an API call over 30 s is given up and the item skipped.
 pub const CALL_TIMEOUT_MS: u32 = 30_000;

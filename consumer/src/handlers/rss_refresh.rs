@@ -23,8 +23,8 @@ use worker::{console_warn, D1Database, D1PreparedStatement, Env, Headers, Method
 
 use super::fetch_timeout::{self, Fetched};
 use crate::outbound::Outbound;
-use crate::rss_store::{self, Refreshed, SourceRow, SourceStatements};
 use jobs_store::jobs::Claimed;
+use jobs_store::rss_sources::{self, Refreshed, SourceRow, SourceStatements};
 
 /// Feeds fetched at once by one job.
 const CONCURRENT_FETCHES: usize = 6;
@@ -46,7 +46,7 @@ pub async fn run(
     let db = env.d1("DB").map_err(super::d1_error)?;
     let force = payload.force_refresh.unwrap_or(false);
     let single = payload.source_id.as_deref();
-    let sources = rss_store::sources(&db, single)
+    let sources = rss_sources::rss_source_list_to_refresh(&db, single)
         .await
         .map_err(super::d1_error)?;
     if let Some(id) = single.filter(|_| sources.is_empty()) {
@@ -195,7 +195,12 @@ impl<'a> Writer<'a> {
         let writes = match &outcome {
             Ok(sorted) => {
                 self.pending_bytes += sorted.items.iter().map(|i| i.stored_len()).sum::<usize>();
-                rss_store::statements(self.db, &source.id, &Refreshed::Fetched(sorted), self.now)
+                rss_sources::rss_source_record_refresh(
+                    self.db,
+                    &source.id,
+                    &Refreshed::Fetched(sorted),
+                    self.now,
+                )
             }
             Err(e) => self.failure(source, e),
         }
@@ -229,7 +234,7 @@ impl<'a> Writer<'a> {
                     .saturating_add(i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000))
             }),
         };
-        rss_store::statements(self.db, &source.id, &refreshed, self.now)
+        rss_sources::rss_source_record_refresh(self.db, &source.id, &refreshed, self.now)
     }
 
     async fn flush(&mut self) -> Result<(), JobError> {

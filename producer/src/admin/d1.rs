@@ -1,7 +1,6 @@
-//! The little the D1 routes share: the binding, the store's statements with D1's errors as
-//! 503s, one batch (one D1 round trip), reading rows, and the query string.
+//! The little the D1 routes share: the binding, D1's errors as 503s, one batch (one D1 round trip), reading rows, and the query string.
 
-use jobs_shared::{ApiError, SqlValue};
+use jobs_shared::ApiError;
 use serde::de::DeserializeOwned;
 use worker::{D1Database, D1PreparedStatement, D1Result, Env, Request};
 
@@ -9,15 +8,6 @@ use crate::respond;
 
 pub fn database(env: &Env) -> Result<D1Database, ApiError> {
     env.d1("DB").map_err(|e| respond::internal(&e))
-}
-
-/// A statement with its `?` placeholders bound in order.
-pub fn statement(
-    db: &D1Database,
-    sql: &str,
-    values: &[SqlValue],
-) -> Result<D1PreparedStatement, ApiError> {
-    jobs_store::d1::statement(db, sql, values).map_err(|e| respond::internal(&e))
 }
 
 /// Every statement in one round trip and one transaction.
@@ -33,8 +23,6 @@ pub async fn batch(
 pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> {
     result.results().map_err(|e| respond::internal(&e))
 }
-
-pub use jobs_store::d1::text;
 
 /// The query string as (key, value) pairs, in order, repeated keys and all.
 pub fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, ApiError> {

@@ -17,7 +17,7 @@ use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationC
 use jobs_shared::observe::severity::Severity;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
-use jobs_store::budgets::{budget_alert_list_month, budget_alert_set_notified};
+use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
 use jobs_store::job_runs::job_run_count_failed_by_family;
 use jobs_store::jobs::{job_count_backlog_by_family, job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;

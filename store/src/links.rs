@@ -1,9 +1,12 @@
-//! SQL of link_health_check: one read of the links' states, one upsert of every result.
+//! The `links` table: one row per URL `link_health_check` has checked, with its failing streak.
+//! A check reads the links' states once and upserts every result in one statement.
 
 use jobs_shared::LinkState;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::D1Database;
+
+use crate::d1::{json, num};
 
 /// Links one job checks from the table, least recently checked first.
 const MAX_TABLE_LINKS: u32 = 500;
@@ -16,14 +19,16 @@ pub struct LinkRow {
 }
 
 /// The known state of `urls`, or of the table's links when `urls` is `None`.
-pub async fn states(db: &D1Database, urls: Option<&[String]>) -> worker::Result<Vec<LinkRow>> {
-    let urls = urls.map(|u| serde_json::to_string(u).unwrap_or_default());
+pub async fn link_list_states(
+    db: &D1Database,
+    urls: Option<&[String]>,
+) -> worker::Result<Vec<LinkRow>> {
     db.prepare(format!(
         "SELECT url, consecutive_failures, first_failure_at FROM links \
          WHERE ?1 IS NULL OR url IN (SELECT value FROM json_each(?1)) \
          ORDER BY last_checked_at NULLS FIRST LIMIT {MAX_TABLE_LINKS}"
     ))
-    .bind(&[urls.map_or(JsValue::NULL, JsValue::from)])?
+    .bind(&[urls.map_or(JsValue::NULL, json)])?
     .all()
     .await?
     .results()
@@ -43,8 +48,11 @@ pub struct Checked {
 }
 
 /// Upserts every result in one statement.
-pub async fn save(db: &D1Database, checked: &[Checked], now_ms: i64) -> worker::Result<()> {
-    let rows = serde_json::to_string(checked).unwrap_or_default();
+pub async fn link_set_checked_many(
+    db: &D1Database,
+    checked: &[Checked],
+    now_ms: i64,
+) -> worker::Result<()> {
     db.prepare(
         "INSERT INTO links (url, status, last_status_code, last_error, latency_ms, final_url, \
          consecutive_failures, first_failure_at, last_checked_at, created_at) \
@@ -59,7 +67,7 @@ pub async fn save(db: &D1Database, checked: &[Checked], now_ms: i64) -> worker::
          consecutive_failures = excluded.consecutive_failures, \
          first_failure_at = excluded.first_failure_at, last_checked_at = excluded.last_checked_at",
     )
-    .bind(&[rows.into(), JsValue::from_f64(now_ms as f64)])?
+    .bind(&[json(checked), num(now_ms)])?
     .run()
     .await?;
     Ok(())

@@ -1,0 +1,120 @@
+//! The `budget_alerts` table: a budgeted type's month reaching 75, 90 and 100 % of its limit,
+//! raised once each (its key is type, month, threshold) by the write that reaches it (a batch's
+//! spend, an operator's lower limit), and passed on by the sweep to `alerts` (`notified_at`).
+
+use jobs_shared::budget::ALERT_THRESHOLDS;
+use jobs_shared::JobType;
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::num;
+
+/// Raises every threshold the month's spend has reached and that was not raised before
+/// (rows: the new alerts, shared `RaisedAlert`). Write it after the statement that changes the
+/// month's spend or limit, in the same batch.
+pub fn budget_alert_insert_reached(
+    db: &D1Database,
+    job_type: JobType,
+    month: &str,
+    now_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(insert_reached_sql()).bind(&[
+        JsValue::from_str(job_type.as_str()),
+        JsValue::from_str(month),
+        num(now_ms),
+    ])
+}
+
+/// The thresholds are spelled once, by jobs_shared::budget::ALERT_THRESHOLDS.
+fn insert_reached_sql() -> String {
+    let thresholds = ALERT_THRESHOLDS.map(|t| format!("({t})")).join(", ");
+    format!(
+        "INSERT OR IGNORE INTO budget_alerts \
+         (job_type, month, threshold, spent_cents, limit_cents, created_at) \
+         SELECT b.job_type, b.month, t.column1, b.spent_cents, b.limit_cents, ?3 \
+         FROM budgets b, (VALUES {thresholds}) t \
+         WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
+         RETURNING job_type, month, threshold, spent_cents, limit_cents"
+    )
+}
+
+/// An alert as the budget API shows it.
+#[derive(Deserialize)]
+pub struct BudgetAlert {
+    pub month: String,
+    pub threshold: u32,
+    pub spent_cents: f64,
+    pub limit_cents: i64,
+    pub created_at: i64,
+    pub notified_at: Option<i64>,
+}
+
+const COLUMNS: &str = "month, threshold, spent_cents, limit_cents, created_at, notified_at";
+
+/// A type's alerts of `month`, lowest threshold first (rows: [`BudgetAlert`]).
+pub fn budget_alert_list_by_type(
+    db: &D1Database,
+    job_type: JobType,
+    month: &str,
+) -> worker::Result<D1PreparedStatement> {
+    list_by_type(db, job_type, "=", month)
+}
+
+/// A type's alerts of the months from `from` on, lowest threshold first (rows: [`BudgetAlert`]).
+pub fn budget_alert_list_by_type_since(
+    db: &D1Database,
+    job_type: JobType,
+    from: &str,
+) -> worker::Result<D1PreparedStatement> {
+    list_by_type(db, job_type, ">=", from)
+}
+
+/// `comparison` is a fixed operator, never input.
+fn list_by_type(
+    db: &D1Database,
+    job_type: JobType,
+    comparison: &'static str,
+    month: &str,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "SELECT {COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month {comparison} ?2 \
+         ORDER BY threshold"
+    ))
+    .bind(&[
+        JsValue::from_str(job_type.as_str()),
+        JsValue::from_str(month),
+    ])
+}
+
+/// The budget alerts raised in `month` (rows: shared `RaisedAlert`).
+pub fn budget_alert_list_month(
+    db: &D1Database,
+    month: &str,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT job_type, month, threshold, spent_cents, limit_cents FROM budget_alerts \
+         WHERE month = ?1",
+    )
+    .bind(&[JsValue::from_str(month)])
+}
+
+/// Marks every raised budget alert passed on (to the `alerts` table).
+pub fn budget_alert_set_notified(
+    db: &D1Database,
+    now_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare("UPDATE budget_alerts SET notified_at = ?1 WHERE notified_at IS NULL")
+        .bind(&[num(now_ms)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_lists_every_threshold() {
+        let sql = insert_reached_sql();
+        assert!(sql.contains("(VALUES (75), (90), (100))"), "{sql}");
+    }
+}

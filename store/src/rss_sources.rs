@@ -1,0 +1,212 @@
+//! The `rss_sources` table: the feeds `rss_feed_refresh` reads, with their error streaks and
+//! item counters, and the admin routes that list, add and re-enable them. A refresh reads its
+//! sources in one query and writes everything (every source's new items and counters) in one
+//! batch, whatever the number of sources.
+
+use jobs_shared::handlers::feed::{NewSource, SourcePatch};
+use jobs_shared::SortedEntries;
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{num, opt_str};
+use crate::feed_items::feed_item_insert_many;
+
+/// Sources one job looks at, at most (the due ones are a subset).
+const MAX_SOURCES: u32 = 500;
+
+/// What a refresh needs to decide whether a source is due.
+#[derive(Deserialize)]
+pub struct SourceRow {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub is_active: u32,
+    pub error_count: u32,
+    pub last_fetched_at: Option<i64>,
+    pub refresh_interval_minutes: u32,
+    pub retry_after_until: Option<i64>,
+}
+
+/// One source by id, or every active source, those tried longest ago (or never) first.
+pub async fn rss_source_list_to_refresh(
+    db: &D1Database,
+    id: Option<&str>,
+) -> worker::Result<Vec<SourceRow>> {
+    db.prepare(format!(
+        "SELECT id, name, url, is_active, error_count, last_fetched_at, refresh_interval_minutes, \
+         retry_after_until FROM rss_sources WHERE (?1 IS NULL AND is_active = 1) OR id = ?1 \
+         ORDER BY last_attempt_at NULLS FIRST LIMIT {MAX_SOURCES}"
+    ))
+    .bind(&[opt_str(id)])?
+    .all()
+    .await?
+    .results()
+}
+
+/// What happened to one source, to be written.
+pub enum Refreshed<'a> {
+    Fetched(&'a SortedEntries),
+    Failed {
+        error_count: u32,
+        active: bool,
+        message: &'a str,
+        retry_after_until: Option<i64>,
+    },
+}
+
+/// One source's statements; the first `inserts` return the rows they inserted.
+pub struct SourceStatements {
+    pub statements: Vec<D1PreparedStatement>,
+    pub inserts: usize,
+}
+
+/// Statements for one source's refresh, for the refresh's one batch: its new items
+/// ([`feed_item_insert_many`]) and its counters, or its failure.
+pub fn rss_source_record_refresh(
+    db: &D1Database,
+    source_id: &str,
+    refreshed: &Refreshed,
+    now_ms: i64,
+) -> worker::Result<SourceStatements> {
+    match refreshed {
+        Refreshed::Fetched(sorted) => {
+            let mut statements = feed_item_insert_many(db, source_id, &sorted.items, now_ms)?;
+            let inserts = statements.len();
+            statements.push(rss_source_set_fetched(db, source_id, sorted, now_ms)?);
+            Ok(SourceStatements {
+                statements,
+                inserts,
+            })
+        }
+        Refreshed::Failed {
+            error_count,
+            active,
+            message,
+            retry_after_until,
+        } => Ok(SourceStatements {
+            statements: vec![db
+                .prepare(
+                    "UPDATE rss_sources SET error_count = ?2, is_active = ?3, \
+                     last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
+                     updated_at = ?6 WHERE id = ?1",
+                )
+                .bind(&[
+                    JsValue::from_str(source_id),
+                    JsValue::from_f64((*error_count).into()),
+                    JsValue::from_f64(if *active { 1.0 } else { 0.0 }),
+                    JsValue::from_str(message),
+                    retry_after_until.map_or(JsValue::NULL, num),
+                    num(now_ms),
+                ])?],
+            inserts: 0,
+        }),
+    }
+}
+
+/// A fetched source's counters, after its items' inserts in the same batch: the items written
+/// now carry `created_at = now`, which is how this counts the new ones (the rest of the sorted
+/// items were duplicates).
+fn rss_source_set_fetched(
+    db: &D1Database,
+    source_id: &str,
+    sorted: &SortedEntries,
+    now_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let new_here = "(SELECT count(*) FROM feed_items WHERE source_id = ?1 AND created_at = ?2)";
+    db.prepare(format!(
+        "UPDATE rss_sources SET error_count = 0, last_error_message = NULL, \
+         retry_after_until = NULL, last_fetched_at = ?2, last_attempt_at = ?2, updated_at = ?2, \
+         items_new = items_new + {new_here}, \
+         items_duplicate = items_duplicate + ?3 - {new_here}, \
+         items_skipped = items_skipped + ?4 WHERE id = ?1"
+    ))
+    .bind(&[
+        JsValue::from_str(source_id),
+        num(now_ms),
+        JsValue::from_f64((sorted.items.len() as u32 + sorted.duplicate).into()),
+        JsValue::from_f64(sorted.skipped.into()),
+    ])
+}
+
+/// A source as the admin routes show it.
+#[derive(Deserialize)]
+pub struct RssSource {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub refresh_interval_minutes: i64,
+    pub is_active: i64,
+    pub error_count: i64,
+    pub last_error_message: Option<String>,
+    pub last_fetched_at: Option<i64>,
+    pub last_attempt_at: Option<i64>,
+    pub retry_after_until: Option<i64>,
+    pub items_new: i64,
+    pub items_duplicate: i64,
+    pub items_skipped: i64,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, name, url, refresh_interval_minutes, is_active, error_count, \
+     last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, items_duplicate, \
+     items_skipped, created_at";
+
+/// Every source, oldest first.
+pub async fn rss_source_list(db: &D1Database) -> worker::Result<Vec<RssSource>> {
+    db.prepare(format!(
+        "SELECT {COLUMNS} FROM rss_sources ORDER BY created_at, id"
+    ))
+    .all()
+    .await?
+    .results()
+}
+
+/// Adds a source; `None` when one with its URL exists.
+pub async fn rss_source_insert(
+    db: &D1Database,
+    id: String,
+    source: &NewSource,
+    now_ms: i64,
+) -> worker::Result<Option<RssSource>> {
+    db.prepare(format!(
+        "INSERT INTO rss_sources (id, name, url, refresh_interval_minutes, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING RETURNING {COLUMNS}"
+    ))
+    .bind(&[
+        id.into(),
+        source.name.as_str().into(),
+        source.url.as_str().into(),
+        source.refresh_interval_minutes.into(),
+        num(now_ms),
+    ])?
+    .first(None)
+    .await
+}
+
+/// Enables or disables a source; enabling it (or the patch's `error_count: 0`) clears its error
+/// streak, and enabling it a feed's Retry-After wait. `None` when there is no such source.
+pub async fn rss_source_set_active(
+    db: &D1Database,
+    id: &str,
+    patch: SourcePatch,
+    now_ms: i64,
+) -> worker::Result<Option<RssSource>> {
+    db.prepare(format!(
+        "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
+         error_count = CASE WHEN ?4 = 1 THEN 0 ELSE error_count END, \
+         last_error_message = CASE WHEN ?4 = 1 THEN NULL ELSE last_error_message END, \
+         retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END \
+         WHERE id = ?1 RETURNING {COLUMNS}"
+    ))
+    .bind(&[
+        id.into(),
+        patch
+            .is_active
+            .map_or(JsValue::NULL, |active| i32::from(active).into()),
+        num(now_ms),
+        i32::from(patch.resets_errors()).into(),
+    ])?
+    .first(None)
+    .await
+}
