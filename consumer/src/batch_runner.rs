@@ -21,7 +21,7 @@ use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
-use crate::handlers::{fetch_timeout, HandlerRun};
+use crate::handlers::{fetch_timeout, HandlerRun, JobContext};
 use crate::job_events::{self, Recorded};
 use crate::outbound::BatchGate;
 use crate::{chain, dead_letters, handlers, now_ms};
@@ -385,7 +385,7 @@ async fn execute_all(
 
 /// An `http` job's own timeout, which may be longer than its type's.
 fn http_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
-    (job_type == JobType::Http)
+    (job_type == JobType::HTTP)
         .then(|| {
             serde_json::from_str::<HttpPayload>(&job.payload)
                 .ok()?
@@ -421,7 +421,14 @@ async fn execute(
     let outbound = gate.for_job(started_at + deadline_ms - lease::WRITE_RESERVE_MS);
     let ran = match job_type {
         Some(job_type) => {
-            let run = handlers::run(job, job_type, env, &outbound, started_at);
+            let ctx = JobContext {
+                job,
+                job_type,
+                env,
+                outbound: &outbound,
+                started_at,
+            };
+            let run = handlers::run(&ctx);
             let limit = deadline_ms + DEADLINE_SLACK_MS;
             fetch_timeout::within(limit as u64, run)
                 .await

@@ -57,13 +57,14 @@ pub use job::envelope::JobMessage;
 pub use job::family::{Escalation, Family};
 pub use job::ids::{job_id, uuid_v4};
 pub use job::job_outcome::{decide, Decision};
-pub use job::job_type::{Handler, JobType};
+pub use job::job_type::JobType;
 pub use job::lifecycle::{can_transition, sources_of, JobStatus};
 pub use job::pause::PauseTarget;
 pub use job::payloads::{
     AiTaggingPayload, HttpPayload, LinkHealthCheckPayload, RssFeedRefreshPayload,
     ScreenshotCapturePayload,
 };
+pub use job::registry::Handler;
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
 pub use retry::error_class::{classify_http_status, ErrorClass, JobError};

@@ -15,16 +15,14 @@ use jobs_shared::{
     ErrorClass, JobError, JobType, RaisedAlert, Usage,
 };
 use serde_json::{json, Value};
-use worker::{console_log, console_warn, D1Database, Env};
+use worker::{console_log, console_warn, D1Database};
 
 use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
-use super::HandlerRun;
-use crate::outbound::Outbound;
+use super::{HandlerRun, JobContext};
 use jobs_store::budgets::{self, Budget, Spend};
 use jobs_store::feed_items::{self, Item, Tagged};
-use jobs_store::jobs::Claimed;
 
-const TYPE: JobType = JobType::AiTagging;
+const TYPE: JobType = JobType::AI_TAGGING;
 /// LLM calls in flight at once (a Worker may hold 6 connections open).
 const CONCURRENT_CALLS: usize = 5;
 /// Batches one job runs at most (seed 000's hourly capacity: 12 batches); it takes as many
@@ -33,10 +31,10 @@ const MAX_BATCHES: usize = 12;
 /// The longest a full batch can take; none starts unless it can end within the type's timeout.
 const WORST_BATCH_MS: i64 = (20 / CONCURRENT_CALLS as i64) * CALL_TIMEOUT_MS as i64;
 
-/// Runs the job; `now_ms` (the run's start) picks the budget month.
-pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound<'_>, now_ms: i64) -> HandlerRun {
+/// Runs the job; the run's start picks the budget month.
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     let mut cost_cents = 0.0;
-    let outcome = tag(job, env, outbound, now_ms, &mut cost_cents).await;
+    let outcome = tag(ctx, &mut cost_cents).await;
     HandlerRun {
         outcome,
         cost_cents,
@@ -44,13 +42,8 @@ pub async fn run(job: &Claimed, env: &Env, outbound: &Outbound<'_>, now_ms: i64)
     }
 }
 
-async fn tag(
-    job: &Claimed,
-    env: &Env,
-    outbound: &Outbound<'_>,
-    now_ms: i64,
-    cost_cents: &mut f64,
-) -> Result<Option<Value>, JobError> {
+async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>, JobError> {
+    let (job, env, outbound, now_ms) = (ctx.job, ctx.env, ctx.outbound, ctx.started_at);
     let payload: AiTaggingPayload = super::payload(job)?;
     let llm = Llm::from_env(env)?;
     let spec = TYPE

@@ -1,21 +1,20 @@
-//! Seed job types with no built-in handler are delivered to the app that owns them: a signed
+//! Job types with no built-in handler are delivered to the app that owns them: a signed
 //! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE>. The app's answer is the
 //! job's outcome, classified like any HTTP delivery.
 
-use jobs_shared::{ErrorClass, JobError, JobType};
+use jobs_shared::{ErrorClass, JobError};
 use serde_json::{json, Value};
-use worker::{Env, Method};
+use worker::Method;
 
 use super::signed_request::{self, Outgoing};
-use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
+use super::{HandlerRun, JobContext};
 
-pub async fn run(
-    job: &Claimed,
-    job_type: JobType,
-    env: &Env,
-    outbound: &Outbound<'_>,
-) -> Result<Option<Value>, JobError> {
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    HandlerRun::of(forward(ctx).await)
+}
+
+async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+    let (job, job_type, env) = (ctx.job, ctx.job_type, ctx.env);
     let key = job_type.env_key();
     let url = crate::config(env, &key).ok_or_else(|| {
         JobError::new(
@@ -36,5 +35,5 @@ pub async fn run(
         content_type: Some("application/json"),
         timeout_ms: job_type.spec().timeout_ms,
     };
-    signed_request::send(outbound, out, job, job_type, env).await
+    signed_request::send(ctx, out).await
 }

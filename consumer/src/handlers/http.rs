@@ -1,21 +1,14 @@
 //! The `http` type: deliver the request the payload describes, signed.
 
-use jobs_shared::{HttpPayload, JobType};
+use jobs_shared::HttpPayload;
 use serde_json::Value;
-use worker::{Env, Method};
+use worker::Method;
 
 use super::signed_request::{self, Outgoing};
-use super::HandlerRun;
-use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
+use super::{HandlerRun, JobContext};
 
-pub async fn run(
-    job: &Claimed,
-    job_type: JobType,
-    env: &Env,
-    outbound: &Outbound<'_>,
-) -> HandlerRun {
-    let payload: HttpPayload = match super::payload(job) {
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    let payload: HttpPayload = match super::payload(ctx.job) {
         Ok(payload) => payload,
         Err(e) => return HandlerRun::of(Err(e)),
     };
@@ -37,10 +30,10 @@ pub async fn run(
         headers: payload.headers.unwrap_or_default().into_iter().collect(),
         body,
         content_type,
-        timeout_ms: payload.timeout_ms.unwrap_or(job_type.spec().timeout_ms),
+        timeout_ms: payload.timeout_ms.unwrap_or(ctx.job_type.spec().timeout_ms),
     };
     HandlerRun {
-        outcome: signed_request::send(outbound, out, job, job_type, env).await,
+        outcome: signed_request::send(ctx, out).await,
         cost_cents: 0.0,
         follow_ups_trusted: payload.allow_follow_ups,
     }

@@ -11,28 +11,28 @@ use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
-    after_check, head_refused, healthy, is_redirect, ErrorClass, JobError, JobType,
-    LinkHealthCheckPayload, LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY,
-    MAX_REDIRECTS,
+    after_check, head_refused, healthy, is_redirect, ErrorClass, JobError, LinkHealthCheckPayload,
+    LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
 };
 use serde_json::{json, Value};
-use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Url};
+use worker::{Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
 use super::fetch_timeout::{self, Fetched};
+use super::{HandlerRun, JobContext};
 use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
 use jobs_store::links::{self, Checked};
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
 /// What a probe (a few requests, redirects included) is given before the deadline to start.
 const PROBE_MS: i64 = 30_000;
 
-pub async fn run(
-    job: &Claimed,
-    env: &Env,
-    outbound: &Outbound<'_>,
-) -> Result<Option<Value>, JobError> {
-    let deadline = crate::now_ms() + i64::from(JobType::LinkHealthCheck.spec().timeout_ms);
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    HandlerRun::of(check_links(ctx).await)
+}
+
+async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+    let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
+    let deadline = crate::now_ms() + i64::from(job_type.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = super::payload(job)?;
     let db = env.d1("DB").map_err(super::d1_error)?;
     let known = links::link_list_states(&db, payload.urls.as_deref())

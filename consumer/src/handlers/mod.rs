@@ -1,5 +1,7 @@
-//! The job handlers: what runs for each type. Built-in types run here; the seed types without
-//! one are forwarded to their app's endpoint.
+//! The job handlers: what runs for each type, named by its registry row
+//! (jobs_shared::job::registry). Built-in types run here; the others are forwarded to their
+//! app's endpoint. One module per handler, each with the same `run` (README "Adding a job
+//! type").
 
 mod ai_tagging;
 pub(crate) mod fetch_timeout;
@@ -7,6 +9,7 @@ mod forward;
 mod http;
 mod link_health;
 mod llm;
+mod noop;
 mod rss_refresh;
 mod screenshot;
 mod screenshot_browser;
@@ -42,24 +45,29 @@ impl HandlerRun {
     }
 }
 
-/// Runs one claimed job; `started_at` is the attempt's start (the time a handler reasons in).
-/// Every subrequest goes through the batch's `outbound` gate.
-pub async fn run(
-    job: &Claimed,
-    job_type: JobType,
-    env: &Env,
-    outbound: &Outbound<'_>,
-    started_at: i64,
-) -> HandlerRun {
-    HandlerRun::of(match job_type.handler() {
-        Handler::AiTagging => return ai_tagging::run(job, env, outbound, started_at).await,
-        Handler::Http => return http::run(job, job_type, env, outbound).await,
-        Handler::Noop => Ok(None),
-        Handler::Forward => forward::run(job, job_type, env, outbound).await,
-        Handler::RssRefresh => rss_refresh::run(job, env, outbound).await,
-        Handler::LinkHealth => link_health::run(job, env, outbound).await,
-        Handler::Screenshot => screenshot::run(job, env, outbound).await,
-    })
+/// What every handler is given: the claimed job and its type, the Worker's env, the batch's
+/// outbound gate (every subrequest goes through it), and the attempt's start (the time a
+/// handler reasons in).
+pub struct JobContext<'a> {
+    pub job: &'a Claimed,
+    pub job_type: JobType,
+    pub env: &'a Env,
+    pub outbound: &'a Outbound<'a>,
+    pub started_at: i64,
+}
+
+/// Runs one claimed job through the handler its type's registry row names. Every handler has
+/// this signature, and the match is exhaustive: a `Handler` without one does not compile.
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    match ctx.job_type.handler() {
+        Handler::Http => http::run(ctx).await,
+        Handler::Noop => noop::run(ctx).await,
+        Handler::Forward => forward::run(ctx).await,
+        Handler::RssRefresh => rss_refresh::run(ctx).await,
+        Handler::LinkHealth => link_health::run(ctx).await,
+        Handler::AiTagging => ai_tagging::run(ctx).await,
+        Handler::Screenshot => screenshot::run(ctx).await,
+    }
 }
 
 /// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).

@@ -19,11 +19,11 @@ use jobs_shared::{
 };
 use serde_json::{json, Value};
 use worker::RequestInit;
-use worker::{console_warn, D1Database, D1PreparedStatement, Env, Headers, Method, Request};
+use worker::{console_warn, D1Database, D1PreparedStatement, Headers, Method, Request};
 
 use super::fetch_timeout::{self, Fetched};
+use super::{HandlerRun, JobContext};
 use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
 use jobs_store::rss_sources::{self, Refreshed, SourceRow, SourceStatements};
 
 /// Feeds fetched at once by one job.
@@ -32,11 +32,12 @@ const CONCURRENT_FETCHES: usize = 6;
 const WRITE_EVERY_BYTES: usize = 2 * 1024 * 1024;
 const ACCEPT: &str = "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5";
 
-pub async fn run(
-    job: &Claimed,
-    env: &Env,
-    outbound: &Outbound<'_>,
-) -> Result<Option<Value>, JobError> {
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    HandlerRun::of(refresh(ctx).await)
+}
+
+async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+    let (job, env, outbound) = (ctx.job, ctx.env, ctx.outbound);
     let started = crate::now_ms();
     let payload: RssFeedRefreshPayload = super::payload(job)?;
     let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));

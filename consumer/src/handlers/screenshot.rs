@@ -7,24 +7,23 @@
 use std::collections::HashMap;
 
 use jobs_shared::{
-    content_type, image_info, screenshot_key, Capture, CaptureMode, ErrorClass, JobError, JobType,
+    content_type, image_info, screenshot_key, Capture, CaptureMode, ErrorClass, JobError,
     ScreenshotCapturePayload,
 };
 use serde_json::{json, Value};
-use worker::{Env, HttpMetadata};
+use worker::HttpMetadata;
 
-use super::{screenshot_browser, screenshot_rest};
+use super::{screenshot_browser, screenshot_rest, HandlerRun, JobContext};
 use crate::config;
-use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
 
-pub async fn run(
-    job: &Claimed,
-    env: &Env,
-    outbound: &Outbound<'_>,
-) -> Result<Option<Value>, JobError> {
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    HandlerRun::of(capture(ctx).await)
+}
+
+async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+    let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let payload: ScreenshotCapturePayload = super::payload(job)?;
-    let capture = Capture::new(payload, JobType::ScreenshotCapture.spec().timeout_ms);
+    let capture = Capture::new(payload, job_type.spec().timeout_ms);
     let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;
     let bucket = env.bucket("SCREENSHOTS").map_err(|_| {
         JobError::new(

@@ -8,16 +8,13 @@
 
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_shared::{
-    observe::correlation, sign, signing_secret, ErrorClass, JobError, JobType, SignedRequest,
+    observe::correlation, sign, signing_secret, ErrorClass, JobError, SignedRequest,
     SIGNATURE_HEADER,
 };
 use serde_json::{json, Value};
-use worker::{Env, Headers, Method, Request, RequestInit, Url};
+use worker::{Headers, Method, Request, RequestInit, Url};
 
-use super::{fetch_timeout, invalid_request};
-
-use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
+use super::{fetch_timeout, invalid_request, JobContext};
 
 pub struct Outgoing<'a> {
     pub url: &'a str,
@@ -28,13 +25,9 @@ pub struct Outgoing<'a> {
     pub timeout_ms: u32,
 }
 
-pub async fn send(
-    outbound: &Outbound<'_>,
-    out: Outgoing<'_>,
-    job: &Claimed,
-    job_type: JobType,
-    env: &Env,
-) -> Result<Option<Value>, JobError> {
+/// Sends `out` for the job in `ctx`, signed as that job's attempt.
+pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Value>, JobError> {
+    let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let (secrets, single) = (
         crate::config(env, "SIGNING_SECRETS"),
         crate::config(env, "SIGNING_SECRET"),

@@ -725,7 +725,7 @@ mod tests {
         let (limits, warnings) = RssLimits::from_vars(|_| Some("3600".into()));
         assert_eq!((limits, warnings.len()), (RssLimits::DEFAULT, 2));
         // Well inside the type's timeout, whatever the vars say.
-        let timeout = i64::from(crate::JobType::RssFeedRefresh.spec().timeout_ms);
+        let timeout = i64::from(crate::JobType::RSS_FEED_REFRESH.spec().timeout_ms);
         assert!(RssLimits::MAX_BUDGET_SECS * 1000 <= timeout - 15_000);
         let d = RssLimits::DEFAULT;
         assert!(d.may_start(0, 25_000) && !d.may_start(0, 25_001));

@@ -47,7 +47,7 @@ pub const MAX_PRIORITY: i64 = 100;
 
 /// Per-job priority inside a family: higher runs first (seed 002).
 const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
-const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
+pub(crate) const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
 const MAX_DEDUP_KEY_CHARS: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -367,7 +367,7 @@ mod tests {
             job,
             NewJob {
                 id: "id-1".to_string(),
-                job_type: JobType::RssFeedRefresh,
+                job_type: JobType::RSS_FEED_REFRESH,
                 family: Family::Default,
                 payload: "{}".to_string(),
                 priority: 0,
@@ -628,7 +628,7 @@ mod tests {
         let body = json!({"jobs": [{"type": "noop"}, {"type": "http", "payload": {"url": "https://a.io"}}]});
         let jobs = validate_batch(&body, counter(), NOW, LIMIT).unwrap();
         let summary: Vec<_> = jobs.iter().map(|j| (j.id.as_str(), j.job_type)).collect();
-        assert_eq!(summary, [("id-1", JobType::Noop), ("id-2", JobType::Http)]);
+        assert_eq!(summary, [("id-1", JobType::NOOP), ("id-2", JobType::HTTP)]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn serialises_to_the_wire_shape() {
-        let m = JobMessage::stored("01HZX", JobType::RssFeedRefresh.as_str(), None);
+        let m = JobMessage::stored("01HZX", JobType::RSS_FEED_REFRESH.as_str(), None);
         assert_eq!(
             serde_json::to_value(&m).unwrap(),
             json!({"v": 1, "id": "01HZX", "type": "rss_feed_refresh"})
@@ -63,7 +63,7 @@ mod tests {
 
     #[test]
     fn parse_round_trips() {
-        let m = JobMessage::stored("a", JobType::Http.as_str(), None);
+        let m = JobMessage::stored("a", JobType::HTTP.as_str(), None);
         assert_eq!(JobMessage::parse(&serde_json::to_value(&m).unwrap()), Ok(m));
     }
 

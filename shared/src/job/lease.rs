@@ -105,9 +105,10 @@ impl ConsumerLimits {
 /// which may reach [`MAX_HTTP_TIMEOUT_MS`]), plus the connection wait it may meet.
 pub fn deadline_ms(job_type: JobType, http_timeout_ms: Option<u32>) -> i64 {
     let spec = i64::from(job_type.spec().timeout_ms);
-    let timeout = match job_type {
-        JobType::Http => http_timeout_ms.map_or(spec, i64::from),
-        _ => spec,
+    let timeout = if job_type == JobType::HTTP {
+        http_timeout_ms.map_or(spec, i64::from)
+    } else {
+        spec
     };
     timeout + CONNECTION_WAIT_MS
 }
@@ -194,14 +195,15 @@ mod tests {
             }
         }
         // A 300 s type aged into `high` (lease 300 s) gets a longer lease than its family's.
-        assert!(lease_ms(Family::High, [JobType::SitemapGeneration]) > Family::High.lease_ms());
+        let sitemap = JobType::parse("sitemap_generation").unwrap();
+        assert!(lease_ms(Family::High, [sitemap]) > Family::High.lease_ms());
         assert_eq!(lease_ms(Family::High, []), Family::High.lease_ms());
         assert_eq!(
-            deadline_ms(JobType::Http, Some(5_000)),
+            deadline_ms(JobType::HTTP, Some(5_000)),
             5_000 + CONNECTION_WAIT_MS
         );
         assert_eq!(
-            deadline_ms(JobType::Http, None),
+            deadline_ms(JobType::HTTP, None),
             30_000 + CONNECTION_WAIT_MS
         );
     }

@@ -12,4 +12,5 @@ pub mod lease;
 pub mod lifecycle;
 pub mod pause;
 pub mod payloads;
+pub mod registry;
 pub mod stored_result;

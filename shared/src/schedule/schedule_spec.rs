@@ -143,7 +143,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(s.name, "weather_alerts");
-        assert_eq!(s.job_type, JobType::WeatherRefresh);
+        assert_eq!(s.job_type, JobType::parse("weather_refresh").unwrap());
         assert_eq!(s.payload, r#"{"kind":"alerts"}"#);
         assert!(s.enabled);
         assert_eq!((s.priority, s.max_attempts), (20, Some(3)));
