@@ -46,6 +46,7 @@ pub mod prometheus;
 #[cfg(feature = "workers")]
 pub mod queue_send;
 pub mod retry_policy;
+pub mod route;
 pub mod schedule_spec;
 pub mod screenshot;
 pub mod signature;
