@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# npm test: install what is missing, test the shared and store crates natively, build both
-# workers, then run the integration tests against the built WASM on local workerd.
+# npm test: install what is missing, test the shared and store crates and the producer's route
+# table natively, build both workers, then run the integration tests against the built WASM on
+# local workerd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-chromium.sh # the dashboard's browser test and screenshot_capture's browser
-cargo test -p jobs-shared -p jobs-store
+cargo test -p jobs-shared -p jobs-store -p jobs-producer # the producer's: its route table against openapi.json
 node scripts/build.mjs producer consumer bench/floor
 node --test --test-concurrency=1 tests/*.test.mjs

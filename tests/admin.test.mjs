@@ -321,6 +321,17 @@ describe("admin API (messages delivered by the test)", () => {
     assert.equal((await api.call("GET", "/v1/admin/audit", { query: "?who=me" })).status, 422);
   });
 
+  test("RSS sources answer as documented (tests/rss.test.mjs tests what they do)", async () => {
+    const added = await api.call("POST", "/v1/admin/rss-sources", { json: { name: "Docs", url: "https://feeds.example/docs.xml" } });
+    assert.equal(added.status, 201);
+    assert.equal((await api.call("POST", "/v1/admin/rss-sources", { json: { name: "Again", url: "https://feeds.example/docs.xml" } })).status, 409);
+    assert.ok((await api.call("GET", "/v1/admin/rss-sources")).body.sources.some((s) => s.id === added.body.id));
+    const off = await api.call("PATCH", "/v1/admin/rss-sources/{id}", { params: { id: added.body.id }, json: { is_active: false } });
+    assert.deepEqual([off.status, off.body.is_active], [200, false]);
+    assert.equal((await api.call("PATCH", "/v1/admin/rss-sources/{id}", { params: { id: "nope" }, json: { is_active: true } })).status, 404);
+    assert.equal((await api.call("PATCH", "/v1/admin/rss-sources/{id}", { params: { id: added.body.id }, json: { error_count: 3 } })).status, 422);
+  });
+
   test("OpenAPI 3.1 documents every route, and every admin operation was exercised against it", async () => {
     assert.equal(api.doc.openapi, "3.1.0");
     const res = await p.request("GET", "/openapi.json", { token: null });

@@ -4,7 +4,7 @@
 //! which checks the token on every call. Served with a strict CSP and never framed.
 
 use jobs_shared::ApiError;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use crate::respond;
 
@@ -15,16 +15,15 @@ const FILES: [(&str, &str); 3] = [
     ("style.css", "text/css; charset=utf-8"),
 ];
 
-pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
-    let path = req.path();
-    let name = match path.trim_start_matches("/dashboard").trim_matches('/') {
+/// GET /dashboard/{file}; `file` is empty for the page itself (/dashboard/).
+pub async fn get(env: &Env, file: &str) -> Result<Response, ApiError> {
+    let name = match file {
         "" => "index.html",
         other => other,
     };
-    let (file, content_type) = FILES
-        .iter()
-        .find(|(f, _)| *f == name)
-        .ok_or_else(|| ApiError::new(404, "not_found", format!("no route for {path}")))?;
+    let (file, content_type) = FILES.iter().find(|(f, _)| *f == name).ok_or_else(|| {
+        ApiError::new(404, "not_found", format!("no route for /dashboard/{name}"))
+    })?;
     let assets = env.assets("ASSETS").map_err(|e| respond::internal(&e))?;
     let mut asset = assets
         .fetch(format!("https://assets.local/{file}"), None)

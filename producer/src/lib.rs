@@ -1,8 +1,6 @@
 //! The producer Worker: a thin adapter from HTTP, D1 and the queue bindings to the shared crate.
 
 mod admin;
-mod admin_budgets;
-mod admin_rss_sources;
 mod auth;
 mod body;
 mod chain_view;
@@ -19,7 +17,7 @@ mod openapi;
 mod random;
 mod respond;
 mod router;
-mod schedule_api;
+mod routes;
 
 use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
@@ -30,7 +28,7 @@ fn start() {
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
-    router::handle(req, &env).await
+    router::handle(req, &env, routes::ROUTES).await
 }
 
 /// The cron trigger (every minute): the maintenance sweep, at the event's scheduled time.

@@ -1,75 +1,115 @@
-//! Method and path to handler; every failure leaves as the design's JSON error.
+//! A request to its row of the route table (crate::routes, matched by the shared `route`
+//! module), through the row's access check; every failure leaves as the JSON error of
+//! crate::respond, a 405 with the path's methods in `Allow`.
 
+use std::future::Future;
+use std::pin::Pin;
+
+use jobs_shared::api::route::{lookup, Match, Params, Route};
 use jobs_shared::{ApiError, Scope};
-use worker::{Env, Method, Request, Response, Result};
+use worker::{Env, Request, Response, Result};
 
-use crate::{
-    admin, admin_budgets, admin_rss_sources, auth, dashboard, enqueue, health, job_view, metrics,
-    openapi, respond, schedule_api,
-};
+use crate::admin::Admin;
+use crate::{auth, respond};
 
-pub async fn handle(req: Request, env: &Env) -> Result<Response> {
-    match route(req, env).await {
-        Ok(resp) => Ok(resp),
-        Err(err) => respond::error(&err),
+/// What a handler answers, boxed so that one table holds handlers of every shape.
+pub type Reply<'a> = Pin<Box<dyn Future<Output = std::result::Result<Response, ApiError>> + 'a>>;
+
+/// What a route answers with; the request's path params are in its `Call`.
+pub type Handler = for<'a> fn(Call<'a>) -> Reply<'a>;
+
+/// Who may call a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone: liveness, the OpenAPI document, the dashboard's files.
+    Public,
+    /// An enqueue or admin token.
+    Enqueue,
+    /// An admin token.
+    Admin,
+    /// The handler checks the token itself (/metrics takes a METRICS_TOKENS token too).
+    InHandler,
+}
+
+/// A route's row in the table, besides its path and method.
+pub struct Target {
+    pub access: Access,
+    pub handler: Handler,
+}
+
+/// One request, as its handler gets it.
+pub struct Call<'a> {
+    pub req: &'a mut Request,
+    pub env: &'a Env,
+    params: Params<'a>,
+}
+
+impl<'a> Call<'a> {
+    /// The path segment the route's pattern names `{name}`.
+    pub fn param(&self, name: &str) -> &'a str {
+        self.params.get(name)
+    }
+
+    /// The caller, for an admin route's audit entries.
+    pub fn admin(&self) -> Admin<'a> {
+        Admin::of(self.req, self.env)
     }
 }
 
-async fn route(mut req: Request, env: &Env) -> std::result::Result<Response, ApiError> {
+pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Result<Response> {
     let path = req.path();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let method = req.method();
-    match (segments.as_slice(), method.clone()) {
-        (["healthz"], Method::Get) => health::get(env).await,
-        // Admin scope or a METRICS_TOKENS token (checked inside).
-        (["metrics"], Method::Get) => metrics::get(&req, env).await,
-        (["v1", "jobs"], Method::Post) => {
-            auth::require(&req, env, Scope::Enqueue)?;
-            enqueue::one(&mut req, env).await
+    let answer = match lookup(table, method.as_ref(), &path) {
+        Match::Found { route, params } => {
+            let call = Call {
+                req: &mut req,
+                env,
+                params,
+            };
+            run(&route.target, call).await
         }
-        (["v1", "jobs", "batch"], Method::Post) => {
-            auth::require(&req, env, Scope::Enqueue)?;
-            enqueue::batch(&mut req, env).await
-        }
-        (["v1", "jobs", id], Method::Get) => {
-            auth::require(&req, env, Scope::Enqueue)?;
-            job_view::get(env, id).await
-        }
-        (["openapi.json"], Method::Get) => openapi::get(),
-        (["dashboard", ..], Method::Get) => dashboard::get(&req, env).await,
-        (
-            ["healthz"]
-            | ["metrics"]
-            | ["v1", "jobs"]
-            | ["v1", "jobs", "batch"]
-            | ["v1", "jobs", _],
-            _,
-        ) => Err(ApiError::new(
-            405,
-            "method_not_allowed",
-            format!("{method:?} is not allowed on {path}"),
-        )),
-        (["v1", "admin", "schedules", rest @ ..], method) => {
-            auth::require(&req, env, Scope::Admin)?;
-            schedule_api::route(&mut req, env, rest, method).await
-        }
-        (["v1", "admin", "budgets", rest @ ..], method) => {
-            auth::require(&req, env, Scope::Admin)?;
-            admin_budgets::route(&mut req, env, rest, method).await
-        }
-        (["v1", "admin", "rss-sources", rest @ ..], method) => {
-            auth::require(&req, env, Scope::Admin)?;
-            admin_rss_sources::route(&mut req, env, rest, method).await
-        }
-        // Last, so any more specific /v1/admin route above takes precedence.
-        (["v1", "admin", rest @ ..], method) => {
-            auth::require(&req, env, Scope::Admin)?;
-            admin::route(&mut req, env, rest, method).await
-        }
-        _ => Err(ApiError::new(
-            404,
-            "not_found",
-            format!("no route for {path}"),
-        )),
+        Match::MethodNotAllowed { allow } => missed(&req, env, &path).and_then(|()| {
+            let error = ApiError::new(
+                405,
+                "method_not_allowed",
+                format!("{method} is not allowed on {path}"),
+            );
+            let response = respond::json(error.status, &error.body())?;
+            respond::with_headers(response, &[("allow", &allow)])
+        }),
+        Match::NotFound => missed(&req, env, &path).and_then(|()| {
+            Err(ApiError::new(
+                404,
+                "not_found",
+                format!("no route for {path}"),
+            ))
+        }),
+    };
+    answer.or_else(|error| respond::error(&error))
+}
+
+async fn run(target: &Target, call: Call<'_>) -> std::result::Result<Response, ApiError> {
+    let scope = match target.access {
+        Access::Enqueue => Some(Scope::Enqueue),
+        Access::Admin => Some(Scope::Admin),
+        Access::Public | Access::InHandler => None,
+    };
+    if let Some(scope) = scope {
+        auth::require(call.req, call.env, scope)?;
     }
+    (target.handler)(call).await
+}
+
+/// A path with no route for the request: under /v1/admin, as on its routes, the admin scope
+/// comes first, so only an operator learns whether an admin path or method exists.
+fn missed(req: &Request, env: &Env, path: &str) -> std::result::Result<(), ApiError> {
+    if path
+        .trim_matches('/')
+        .split('/')
+        .take(2)
+        .eq(["v1", "admin"])
+    {
+        auth::require(req, env, Scope::Admin)?;
+    }
+    Ok(())
 }

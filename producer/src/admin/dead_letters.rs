@@ -27,6 +27,6 @@ pub async fn replay_one(admin: &Admin<'_>, id: &str) -> Result<Response, ApiErro
 }
 
 /// POST /v1/admin/dead-letters/replay `{"ids" | "filter", "dry_run"?}`
-pub async fn replay(req: &mut Request, admin: &Admin<'_>) -> Result<Response, ApiError> {
-    job_actions::bulk(req, admin, Move::replay("dead_letters.replay")).await
+pub async fn replay(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
+    job_actions::bulk(admin, req, Move::replay("dead_letters.replay")).await
 }

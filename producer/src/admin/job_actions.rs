@@ -64,8 +64,8 @@ impl Move {
 
 /// POST /v1/admin/jobs/{id}/status `{"status": "queued" | "cancelled" | "skipped"}`
 pub async fn set_status(
-    req: &mut Request,
     admin: &Admin<'_>,
+    req: &mut Request,
     id: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
@@ -102,8 +102,8 @@ fn key_taken(holder: &str) -> String {
 
 /// POST /v1/admin/jobs/{id}/priority `{"priority": 0-100}`
 pub async fn priority(
-    req: &mut Request,
     admin: &Admin<'_>,
+    req: &mut Request,
     id: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
@@ -113,7 +113,7 @@ pub async fn priority(
 }
 
 /// POST /v1/admin/jobs/{id}/boost `{"by": 1-100}`: raises the priority, capped at 100.
-pub async fn boost(req: &mut Request, admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
+pub async fn boost(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     jobs_shared::only_fields(&body, &["by"])?;
     let by = parse_int(&body, "by", 1..=100)?;
@@ -172,7 +172,7 @@ fn answer(
 /// moving it. At most MAX_BULK jobs move per request; `remaining` says how many more could.
 /// A job another live job's dedup key keeps from moving is answered in `conflicts`, with why;
 /// the others move.
-pub async fn bulk(req: &mut Request, admin: &Admin<'_>, mv: Move) -> Result<Response, ApiError> {
+pub async fn bulk(admin: &Admin<'_>, req: &mut Request, mv: Move) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let request = BulkRequest::parse(&body)?;
     let db = d1::database(admin.env)?;

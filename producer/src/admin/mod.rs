@@ -1,22 +1,25 @@
-//! The operator's API under /v1/admin (admin scope; the router checks the token): stats, job
-//! search and detail, job actions and bulk actions, dead letters, pauses and the audit log.
+//! The operator's API under /v1/admin (admin scope; crate::routes maps each route to its
+//! handler here and the router checks the token): stats, job search and detail, job actions
+//! and bulk actions, dead letters, pauses, the audit log, schedules, budgets and RSS sources.
 //! Every change is written together with its audit row.
 
-mod audit;
+pub(crate) mod audit;
+pub(crate) mod budgets;
 pub(crate) mod d1;
-mod dead_letters;
-mod job_actions;
-mod jobs;
-mod pauses;
-mod stats;
+pub(crate) mod dead_letters;
+pub(crate) mod job_actions;
+pub(crate) mod jobs;
+pub(crate) mod pauses;
+pub(crate) mod rss_sources;
+pub(crate) mod schedules;
+pub(crate) mod stats;
 
-use jobs_shared::{actor_of, ApiError, JobStatus};
+use jobs_shared::actor_of;
 use jobs_store::audit::Entry;
 use serde_json::Value;
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Request};
 
-use crate::{env_config, job_view};
-use job_actions::Move;
+use crate::env_config;
 
 /// The caller of an admin route: the Worker env and who they are (for the audit log).
 pub struct Admin<'a> {
@@ -48,70 +51,6 @@ impl<'a> Admin<'a> {
             now_ms,
         }
     }
-}
-
-/// `rest` is the path after /v1/admin/.
-pub async fn route(
-    req: &mut Request,
-    env: &Env,
-    rest: &[&str],
-    method: Method,
-) -> Result<Response, ApiError> {
-    let admin = &Admin::of(req, env);
-    match (rest, method) {
-        (["stats"], Method::Get) => stats::get(admin).await,
-        (["jobs"], Method::Get) => jobs::list(req, env).await,
-        (["jobs", "retry"], Method::Post) => {
-            job_actions::bulk(req, admin, Move::to(JobStatus::Queued, "jobs.retry")).await
-        }
-        (["jobs", "cancel"], Method::Post) => {
-            job_actions::bulk(req, admin, Move::to(JobStatus::Cancelled, "jobs.cancel")).await
-        }
-        (["jobs", id], Method::Get) => job_view::get(env, id).await,
-        (["jobs", id, "status"], Method::Post) => job_actions::set_status(req, admin, id).await,
-        (["jobs", id, "priority"], Method::Post) => job_actions::priority(req, admin, id).await,
-        (["jobs", id, "boost"], Method::Post) => job_actions::boost(req, admin, id).await,
-        (["jobs", id, "retry"], Method::Post) => {
-            job_actions::move_one(admin, id, Move::to(JobStatus::Queued, "job.retry")).await
-        }
-        (["jobs", id, "cancel"], Method::Post) => {
-            job_actions::move_one(admin, id, Move::to(JobStatus::Cancelled, "job.cancel")).await
-        }
-        (["failures"], Method::Get) => jobs::failures(req, env).await,
-        (["dead-letters"], Method::Get) => dead_letters::list(req, env).await,
-        (["dead-letters", "replay"], Method::Post) => dead_letters::replay(req, admin).await,
-        (["dead-letters", id, "replay"], Method::Post) => dead_letters::replay_one(admin, id).await,
-        (["pauses"], Method::Get) => pauses::list(admin).await,
-        (["pauses"], Method::Post) => pauses::pause(req, admin).await,
-        (["pauses", kind, name], Method::Delete) => pauses::resume(admin, kind, name).await,
-        (["audit"], Method::Get) => audit::list(req, env).await,
-        (known, method) if is_route(known) => Err(ApiError::new(
-            405,
-            "method_not_allowed",
-            format!("{method:?} is not allowed on /v1/admin/{}", known.join("/")),
-        )),
-        (unknown, _) => Err(ApiError::new(
-            404,
-            "not_found",
-            format!("no route for /v1/admin/{}", unknown.join("/")),
-        )),
-    }
-}
-
-fn is_route(path: &[&str]) -> bool {
-    matches!(
-        path,
-        ["stats" | "jobs" | "failures" | "dead-letters" | "pauses" | "audit"]
-            | ["jobs", _]
-            | [
-                "jobs",
-                _,
-                "status" | "priority" | "boost" | "retry" | "cancel"
-            ]
-            | ["dead-letters", _]
-            | ["dead-letters", _, "replay"]
-            | ["pauses", _, _]
-    )
 }
 
 /// Trims a page fetched with one extra row; the cursor of its last row if there is more.

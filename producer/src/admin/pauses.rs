@@ -37,7 +37,7 @@ pub async fn list(admin: &Admin<'_>) -> Result<Response, ApiError> {
 
 /// POST /v1/admin/pauses `{"kind": "type" | "family", "name", "reason"?}`: 201 when paused
 /// now, 200 when it was paused already.
-pub async fn pause(req: &mut Request, admin: &Admin<'_>) -> Result<Response, ApiError> {
+pub async fn pause(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let (target, reason) = PauseTarget::from_body(&body)?;
     let entry = admin.entry("pause", json!({ "kind": target.kind, "name": target.name }));

@@ -7,3 +7,4 @@ pub mod field_error;
 pub mod job_filter;
 pub mod operator_action;
 pub mod page_cursor;
+pub mod route;

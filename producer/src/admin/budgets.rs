@@ -17,40 +17,11 @@ use jobs_store::budgets::{
     InheritedLimit,
 };
 use serde_json::{json, Value};
-use worker::{
-    console_log, D1Database, D1PreparedStatement, D1Result, Env, Method, Request, Response,
-};
+use worker::{console_log, D1Database, D1PreparedStatement, D1Result, Env, Request, Response};
 
 use crate::admin::d1;
 use crate::admin::Admin;
 use crate::{body, env_config, respond};
-
-/// `rest` is the path after /v1/admin/budgets.
-pub async fn route(
-    req: &mut Request,
-    env: &Env,
-    rest: &[&str],
-    method: Method,
-) -> Result<Response, ApiError> {
-    match (rest, method) {
-        ([], Method::Get) => {
-            d1::only_params(req, &[], false)?;
-            list(env).await
-        }
-        ([name], Method::Get) => {
-            d1::only_params(req, &[], false)?;
-            status(env, budgeted(name)?).await
-        }
-        ([name], Method::Patch) => set_limit(req, env, budgeted(name)?).await,
-        ([name, "history"], Method::Get) => history(req, env, budgeted(name)?).await,
-        ([] | [_] | [_, "history"], method) => Err(ApiError::new(
-            405,
-            "method_not_allowed",
-            format!("{method:?} is not allowed here"),
-        )),
-        _ => Err(ApiError::new(404, "not_found", "no such budgets route")),
-    }
-}
 
 /// A job type that declares a budget.
 fn budgeted(name: &str) -> Result<(JobType, BudgetSpec), ApiError> {
@@ -62,7 +33,8 @@ fn budgeted(name: &str) -> Result<(JobType, BudgetSpec), ApiError> {
 }
 
 /// GET /v1/admin/budgets: every budgeted type, this month.
-async fn list(env: &Env) -> Result<Response, ApiError> {
+pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
+    d1::only_params(req, &[], false)?;
     let types: Vec<_> = JobType::ALL
         .into_iter()
         .filter_map(|t| t.budget().map(|b| (t, b)))
@@ -83,7 +55,9 @@ async fn list(env: &Env) -> Result<Response, ApiError> {
 }
 
 /// GET /v1/admin/budgets/{type}
-async fn status(env: &Env, budget: (JobType, BudgetSpec)) -> Result<Response, ApiError> {
+pub async fn status(req: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    d1::only_params(req, &[], false)?;
+    let budget = budgeted(name)?;
     let db = d1::database(env)?;
     let now = env_config::now_ms();
     let results = d1::batch(&db, status_statements(&db, budget, now)?).await?;
@@ -92,11 +66,8 @@ async fn status(env: &Env, budget: (JobType, BudgetSpec)) -> Result<Response, Ap
 
 /// PATCH /v1/admin/budgets/{type} `{"limit_cents": n}`: this month's limit (later months start
 /// from it).
-async fn set_limit(
-    req: &mut Request,
-    env: &Env,
-    budget: (JobType, BudgetSpec),
-) -> Result<Response, ApiError> {
+pub async fn set_limit(req: &mut Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    let budget = budgeted(name)?;
     let limit = validate_limit_change(&body::json(req).await?)?;
     let (job_type, _) = budget;
     let now = env_config::now_ms();
@@ -173,11 +144,8 @@ fn status_view(
 
 /// GET /v1/admin/budgets/{type}/history?months=N: the last N months (this one included) that
 /// have a budget row, newest first.
-async fn history(
-    req: &Request,
-    env: &Env,
-    (job_type, _): (JobType, BudgetSpec),
-) -> Result<Response, ApiError> {
+pub async fn history(req: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    let (job_type, _) = budgeted(name)?;
     let pairs = d1::only_params(req, &["months"], false)?;
     let months = history_months(d1::param(&pairs, "months"))?;
     let now = env_config::now_ms();

@@ -7,32 +7,13 @@ use jobs_store::rss_sources::{
     rss_source_insert, rss_source_list, rss_source_set_active, RssSource,
 };
 use serde_json::{json, Value};
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Request, Response};
 
 use crate::admin::d1;
 use crate::{body, env_config, random, respond};
 
-/// `rest` is the path after /v1/admin/rss-sources.
-pub async fn route(
-    req: &mut Request,
-    env: &Env,
-    rest: &[&str],
-    method: Method,
-) -> Result<Response, ApiError> {
-    match (rest, method) {
-        ([], Method::Get) => list(env).await,
-        ([], Method::Post) => add(req, env).await,
-        ([id], Method::Patch) => set_active(req, env, id).await,
-        ([] | [_], method) => Err(ApiError::new(
-            405,
-            "method_not_allowed",
-            format!("{method:?} is not allowed here"),
-        )),
-        _ => Err(ApiError::new(404, "not_found", "no such rss-sources route")),
-    }
-}
-
-async fn list(env: &Env) -> Result<Response, ApiError> {
+/// GET /v1/admin/rss-sources
+pub async fn list(env: &Env) -> Result<Response, ApiError> {
     let db = d1::database(env)?;
     let rows = rss_source_list(&db)
         .await
@@ -43,7 +24,8 @@ async fn list(env: &Env) -> Result<Response, ApiError> {
     )
 }
 
-async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+/// POST /v1/admin/rss-sources `{name, url, refresh_interval_minutes?}`
+pub async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     let source = validate_new_source(&body::json(req).await?)?;
     let id = uuid_v4(random::bytes()?);
     let db = d1::database(env)?;
@@ -58,8 +40,8 @@ async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     }
 }
 
-/// PATCH `{"is_active"?: true|false, "error_count"?: 0}`.
-async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+/// PATCH /v1/admin/rss-sources/{id} `{"is_active"?: true|false, "error_count"?: 0}`.
+pub async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     let patch = validate_source_patch(&body::json(req).await?)?;
     let db = d1::database(env)?;
     let row = rss_source_set_active(&db, id, patch, env_config::now_ms())

@@ -1,4 +1,4 @@
-//! /v1/admin/schedules: recurring jobs (seed 002's scheduled-job CRUD and toggle). Every write
+//! /v1/admin/schedules: recurring jobs, their CRUD and toggle (README "Schedules API"). Every write
 //! is validated whole (the job as an enqueue would be, the cron expression parsed) before D1
 //! sees it; `next_run_at` is computed here, from the request's time.
 
@@ -7,7 +7,7 @@ use jobs_shared::{
 };
 use jobs_store::schedules::{self, ScheduleRow};
 use serde_json::{json, Value};
-use worker::{D1Database, Env, Method, Request, Response};
+use worker::{D1Database, Env, Request, Response};
 
 use crate::admin::{self, d1};
 use crate::env_config::now_ms;
@@ -18,32 +18,9 @@ const PAGE: u32 = 50;
 const MAX_PAGE: u32 = 100;
 const RECENT_RUNS: u32 = 20;
 
-/// Routes below /v1/admin/schedules (the caller checked the admin scope).
-pub async fn route(
-    req: &mut Request,
-    env: &Env,
-    rest: &[&str],
-    method: Method,
-) -> Result<Response, ApiError> {
-    let db = d1::database(env)?;
-    match (rest, method) {
-        ([], Method::Get) => list(req, &db).await,
-        ([], Method::Post) => create(req, &db).await,
-        ([id], Method::Get) => get(&db, id).await,
-        ([id], Method::Put) => replace(req, &db, id, false).await,
-        ([id], Method::Patch) => replace(req, &db, id, true).await,
-        ([id], Method::Delete) => delete(&db, id).await,
-        ([id, "toggle"], Method::Post) => toggle(req, &db, id).await,
-        ([] | [_] | [_, "toggle"], method) => Err(ApiError::new(
-            405,
-            "method_not_allowed",
-            format!("{method:?} is not allowed here"),
-        )),
-        _ => Err(ApiError::new(404, "not_found", "no such schedule route")),
-    }
-}
-
-async fn list(req: &Request, db: &D1Database) -> Result<Response, ApiError> {
+/// GET /v1/admin/schedules?limit&cursor
+pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     // Unlike the other admin lists, a repeated key is not refused here: its first value counts.
     let pairs = d1::query_pairs(req)?;
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), PAGE, MAX_PAGE)?;
@@ -64,7 +41,9 @@ async fn list(req: &Request, db: &D1Database) -> Result<Response, ApiError> {
     )
 }
 
-async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError> {
+/// POST /v1/admin/schedules
+pub async fn create(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     let spec = validate_schedule(&body::json(req).await?)?;
     let now = now_ms();
     let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
@@ -77,7 +56,9 @@ async fn create(req: &mut Request, db: &D1Database) -> Result<Response, ApiError
     }
 }
 
-async fn get(db: &D1Database, id: &str) -> Result<Response, ApiError> {
+/// GET /v1/admin/schedules/{id}, with its recent runs.
+pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     let (row, runs) = schedules::schedule_get_with_runs(db, id, RECENT_RUNS)
         .await
         .map_err(|e| respond::internal(&e))?
@@ -97,13 +78,15 @@ async fn get(db: &D1Database, id: &str) -> Result<Response, ApiError> {
     respond::json(200, &body)
 }
 
-/// PUT (the whole schedule) or PATCH (the given fields over the stored ones).
-async fn replace(
+/// PUT /v1/admin/schedules/{id} (the whole schedule) or PATCH (the given fields over the
+/// stored ones).
+pub async fn replace(
     req: &mut Request,
-    db: &D1Database,
+    env: &Env,
     id: &str,
     patch: bool,
 ) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     let body = body::json(req).await?;
     let current = found(db, id).await?;
     let input = if patch {
@@ -114,8 +97,10 @@ async fn replace(
     save(db, &current, validate_schedule(&input)?).await
 }
 
-/// Flips `enabled`, or sets it from a JSON body `{"enabled": bool}`.
-async fn toggle(req: &mut Request, db: &D1Database, id: &str) -> Result<Response, ApiError> {
+/// POST /v1/admin/schedules/{id}/toggle: flips `enabled`, or sets it from a JSON body
+/// `{"enabled": bool}`.
+pub async fn toggle(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     // A body is announced by its content type (body::json insists on JSON).
     let has_body = req.headers().get("content-type").ok().flatten().is_some();
     let current = found(db, id).await?;
@@ -139,7 +124,9 @@ async fn toggle(req: &mut Request, db: &D1Database, id: &str) -> Result<Response
     save(db, &current, validate_schedule(&input)?).await
 }
 
-async fn delete(db: &D1Database, id: &str) -> Result<Response, ApiError> {
+/// DELETE /v1/admin/schedules/{id}
+pub async fn delete(env: &Env, id: &str) -> Result<Response, ApiError> {
+    let db = &d1::database(env)?;
     if !schedules::schedule_delete(db, id)
         .await
         .map_err(|e| respond::internal(&e))?
