@@ -1,5 +1,6 @@
 //! GET /openapi.json: the OpenAPI 3.1 description of every route, compiled into the Worker.
-//! tests/openapi.test.mjs checks real responses against it, so it cannot drift from the code.
+//! The integration tests check real responses against it (tests/support/admin_api.mjs), and
+//! tests/admin.test.mjs that every admin route is documented, so it cannot drift from the code.
 
 use jobs_shared::ApiError;
 use worker::Response;
