@@ -20,7 +20,7 @@ const WARM_UP_JOBS = 100;
 /** How long the warm-up and the floor's run may take: a slow machine's, not a test's, patience. */
 const PATIENCE_MS = 15 * 60_000;
 
-/** The targets of the benchmark issue; each row says whether it is met. */
+/** The benchmark's targets (README "Benchmark"); each row says whether it is met. */
 const TARGETS = [
   ["enqueue: D1 round trips per request (1 job)", (r) => r.enqueue_single.d1_round_trips_per_request, (v) => v === 1, "= 1"],
   ["enqueue: D1 round trips per request (100 jobs)", (r) => r.enqueue_batch.d1_round_trips_per_request, (v) => v === 1, "= 1"],

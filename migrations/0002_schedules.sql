@@ -1,4 +1,4 @@
--- Issue 4: recurring jobs (schedules, seed 002) and what the maintenance sweep reads through.
+-- Recurring jobs (schedules) and what the maintenance sweep reads through.
 
 CREATE TABLE schedules (
   id              INTEGER PRIMARY KEY,
@@ -33,7 +33,7 @@ CREATE TABLE schedule_runs (
 ) WITHOUT ROWID;
 CREATE INDEX schedule_runs_fired ON schedule_runs (fired_at);
 
--- ms: when priority aging last raised the job (seed 002: +10 every 5 minutes after an hour).
+-- ms: when priority aging last raised the job (+10 every 5 minutes after an hour).
 ALTER TABLE jobs ADD COLUMN aged_at INTEGER;
 
 -- No index of its own for the outbox (sent_at IS NULL): the scheduler and the re-sender read
@@ -42,7 +42,7 @@ ALTER TABLE jobs ADD COLUMN aged_at INTEGER;
 -- The retention cleaner: finished jobs by age.
 CREATE INDEX jobs_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL;
 
--- Seed 000's cadences. Editable through /v1/admin/schedules; planned by the first sweep.
+-- The job types' usual cadences (README "Schedules API"). Editable through /v1/admin/schedules; planned by the first sweep.
 INSERT INTO schedules (name, description, type, payload, cron_expression, created_by, created_at, updated_at) VALUES
   ('rss_feed_refresh', 'Refresh the RSS sources that are due', 'rss_feed_refresh', '{}', '*/5 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),
   ('weather_forecast', 'Hourly forecast refresh', 'weather_refresh', '{"kind":"forecast"}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),

@@ -1,4 +1,4 @@
--- Issue 6: job chains, and the tables of the built-in handlers (RSS, link health, AI budgets).
+-- Job chains, and the tables of the built-in handlers (RSS, link health, AI budgets).
 
 -- Job chains. A job enqueued with `steps` is the chain's parent (its step 0); each following
 -- step is a job of its own whose parent_id names the parent. `next_steps` holds the steps
@@ -12,7 +12,7 @@ ALTER TABLE jobs ADD COLUMN chain_error TEXT;
 -- One job per step: a replayed record cannot start a step twice.
 CREATE UNIQUE INDEX jobs_chain_step ON jobs (parent_id, chain_step) WHERE parent_id IS NOT NULL;
 
--- RSS and Atom sources (seed 000 section 10).
+-- RSS and Atom sources (README "rss_feed_refresh").
 CREATE TABLE rss_sources (
   id                       TEXT    PRIMARY KEY NOT NULL,   -- UUID
   name                     TEXT    NOT NULL,

@@ -1,4 +1,4 @@
--- Issue 6: ai_tagging under a monthly budget (seed 000 section 13). The budgets and
+-- ai_tagging under a monthly budget (README "AI tagging and budgets"). The budgets and
 -- budget_alerts tables come from 0004; this adds what the handler and the alert routing need.
 
 -- ms: an ai_tagging job took this untagged item and is tagging it until then (the bulk
@@ -6,6 +6,6 @@
 -- not tag is released at once; a job that died leaves it to expire.
 ALTER TABLE feed_items ADD COLUMN ai_lease_until INTEGER;
 
--- ms: when the sweep's alert evaluator (issue 7) took the alert into `alerts`, whose changes it
+-- ms: when the sweep's alert evaluator took the alert into `alerts`, whose changes it
 -- sends to the channels. NULL: not yet. Unindexed: at most three rows per budgeted type and month.
 ALTER TABLE budget_alerts ADD COLUMN notified_at INTEGER;

@@ -1,4 +1,4 @@
--- Issue 7: observability and escalation. Correlation ids on jobs, the escalation outbox, the
+-- Observability and escalation. Correlation ids on jobs, the escalation outbox, the
 -- pre-aggregated execution histogram behind GET /metrics, the DLQ arrival counters, the
 -- alerts the sweep evaluates, and the daily digests it has sent.
 

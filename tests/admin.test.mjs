@@ -1,4 +1,4 @@
-// Issue 5: the operator's admin API on the built WASM workers (local workerd, real D1 and
+// The operator's admin API on the built WASM workers (local workerd, real D1 and
 // queues), every response checked against /openapi.json.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -348,7 +348,7 @@ describe("admin API (messages delivered by the test)", () => {
     api.check("POST", "/v1/jobs/batch", await p.request("POST", "/v1/jobs/batch", { json: { jobs: [{ type: "noop", payload: {} }] } }));
     api.check("POST", "/v1/jobs", await p.enqueue({ type: "nope", payload: {} }));
     api.check("GET", "/healthz", await p.request("GET", "/healthz", { token: null }));
-    // Issue 4's schedules, documented here too.
+    // The schedules routes, documented here too.
     const schedules = await p.request("GET", "/v1/admin/schedules", { token: TOKENS.admin });
     api.check("GET", "/v1/admin/schedules", schedules);
     const first = schedules.body.schedules[0];

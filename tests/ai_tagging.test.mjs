@@ -1,4 +1,4 @@
-// ai_tagging under a monthly budget (issue 6, seed 000 section 13): the built-in handler against
+// ai_tagging under a monthly budget (README "AI tagging and budgets"): the built-in handler against
 // a real local server speaking the Anthropic Messages API shape and reporting token usage. Each
 // test lays out this month's budget and the untagged feed items, delivers one job to the
 // consumer and reads what D1, the job and the LLM server saw. Every reply costs 6 cents.

@@ -1,4 +1,4 @@
-// Job chains (issue 6): seed 003's scrape -> generate -> test flow as one chain of jobs on the
+// Job chains: a scrape -> generate -> test flow (README "Job chains") as one chain of jobs on the
 // real local queues, with a real local HTTP server as the three phases' endpoints.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -81,7 +81,7 @@ describe("job chains", () => {
   });
 
   test("a handler's follow-up jobs run next, before the steps the job carried", async () => {
-    // The app's scrape phase answers with the job to run next (seed 003's orchestrator).
+    // The app's scrape phase answers with the job to run next, as an orchestrator would.
     app.script("/s4/scrape", [{ status: 200, body: { follow_up: [step("/s4/generate")] } }]);
     const enq = await p.enqueue({ ...trusting("/s4/scrape"), steps: [step("/s4/test")] });
     const parent = await waitForChain(enq.body.id);

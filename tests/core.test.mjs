@@ -1,4 +1,4 @@
-// Issue 2, end to end: the built producer and consumer WASM on local workerd, real D1 and real
+// The core path end to end: the built producer and consumer WASM on local workerd, real D1 and real
 // local queues, and a real local HTTP server as the app endpoint.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -46,7 +46,7 @@ describe("jobs flow through the real local queues", () => {
     assert.ok(!verifySignature("another-secret", req.headers["x-jobs-signature"], signed));
   });
 
-  test("a seed type without a built-in handler is forwarded, signed, to its app endpoint", async () => {
+  test("a type without a built-in handler is forwarded, signed, to its app endpoint", async () => {
     const enq = await p.enqueue({ type: "weather_refresh", payload: { kind: "alerts" } });
     assert.equal(enq.status, 202);
     const job = await p.waitForStatus(enq.body.id, "succeeded");
@@ -67,7 +67,7 @@ describe("jobs flow through the real local queues", () => {
     assert.ok(second.at - first.at >= 1000, `second attempt ${second.at - first.at} ms after the first`);
   });
 
-  test("a retryable failure waits within seed 000's bounds for attempt 1 (22.5 s to 37.5 s)", async () => {
+  test("a retryable failure waits within the default policy's bounds for attempt 1 (22.5 s to 37.5 s)", async () => {
     app.script("/down", [{ status: 500 }]);
     const enq = await p.enqueue({ type: "http", payload: { url: app.url("/down") } });
     const job = await p.waitForStatus(enq.body.id, "retrying");
@@ -158,7 +158,7 @@ describe("messages delivered by the test", () => {
   describe("consumer decisions, one batch at a time", () => {
     const message = (job) => jobMessage(job.id, "http");
 
-    test("a failure is retried with seed 000's delay; a redelivery before it is due waits", async () => {
+    test("a failure is retried with the default policy's delay; a redelivery before it is due waits", async () => {
       app.script("/decide-500", [{ status: 500 }]);
       const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-500") } });
       const first = await p.deliver("jobs-default", [message(enq.body)]);

@@ -1,4 +1,4 @@
-// Issue 5: the operator dashboard in real headless Chromium (Debian's, started as for the
+// The operator dashboard in real headless Chromium (Debian's, started as for the
 // browser stand-in and driven by playwright-core over CDP) against the built workers on local
 // workerd: the numbers match the API, and replaying a dead job by clicking takes it off the dead list.
 import { after, before, test } from "node:test";

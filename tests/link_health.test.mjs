@@ -1,4 +1,4 @@
-// link_health_check (issue 6): the built-in handler against a real local server: HEAD with a GET
+// link_health_check: the built-in handler against a real local server: HEAD with a GET
 // fallback, redirects followed by hand, dead after N consecutive failures, bounded concurrency.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 4: the maintenance sweep on the built producer (its real `scheduled` handler, at chosen
+// The maintenance sweep on the built producer (its real `scheduled` handler, at chosen
 // times), with real D1, real local queues and the built consumer. Where a test needs time to
 // have passed for a job (a dead worker's lease, an old finished job) it moves that job's own
 // timestamps back, which is all the sweep reads.

@@ -1,4 +1,4 @@
-// Issue 7: structured job logs, correlation ids end to end, GET /metrics, escalation of dead
+// Structured job logs, correlation ids end to end, GET /metrics, escalation of dead
 // jobs per family and the sweep's alerts. The built WASM on local workerd, real D1 and queues;
 // the app endpoint and the PagerDuty/Slack/digest webhooks are real local HTTP servers.
 import { after, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 4: recurring jobs. The schedules API on the built producer, and the sweep's periodic
+// Recurring jobs. The schedules API on the built producer, and the sweep's periodic
 // enqueuer driven through the producer's real `scheduled` handler at chosen times.
 import { after, before, describe, test } from "node:test";
 import { createHash } from "node:crypto";
@@ -8,7 +8,7 @@ import { tick, MINUTE, HOUR } from "./support/sweep.mjs";
 
 const admin = { token: TOKENS.admin };
 
-// One platform for both suites. The API's tests leave the seed schedules unplanned, as the
+// One platform for both suites. The API's tests leave the migration's schedules unplanned, as the
 // migration wrote them (a PUT of an unchanged expression keeps the plan), which is what the
 // enqueuer's first test starts from.
 let p;
@@ -20,7 +20,7 @@ after(() => p.dispose());
 describe("schedules API", () => {
   const api = (method, path, json) => p.request(method, `/v1/admin/schedules${path}`, { ...admin, json });
 
-  test("seed 000's cadences are installed, valid, and listed page by page", async () => {
+  test("the migration's cadences are installed, valid, and listed page by page", async () => {
     const names = [];
     let cursor = "";
     for (let pages = 0; pages < 10; pages++) {

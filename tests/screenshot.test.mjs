@@ -1,4 +1,4 @@
-// screenshot_capture (issue 6, seed 000 P12): the built consumer drives a real headless Chromium
+// screenshot_capture (README "Screenshots"): the built consumer drives a real headless Chromium
 // over CDP through the BROWSER binding - here the stand-in worker dev/browser-standin, bound by
 // the consumer's local config - captures pages served by the test's own HTTP server, and stores
 // the image in local R2. Failures are classified (target 404, navigation timeout, DNS, the
@@ -143,7 +143,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.equal(slow.job.error.class, "navigation_timeout");
     assert.match(slow.job.error.message, /within 1000 ms/);
     const [retry] = slow.decisions.retryMessages;
-    assert.ok(retry.delaySeconds >= 22 && retry.delaySeconds <= 38, `seed 000 backoff: ${retry.delaySeconds}`);
+    assert.ok(retry.delaySeconds >= 22 && retry.delaySeconds <= 38, `default backoff: ${retry.delaySeconds}`);
 
     const selector = await capture(p, { url: app.url("/page"), selector: "#never", timeout_ms: 1000 });
     assert.equal(selector.job.status, "retrying");

@@ -55,7 +55,7 @@ describe("retry waits are capped (default queue limit)", () => {
     });
   }
 
-  test("a huge backoff (seed 000 at attempt 20: 182 days) waits 30 h at most", async () => {
+  test("a huge backoff (the default policy at attempt 20: 182 days) waits 30 h at most", async () => {
     app.script("/down", [{ status: 500 }]);
     const enq = await p.enqueue({ type: "http", payload: { url: app.url("/down") }, max_attempts: 30 });
     await p.db.prepare("UPDATE jobs SET attempts = 19 WHERE id = ?").bind(enq.body.id).run();

@@ -1,9 +1,9 @@
-//! AI tags of a feed item (seed 000 section 13): what the model is asked for, and the check of
+//! AI tags of a feed item (README "AI tagging and budgets"): what the model is asked for, and the check of
 //! what it answers. Only a reply that passes is stored; anything else leaves the item untagged.
 
 use serde::{Deserialize, Serialize};
 
-/// Description characters sent to the model at most (seed 000's MAX_CONTENT_LENGTH).
+/// Description characters sent to the model at most; a longer description is cut.
 pub const MAX_CONTENT_CHARS: usize = 4000;
 /// Characters a topic or category may have; longer ones mean the model rambled.
 const MAX_LABEL_CHARS: usize = 100;
@@ -42,7 +42,7 @@ pub fn tagging_prompt(title: &str, url: &str, description: Option<&str>) -> Stri
 }
 
 /// The tags in a model's text: a JSON object, bare or in a ```json fence, checked against the
-/// seed's shape. `Err` says what is wrong, for the log.
+/// shape the prompt asks for. `Err` says what is wrong, for the log.
 pub fn parse_tags(text: &str) -> Result<AiTags, String> {
     let json = unfence(text.trim());
     let tags: AiTags =

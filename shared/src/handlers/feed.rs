@@ -1,4 +1,4 @@
-//! RSS 2.0 / RSS 1.0 and Atom feeds (seed 000 section 10): parsing with quick-xml, and the
+//! RSS 2.0 / RSS 1.0 and Atom feeds (README "rss_feed_refresh"): parsing with quick-xml, and the
 //! decisions about each entry (skip when title or URL is missing, the dedup key, the content
 //! hash). quick-xml directly rather than a feed crate: the handler needs five fields per entry,
 //! and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
@@ -266,7 +266,7 @@ pub fn parse_feed_date(s: &str) -> Option<i64> {
         .or_else(|| parse_rfc3339(s))
 }
 
-/// Consecutive failed refreshes that disable a source (seed 000's 5-error policy).
+/// Consecutive failed refreshes that disable a source.
 pub const MAX_CONSECUTIVE_ERRORS: u32 = 5;
 /// A feed's body is read up to this many bytes; a longer one fails its source.
 pub const MAX_FEED_BYTES: usize = 1024 * 1024;

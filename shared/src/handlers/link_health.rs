@@ -1,4 +1,4 @@
-//! Link health (seed 000's weekly LINK_HEALTH_CHECK of the Good Sites directory): what a check's
+//! Link health (the weekly `link_health_check` of the `links` table): what a check's
 //! answer means, and how a link's state moves from one check to the next. A link is dead after
 //! `dead_after` consecutive failures; one success makes it healthy again.
 

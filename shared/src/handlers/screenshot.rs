@@ -25,8 +25,8 @@ pub const JPEG_QUALITY: u8 = 80;
 /// The Browser Rendering session's idle limit is 10 minutes.
 const MAX_KEEP_ALIVE_MS: u32 = 600_000;
 
-/// The screenshot family's browser slots in use (seed 000 P12's semaphore of 3, which here
-/// is the queue consumer's max_concurrency with batch size 1): what an operator watches.
+/// The screenshot family's browser slots in use (at most 3 browsers at once: the queue
+/// consumer's max_concurrency with batch size 1, README "Screenshots"): what an operator watches.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct BrowserSlots {
     /// Screenshot jobs running now (a job whose worker died counts until the sweep rescues it).

@@ -1,4 +1,4 @@
-//! Job chains (seed 000 future work 3, seed 003's scrape -> generate -> test): a job may carry
+//! Job chains (README "Job chains", e.g. scrape -> generate -> test): a job may carry
 //! the steps that follow it, and a handler may return follow-up jobs. Steps run one after the
 //! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
 //! the consumer writes them in the batch that records the step's outcome.

@@ -1,5 +1,5 @@
 //! Queue families: each is one Cloudflare queue plus its dead-letter queue, with
-//! its own priority, consumer concurrency, SLA and escalation (seed 000, section 1).
+//! its own priority, consumer concurrency, SLA and escalation (README "Families").
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ pub enum Family {
     Bulk,
 }
 
-/// Who hears about a job that exhausted its attempts (design.md, seed 000 section 5).
+/// Who hears about a job that exhausted its attempts (README "Escalation of dead jobs").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Escalation {
     /// Paging webhook (PagerDuty Events v2 style): someone is woken up.
@@ -127,8 +127,8 @@ impl Family {
         Family::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
-    /// Family rank, lower runs first (seed 000). Not the per-job priority, which
-    /// orders jobs inside a family (0-100, higher first, seed 002).
+    /// Family rank, lower runs first (README "Families"). Not the per-job priority, which
+    /// orders jobs inside a family (0-100, higher first).
     pub fn priority(self) -> u8 {
         self.row().priority
     }
@@ -164,8 +164,8 @@ impl Family {
         self.row().dlq_binding
     }
 
-    /// How long a claimed attempt owns its job before the sweep may rescue it (seed 004's
-    /// 5 minutes; seed 002's 15 for the families whose types may run 5 minutes). The
+    /// How long a claimed attempt owns its job before the sweep may rescue it (5 minutes;
+    /// 15 for the families whose types may run 5 minutes). The
     /// consumer's claim and the sweep's rescuer both read it here, so they always agree.
     pub fn lease_secs(self) -> u32 {
         self.row().lease_secs
@@ -186,7 +186,7 @@ impl Family {
         }
     }
 
-    /// The priority a waiting job needs to be promoted into this family (seed 002's aging
+    /// The priority a waiting job needs to be promoted into this family (priority aging
     /// raises it); `None`: no job is promoted into it.
     pub fn admit_priority(self) -> Option<u8> {
         self.row().admit_priority

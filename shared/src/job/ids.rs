@@ -10,8 +10,7 @@ pub fn job_id(now_ms: i64, random: u128) -> String {
     Ulid::from_parts(ms, random).to_string()
 }
 
-/// A random (version 4) UUID in its textual form, from 16 random bytes; RSS sources use these
-/// ids, as seed 000 does.
+/// A random (version 4) UUID in its textual form, from 16 random bytes: the ids of RSS sources.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;

@@ -163,7 +163,7 @@ mod tests {
         let d = decide_now(&Err(error.clone()), 1, 5, RetryPolicy::DEFAULT, LIMIT);
         let until_ms = NOW + 86_400_000;
         assert_eq!(d, Decision::Hold { error, until_ms });
-        // Seed 002 at attempt 12 is 24 h +- 20 %: always past the 12 h queue limit.
+        // The crawler policy at attempt 12 is 24 h +- 20 %: always past the 12 h queue limit.
         let outcome = fail(ErrorClass::Network);
         let d = decide_now(&outcome, 12, 20, RetryPolicy::CRAWLER, LIMIT);
         let error = JobError::new(ErrorClass::Network, "boom");
@@ -184,7 +184,7 @@ mod tests {
                 until_ms
             }
         );
-        // Seed 000 at attempt 20 would be 30 s x 2^19 (182 days).
+        // The default policy at attempt 20 would be 30 s x 2^19 (182 days).
         let d = decide_now(
             &fail(ErrorClass::Timeout),
             20,

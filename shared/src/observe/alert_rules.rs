@@ -1,5 +1,5 @@
-//! The alert rules the sweep evaluates every tick (seed 003's thresholds, seed 000's budget
-//! levels): what is firing now, given what D1 says. Budget alerts are the ones the budget
+//! The alert rules the sweep evaluates every tick (README "Alerts"): what is firing now,
+//! given what D1 says. Budget alerts are the ones the budget
 //! module raised this month (table `budget_alerts`, at its 75/90/100 % thresholds). One alert per (rule, key); the sweep opens
 //! it when it starts firing and resolves it when it stops, so a condition that lasts an hour
 //! notifies twice (open, resolved), not sixty times.
@@ -11,8 +11,8 @@ use crate::job::family::{Escalation, Family};
 use crate::observe::severity::Severity;
 use crate::util::config_var::int_var;
 
-/// Thresholds, each a var with a default (seed 003: failure rate over 10 % in an hour; the
-/// issue: backlog over 1000 per family, jobs running over an hour).
+/// Thresholds, each a var with a default: failure rate over 10 % in an hour, backlog over
+/// 1000 per family, jobs running over an hour.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlertConfig {
     /// `ALERT_BACKLOG_THRESHOLD`: a family's due backlog above this fires.

@@ -1,4 +1,4 @@
-//! Seed 000's `job_execution_duration_seconds` histogram, pre-aggregated in D1 table
+//! The `job_execution_duration_seconds` histogram (README "GET /metrics"), pre-aggregated in D1 table
 //! `execution_histogram` (counts per type, family, outcome and bucket). The sweep rolls the run
 //! records up into it once a tick, so the consumer's hot path writes nothing more, and GET
 //! /metrics reads a table bounded by types x families x outcomes x buckets, never by the number

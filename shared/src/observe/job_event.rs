@@ -1,5 +1,5 @@
 //! The job events every Worker logs, shaped here so the log schema is one thing: one JSON
-//! object per line with seed 000's span attributes (`job.id`, `job.type`, `job.queue`,
+//! object per line with the span attributes (`job.id`, `job.type`, `job.queue`,
 //! `job.attempt`, `job.handler`), the correlation id, and per event the duration and the
 //! error's class and message. Workers Logs indexes these fields as they are.
 
@@ -52,13 +52,13 @@ impl JobEventKind {
 pub struct JobRef<'a> {
     pub id: &'a str,
     pub job_type: &'a str,
-    /// The family (seed 000's `job.queue`: HIGH, DEFAULT, ... in lowercase).
+    /// The family, logged as `job.queue` (`high`, `default`, ...).
     pub queue: &'a str,
     pub attempt: u32,
     pub correlation_id: &'a str,
 }
 
-/// Seed 000's `job.handler`: the module that runs the type ([`crate::Handler::module`]).
+/// The `job.handler` attribute: the module that runs the type ([`crate::Handler::module`]).
 pub fn handler_name(job_type: &str) -> String {
     match JobType::parse(job_type) {
         Some(t) => format!("consumer::handlers::{}", t.handler().module()),
@@ -117,8 +117,8 @@ pub fn decision_error(decision: &Decision) -> Option<&JobError> {
 
 /// The lines an attempt's recorded decision produces: completed; or failed then
 /// retry_scheduled (with the wait); or failed then exhausted. `attempt_extra` goes on the
-/// attempt's own line (completed or failed). There is no separate line for the start: like
-/// seed 000's span, the attempt's line carries it (a lost attempt is `job.interrupted`), which
+/// attempt's own line (completed or failed). There is no separate line for the start: as a
+/// tracing span would, the attempt's line carries it (a lost attempt is `job.interrupted`), which
 /// keeps Workers Logs at one line per successful job.
 pub fn outcome_events(
     job: &JobRef<'_>,

@@ -1,5 +1,5 @@
 //! GET /metrics in the Prometheus text exposition format (0.0.4), rendered from what one D1
-//! batch read. Seed 000's metric names, plus the dead-letter, schedule-miss and open-alert
+//! batch read. The job metrics (README "GET /metrics"), plus the dead-letter, schedule-miss and open-alert
 //! counts an on-call engineer wants next to them.
 
 use std::collections::BTreeMap;
@@ -90,7 +90,7 @@ pub fn render(s: &MetricsSnapshot) -> String {
         (
             "screenshot_concurrency_utilization",
             "gauge",
-            "Screenshot jobs running now: browser slots in use (0-3, policy P12).",
+            "Screenshot jobs running now: browser slots in use (0-3).",
             vec![(Vec::new(), s.screenshot_running)],
         ),
         (

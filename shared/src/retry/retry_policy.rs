@@ -4,8 +4,8 @@ use crate::util::config_var::int_var;
 
 /// The longest any retry waits (README "Retries"): a policy's backoff and a server's
 /// `Retry-After` alike are cut here, so no answer and no attempt count parks a job for good.
-/// 30 h sits above seed 002's longest wait (its 24 h cap plus 20 % jitter, 28.8 h), which keeps
-/// that policy whole.
+/// 30 h sits above the crawler policy's longest wait (its 24 h cap plus 20 % jitter, 28.8 h),
+/// which keeps that policy whole.
 pub const MAX_RETRY_DELAY_SECS: u64 = 108_000;
 
 /// A retry backoff. Randomness comes in as `unit` in [0, 1) so the policy stays
@@ -49,9 +49,9 @@ impl RetryPolicy {
 
     /// Delay before the next attempt after attempt `failed_attempt` (1-indexed) failed.
     ///
-    /// Seed 000 writes its formula as `2^attempt x 30 s x jitter` but its worked
-    /// examples (attempt 1: 23-38 s ... attempt 5: 360-600 s) are `2^(attempt-1)`;
-    /// we follow the examples, as does seed 002's table (retry 1: 48-72 s).
+    /// The exponent is `attempt - 1`, so the first retry waits one base, jittered: the
+    /// default's attempt 1 is 23-38 s ... attempt 5 360-600 s, the crawler's attempt 1 48-72 s
+    /// (README "Retries").
     /// Results are rounded to whole seconds and never exceed [`MAX_RETRY_DELAY_SECS`].
     pub fn delay_secs(&self, failed_attempt: u32, unit: f64) -> u64 {
         let delay = match *self {
@@ -213,10 +213,10 @@ mod tests {
         let cap = MAX_RETRY_DELAY_SECS;
         assert_eq!(RetryPolicy::DEFAULT.delay_secs(1000, 0.5), cap);
         assert_eq!(RetryPolicy::DEFAULT.delay_secs(u32::MAX, 0.0), cap);
-        // 30 x 2^12 x 1.25 = 153,600 s: the first seed 000 delay past the cap.
+        // 30 x 2^12 x 1.25 = 153,600 s: the first default delay past the cap.
         assert_eq!(RetryPolicy::DEFAULT.delay_secs(13, 1.0), cap);
         assert_eq!(RetryPolicy::DEFAULT.delay_secs(12, 1.0), 76_800);
-        // Seed 002's own cap (24 h +- 20 %) stays whole below it.
+        // The crawler policy's own cap (24 h +- 20 %) stays whole below it.
         assert_eq!(range(RetryPolicy::CRAWLER, 1000), (69_120, 103_680));
         assert_eq!(RetryPolicy::FIXED_TABLE.delay_secs(1000, 0.5), 600);
         assert_eq!(RetryPolicy::Fixed(&[u32::MAX]).delay_secs(1, 0.5), cap);

@@ -5,7 +5,7 @@
 //! steps, `JAN`-`DEC`, `SUN`-`SAT`), an optional `CRON_TZ=<IANA zone>` prefix (UTC otherwise),
 //! `@yearly @annually @monthly @weekly @daily @hourly`, several expressions joined by `;` whose
 //! union is the schedule (e.g. market hours that start at 09:30), and `@every <duration>` with
-//! seed 002's units `ns us µs ms s m h d`, combined like `1h30m`.
+//! the units `ns us µs ms s m h d`, combined like `1h30m`.
 //!
 //! Field matching and DST handling are croner's: a time in the skipped hour runs at the first
 //! instant after the gap, a time in the repeated hour runs once (at its first occurrence).

@@ -1,5 +1,5 @@
-//! Validation of a recurring job (a schedule) for `/v1/admin/schedules`: seed 002's fields
-//! plus the job options of an enqueue, checked by the enqueue validator itself so a schedule
+//! Validation of a recurring job (a schedule) for `/v1/admin/schedules`: its fields
+//! (README "Schedules API") plus the job options of an enqueue, checked by the enqueue validator itself so a schedule
 //! can never hold a job that enqueue would refuse, and its cron expression parsed now so a
 //! bad one is a 422 at write time, never a failure at tick time.
 

@@ -1,11 +1,11 @@
 //! The maintenance sweep's pure decisions: its configuration (vars with defaults), the budget
-//! its recovery services page within, and seed 002's priority aging.
+//! its recovery services page within, and priority aging.
 
 use crate::job::family::Family;
 use crate::util::config_var::int_var;
 
-/// Seed 002: a job waiting over an hour gains +10 priority every 5 minutes, up to
-/// [`crate::job::enqueue::MAX_PRIORITY`].
+/// Priority aging: a job waiting over an hour gains +10 priority every 5 minutes, up to
+/// [`crate::job::enqueue::MAX_PRIORITY`] (README "Recurring jobs and the maintenance sweep").
 pub const AGING_AFTER_MS: i64 = 3_600_000;
 pub const AGING_EVERY_MS: i64 = 300_000;
 pub const AGING_STEP: i64 = 10;
@@ -18,7 +18,7 @@ pub struct SweepConfig {
     /// this must exceed the usual time from enqueue to claim.
     pub outbox_grace_ms: i64,
     /// `RETAIN_SUCCEEDED_DAYS`: succeeded, cancelled and skipped jobs (with their runs) are
-    /// deleted this long after they finished (seed 000: 90 days).
+    /// deleted this long after they finished (default 90 days).
     pub retain_succeeded_ms: i64,
     /// `RETAIN_DEAD_DAYS`: dead jobs are kept longer, for investigation.
     pub retain_dead_ms: i64,
