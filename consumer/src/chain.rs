@@ -8,8 +8,9 @@
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::util::queue_send::{send_to, Outgoing};
 use jobs_shared::{
-    after_death, after_success, follow_ups, job_id, validate_enqueue, validate_steps, ChainMove,
-    ChainPosition, Decision, ErrorClass, Family, JobError, NewJob, QueueDelayLimit,
+    after_death, after_success, failed_chain_of_dead_step, follow_ups, job_id, validate_enqueue,
+    validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, Family, JobError, NewJob,
+    QueueDelayLimit,
 };
 use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
@@ -99,17 +100,15 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
 /// The chain a step the claim found dead (at `now_ms`) belongs to, and why it failed; `None`
 /// outside a chain.
 pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
-    let at = ChainPosition {
-        job_id: &job.id,
-        parent_id: job.parent_id.as_deref(),
-        step: job.chain_step.unwrap_or(0),
-        next_steps: None,
-        chain_status: job.chain_status.as_deref(),
-    };
-    match after_death(&at, &job.job_type, LOST_ATTEMPT) {
-        ChainMove::Failed { parent_id, message } => Some((parent_id, message, now_ms)),
-        _ => None,
-    }
+    let (parent_id, message) = failed_chain_of_dead_step(
+        &job.id,
+        &job.job_type,
+        job.parent_id.as_deref(),
+        job.chain_step,
+        job.chain_status.as_deref(),
+        LOST_ATTEMPT,
+    )?;
+    Some((parent_id, message, now_ms))
 }
 
 /// Sends each next step's message with its correlation id (the step is already in D1; a

@@ -1,4 +1,4 @@
-//! Monthly spend budgets (seed 000 section 13, policy P10) for any job type whose registry entry
+//! Monthly spend budgets (README "AI tagging and budgets") for any job type whose registry entry
 //! declares one ([`crate::JobType::budget`]). Each UTC month has its own limit and spend; the
 //! share used picks the action (NORMAL, REDUCE, QUEUE, HARD_STOP), and reaching 75, 90 and
 //! 100 % raises an alert once per month. The tables' SQL is in the store crate (`budgets`,
@@ -102,7 +102,7 @@ pub fn history_months(value: Option<&str>) -> Result<u32, ApiError> {
     crate::api::page_cursor::count_param("months", value, HISTORY_MONTHS, MAX_HISTORY_MONTHS)
 }
 
-/// How loud an alert threshold is (seed 000: INFO at 75 %, WARNING at 90 %, CRITICAL at 100 %).
+/// How loud an alert threshold is (INFO at 75 %, WARNING at 90 %, CRITICAL at 100 %).
 pub fn alert_severity(threshold: u32) -> Severity {
     match threshold {
         t if t >= HARD_STOP_AT_PCT => Severity::Critical,
@@ -171,7 +171,7 @@ pub struct TokenPrices {
 }
 
 impl TokenPrices {
-    /// Claude Sonnet 4: $3 in, $15 out per million tokens (seed 000's ~$0.006 per article of
+    /// Claude Sonnet 4: $3 in, $15 out per million tokens (about $0.006 per article of
     /// 1000 tokens in and 200 out).
     pub const CLAUDE_SONNET_4: TokenPrices = TokenPrices {
         input_usd_per_mtok: 3.0,
@@ -246,7 +246,7 @@ pub struct RaisedAlert {
 }
 
 impl RaisedAlert {
-    /// The `budget.alert` log line (issue 7 routes the table's unnotified rows to webhooks).
+    /// The `budget.alert` log line (the sweep's alert evaluator routes the table's unnotified rows to webhooks).
     pub fn log_line(&self) -> Value {
         serde_json::json!({
             "event": "budget.alert",
@@ -269,7 +269,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn actions_at_the_seed_thresholds() {
+    fn actions_at_the_thresholds() {
         let limit = 50_000;
         assert_eq!(BudgetAction::of(0.0, limit), BudgetAction::Normal);
         assert_eq!(BudgetAction::of(37_499.99, limit), BudgetAction::Normal);
@@ -353,7 +353,7 @@ mod tests {
             input_tokens: 1000,
             output_tokens: 200,
         };
-        // Seed 000: about $0.006 an article.
+        // About $0.006 an article.
         assert!((sonnet.cost_cents(article) - 0.6).abs() < 1e-9);
         let million = Usage {
             input_tokens: 1_000_000,

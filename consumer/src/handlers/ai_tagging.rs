@@ -1,4 +1,4 @@
-//! `ai_tagging` (seed 000 section 13): tags untagged feed items with an LLM, in batches sized by
+//! `ai_tagging`: tags untagged feed items with an LLM, in batches sized by
 //! the type's monthly budget. NORMAL: batches of 20; REDUCE: 10; QUEUE and HARD_STOP: nothing,
 //! and the job succeeds saying it deferred. The budget is re-read with every batch's write, so
 //! a batch that pushes spend over a threshold changes the next batch or stops the job.
@@ -25,7 +25,7 @@ use jobs_store::feed_items::{self, Item, Tagged};
 const TYPE: JobType = JobType::AI_TAGGING;
 /// LLM calls in flight at once (a Worker may hold 6 connections open).
 const CONCURRENT_CALLS: usize = 5;
-/// Batches one job runs at most (seed 000's hourly capacity: 12 batches); it takes as many
+/// Batches one job runs at most (an hour's capacity: 12 batches); it takes as many
 /// items as that many batches of its starting size hold.
 const MAX_BATCHES: usize = 12;
 /// The longest a full batch can take; none starts unless it can end within the type's timeout.

@@ -15,7 +15,7 @@ use crate::outbound::Outbound;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_store::feed_items::Item;
 
-/// Seed 000: an API call over 30 s is given up and the item skipped.
+/// An API call over 30 s is given up and the item skipped.
 pub const CALL_TIMEOUT_MS: u32 = 30_000;
 /// Room for the tags object; a reply cut off here fails validation.
 const MAX_TOKENS: u32 = 400;

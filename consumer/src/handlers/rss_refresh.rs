@@ -1,4 +1,4 @@
-//! `rss_feed_refresh` (seed 000 section 10): refresh one source (`source_id`, optionally
+//! `rss_feed_refresh`: refresh one source (`source_id`, optionally
 //! `force_refresh`) or every source that is due. Each source is fetched, parsed and written on
 //! its own terms: whatever one feed does (an HTTP error, a timeout, garbage, a body past the
 //! cap, rows D1 refuses) is that source's failure, counted toward its auto-disable, and the

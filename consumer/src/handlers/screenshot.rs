@@ -1,4 +1,4 @@
-//! `screenshot_capture` (seed 000 P12): a page captured by the Browser Rendering binding
+//! `screenshot_capture`: a page captured by the Browser Rendering binding
 //! (`SCREENSHOT_MODE=binding`, the default) or its REST endpoint (`rest`), stored in the R2
 //! bucket `SCREENSHOTS` under `screenshots/<job id>.<png|jpg>`; the result names the object,
 //! its size and the pixel dimensions read from the image's own header. At most 3 run at once:

@@ -1,4 +1,5 @@
-//! The little the D1 routes share: the binding, D1's errors as 503s, one batch (one D1 round trip), reading rows, and the query string.
+//! The little the D1 routes share: the binding, D1's errors as 503s, one batch (one D1 round
+//! trip), reading rows, and the query string.
 
 use jobs_shared::ApiError;
 use serde::de::DeserializeOwned;

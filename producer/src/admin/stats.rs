@@ -2,7 +2,7 @@
 //! status, the waiting backlog (due and not running) and how long its oldest job has waited,
 //! and the last hour of attempts (succeeded, retried, dead, success and failure rate, p50/p95
 //! execution time, average wait from enqueue to first start, throughput over the last 5 min).
-//! The screenshot family also shows its browser slots in use (`browser_slots`, seed 000 P12).
+//! The screenshot family also shows its browser slots in use (`browser_slots`, README "Screenshots").
 
 use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
 use jobs_store::job_runs::{job_run_window, WindowRow};

@@ -1,4 +1,4 @@
-//! Escalation of jobs that went dead (seed 000 section 5), run by the sweep rather than the
+//! Escalation of jobs that went dead (README "Escalation of dead jobs"), run by the sweep rather than the
 //! consumer: the consumer's hot path makes no webhook calls (their latency and failures never
 //! hold a batch's acks), and one place sees every death whichever path made it (the consumer,
 //! the lease rescuer, the DLQ consumer's `delivery_exhausted`). `jobs.escalated_at` is the

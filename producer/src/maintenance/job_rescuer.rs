@@ -10,9 +10,7 @@
 use jobs_shared::job::lease::{after_lost_attempt, LOST_ATTEMPT};
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
 use jobs_shared::util::queue_send::{send_to, Outgoing};
-use jobs_shared::{
-    after_death, ChainMove, ChainPosition, Decision, ErrorClass, Family, JobError, JobStatus,
-};
+use jobs_shared::{failed_chain_of_dead_step, Decision, ErrorClass, Family, JobError, JobStatus};
 use jobs_store::jobs::{
     job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued, Unsent,
 };
@@ -103,21 +101,19 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
 
 /// The chain a dead step fails, if the step is in one.
 fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
-    let at = ChainPosition {
-        job_id: &job.id,
-        parent_id: job.parent_id.as_deref(),
-        step: job.chain_step.unwrap_or(0),
-        next_steps: None,
-        chain_status: job.chain_status.as_deref(),
-    };
-    match after_death(&at, &job.job_type, LOST_ATTEMPT) {
-        ChainMove::Failed { parent_id, message } => Some(DeadStepChain {
-            parent_id,
-            message,
-            step_id: &job.id,
-        }),
-        _ => None,
-    }
+    let (parent_id, message) = failed_chain_of_dead_step(
+        &job.id,
+        &job.job_type,
+        job.parent_id.as_deref(),
+        job.chain_step,
+        job.chain_status.as_deref(),
+        LOST_ATTEMPT,
+    )?;
+    Some(DeadStepChain {
+        parent_id,
+        message,
+        step_id: &job.id,
+    })
 }
 
 /// Dead jobs go to their family's DLQ as the consumer's do, so D1 and the DLQ agree.

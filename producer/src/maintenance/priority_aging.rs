@@ -1,4 +1,4 @@
-//! Priority aging (seed 002): a job waiting more than an hour past its due time gains +10
+//! Priority aging: a job waiting more than an hour past its due time gains +10
 //! priority every 5 minutes, up to 100 (`aged_at` keeps the pace however often ticks run).
 //! Queues are FIFO, so priority alone cannot overtake a backlog: a job waiting in a lower
 //! family whose priority reaches the next family's threshold (`Family::admit_priority`) is

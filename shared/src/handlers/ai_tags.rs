@@ -93,7 +93,7 @@ mod tests {
         "categories":["Technology","Science"],"confidence":0.85}"#;
 
     #[test]
-    fn accepts_the_seed_example_bare_or_fenced() {
+    fn accepts_the_example_bare_or_fenced() {
         let tags = parse_tags(GOOD).unwrap();
         assert_eq!(tags.topics.len(), 3);
         assert_eq!(tags.sentiment, Sentiment::Positive);

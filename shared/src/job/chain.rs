@@ -108,6 +108,30 @@ pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove
     }
 }
 
+/// The chain a step fails by going dead with `error` (found dead of a lost attempt by the
+/// consumer's claim or the sweep's rescuer, from its row's chain columns): `(parent_id,
+/// message)`, or `None` outside a chain or once the chain ended.
+pub fn failed_chain_of_dead_step(
+    job_id: &str,
+    job_type: &str,
+    parent_id: Option<&str>,
+    chain_step: Option<u32>,
+    chain_status: Option<&str>,
+    error: &str,
+) -> Option<(String, String)> {
+    let at = ChainPosition {
+        job_id,
+        parent_id,
+        step: chain_step.unwrap_or(0),
+        next_steps: None,
+        chain_status,
+    };
+    match after_death(&at, job_type, error) {
+        ChainMove::Failed { parent_id, message } => Some((parent_id, message)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

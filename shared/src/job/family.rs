@@ -218,7 +218,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_matches_seed_000() {
+    fn table_matches_the_readme() {
         let rows: Vec<_> = Family::ALL
             .iter()
             .map(|f| (f.as_str(), f.priority(), f.concurrency(), f.sla_secs()))

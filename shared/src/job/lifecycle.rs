@@ -33,7 +33,7 @@ const TRANSITIONS: &[(JobStatus, JobStatus)] = &[
     (Running, Retrying),   // a retryable failure with attempts left
     (Retrying, Running),   // the delayed redelivery is claimed
     (Running, Dead),       // attempts exhausted, or a non-retryable error
-    (Running, Queued),     // lease expired: the worker died, the sweep re-sends it (seed 004)
+    (Running, Queued),     // lease expired: the worker died, the sweep re-sends it
     (Retrying, Scheduled), // next delivery beyond the queue delay limit: held in D1
     (Queued, Scheduled),   // likewise, e.g. an operator postpones it
     (Dead, Queued),        // operator retry or replay, never automatic

@@ -2,7 +2,7 @@
 //! refused with the field to fix instead of failing on every attempt later.
 //!
 //! Every struct denies unknown fields (a typo must not be silently dropped), and
-//! fields are optional unless the seeds make them required.
+//! fields are optional unless a handler needs them.
 
 use crate::api::field_error::{decode, join};
 use crate::util::time_fmt::parse_rfc3339;
@@ -36,7 +36,7 @@ pub(crate) fn validate<P: Payload>(payload: &Value) -> Result<(), FieldError> {
     decode::<P>(payload).map_err(|e| e.error)?.check()
 }
 
-/// Seed 000 section 10: one source, or every source due when omitted.
+/// One source, or every source due when omitted (README "rss_feed_refresh").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RssFeedRefreshPayload {
@@ -53,7 +53,7 @@ impl Payload for RssFeedRefreshPayload {
     }
 }
 
-/// Two cadences in seed 000: hourly forecasts and 15-minute severe-weather alerts.
+/// Two cadences: hourly forecasts and 15-minute severe-weather alerts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WeatherKind {
@@ -74,7 +74,7 @@ impl Payload for WeatherRefreshPayload {
     }
 }
 
-/// The seeds give daily and hourly sweeps no parameters: they act on whatever is due.
+/// Daily and hourly sweeps take no parameters: they act on whatever is due.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListingExpirationPayload {}
@@ -172,7 +172,7 @@ pub struct SitemapGenerationPayload {}
 
 impl Payload for SitemapGenerationPayload {}
 
-/// Consent-gated click aggregation (seed 000, P14).
+/// Consent-gated click aggregation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClickRollupPayload {
@@ -196,7 +196,7 @@ pub enum AiTaggingTrigger {
     Manual,
 }
 
-/// Seed 000 section 13: both fields are for telemetry only.
+/// Both fields are for telemetry only (README "AI tagging and budgets").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AiTaggingPayload {

@@ -178,7 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_000_matches_its_worked_examples() {
+    fn default_matches_its_worked_examples() {
         let p = RetryPolicy::DEFAULT;
         assert_eq!(range(p, 1), (23, 38));
         assert_eq!(p.delay_secs(1, 0.5), 30);
@@ -189,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_002_matches_its_table() {
+    fn crawler_matches_its_table() {
         let p = RetryPolicy::CRAWLER;
         assert_eq!(range(p, 1), (48, 72));
         assert_eq!(range(p, 2), (96, 144));
@@ -201,7 +201,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_004_is_its_table_then_the_last_entry() {
+    fn fixed_table_then_its_last_entry() {
         let p = RetryPolicy::FIXED_TABLE;
         let delays: Vec<_> = (1..=5).map(|n| p.delay_secs(n, 0.9)).collect();
         assert_eq!(delays, [30, 120, 600, 600, 600]);
