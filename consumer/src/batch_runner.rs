@@ -21,7 +21,7 @@ use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
-use crate::handlers::{fetch_timeout, HandlerRun, JobContext};
+use crate::handlers::{HandlerRun, JobContext};
 use crate::job_events::{self, Recorded};
 use crate::outbound::BatchGate;
 use crate::{chain, dead_letters, handlers, now_ms};
@@ -430,7 +430,7 @@ async fn execute(
             };
             let run = handlers::run(&ctx);
             let limit = deadline_ms + DEADLINE_SLACK_MS;
-            fetch_timeout::within(limit as u64, run)
+            crate::deadline::within(limit as u64, run)
                 .await
                 .unwrap_or_else(|| {
                     HandlerRun::of(Err(JobError::new(

@@ -6,9 +6,9 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod batch_runner;
-mod cdp_session;
 mod chain;
 mod dead_letters;
+mod deadline;
 mod delivery;
 mod handlers;
 mod job_events;

@@ -11,7 +11,7 @@ use async_lock::{Semaphore, SemaphoreGuard};
 use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::{ErrorClass, JobError};
 
-use crate::handlers::fetch_timeout::within;
+use crate::deadline::within;
 
 /// The least time a request is given: a connection that comes free later than this before
 /// the job's deadline is not taken.

@@ -1,18 +1,15 @@
 //! One outbound fetch bounded in time and size, with transport failures classified: every
 //! handler that calls out goes through here, and through the batch's outbound gate
-//! (crate::outbound). The deadline itself, `within`, also bounds the browser session's socket
-//! reads and each job as a whole.
+//! (crate::outbound), under a deadline (crate::deadline).
 
-use std::future::Future;
 use std::ops::{Deref, DerefMut};
-use std::time::Duration;
 
 use async_lock::SemaphoreGuard;
-use futures::future::{select, Either};
 use futures::StreamExt;
 use jobs_shared::{classify_http_status, CappedBody, ErrorClass, JobError};
-use worker::{AbortController, Delay, Fetch, Request, Response};
+use worker::{AbortController, Fetch, Request, Response};
 
+use crate::deadline::within;
 use crate::outbound::Outbound;
 
 /// The response's status classified, with its Retry-After honoured: 2xx is Ok.
@@ -127,14 +124,5 @@ pub async fn fetch<'a>(
                 format!("no response within {timeout_ms} ms"),
             ))
         }
-    }
-}
-
-/// `future`'s output, or `None` when `ms` milliseconds pass first (it is then dropped).
-pub async fn within<T>(ms: u64, future: impl Future<Output = T>) -> Option<T> {
-    let timer = Delay::from(Duration::from_millis(ms));
-    match select(Box::pin(future), Box::pin(timer)).await {
-        Either::Left((output, _)) => Some(output),
-        Either::Right(_) => None,
     }
 }

@@ -4,7 +4,8 @@
 //! type").
 
 mod ai_tagging;
-pub(crate) mod fetch_timeout;
+mod cdp_session;
+mod fetch_timeout;
 mod forward;
 mod http;
 mod link_health;

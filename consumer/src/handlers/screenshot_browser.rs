@@ -1,5 +1,5 @@
 //! A screenshot through the Browser Rendering binding `BROWSER`: one browser session per
-//! attempt, driven over CDP (crate::cdp_session). A fresh tab at the payload's viewport navigates;
+//! attempt, driven over CDP (super::cdp_session). A fresh tab at the payload's viewport navigates;
 //! the main document's own HTTP status and Chrome's net error decide failures; then the wait
 //! (load, network idle, or a selector polled after load) and the capture.
 
@@ -13,7 +13,7 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{Delay, Env};
 
-use crate::cdp_session::{BrowserSession, Cdp};
+use super::cdp_session::{BrowserSession, Cdp};
 use crate::now_ms;
 
 /// Any command but the navigation and the wait gets this long.

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use futures::StreamExt;
 use jobs_shared::{ErrorClass, JobError};
 
-use crate::handlers::fetch_timeout;
+use super::fetch_timeout;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
@@ -222,7 +222,7 @@ impl Cdp<'_> {
         if left <= 0 {
             return Ok(None);
         }
-        let Some(event) = fetch_timeout::within(left.unsigned_abs(), self.events.next()).await
+        let Some(event) = crate::deadline::within(left.unsigned_abs(), self.events.next()).await
         else {
             return Ok(None);
         };
