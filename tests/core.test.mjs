@@ -172,6 +172,19 @@ describe("messages delivered by the test", () => {
       assert.equal(app.requests("/decide-500").length, 1, "the endpoint was called once");
     });
 
+    test("noop's fail_times: its first attempts fail (retried, recorded), then it succeeds", async () => {
+      const enq = await p.enqueue({ type: "noop", payload: { fail_times: 1 } });
+      const noop = { id: "m-noop", ...jobMessage(enq.body.id, "noop") };
+      const first = await p.deliver("jobs-default", [noop]);
+      assert.equal(first.retryMessages.length, 1, "attempt 1 failed and is retried");
+      assert.match((await p.getJob(enq.body.id)).body.error.message, /noop: failing attempt 1/);
+      await p.db.prepare("UPDATE jobs SET run_at = 0 WHERE id = ?").bind(enq.body.id).run();
+      const second = await p.deliver("jobs-default", [{ ...noop, attempts: 2 }]);
+      assert.deepEqual(second.explicitAcks, ["m-noop"]);
+      const job = (await p.getJob(enq.body.id)).body;
+      assert.deepEqual([job.status, job.attempts, job.runs.map((r) => r.outcome)], ["succeeded", 2, ["retrying", "succeeded"]]);
+    });
+
     test("Retry-After on a 429 sets the retry delay exactly", async () => {
       app.script("/decide-429", [{ status: 429, headers: { "retry-after": "7" } }]);
       const enq = await p.enqueue({ type: "http", payload: { url: app.url("/decide-429") } });

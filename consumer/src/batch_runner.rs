@@ -12,8 +12,8 @@ use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::{
-    decide, D1Stats, Decision, ErrorClass, Family, Handler, HttpPayload, JobError, JobMessage,
-    JobStatus, JobType, RetryPolicy,
+    decide, D1Stats, Decision, ErrorClass, Family, HttpPayload, JobError, JobMessage, JobStatus,
+    JobType, RetryPolicy,
 };
 use jobs_store::jobs::{self, Claimed, Exhausted, FailedChain, Finished, Leftovers, Seen};
 use serde_json::Value;
@@ -21,7 +21,7 @@ use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
-use crate::handlers::{HandlerRun, JobContext};
+use crate::job_context::{HandlerRun, JobContext};
 use crate::job_events::{self, Recorded};
 use crate::outbound::BatchGate;
 use crate::{chain, dead_letters, handlers, now_ms};
@@ -348,7 +348,7 @@ async fn execute_all(
             let job = run.job;
             let job_type = JobType::parse(&job.job_type);
             let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, http_timeout(job, t)));
-            let calls_out = job_type.is_some_and(|t| t.handler() != Handler::Noop);
+            let calls_out = job_type.is_some_and(|t| t.handler().calls_out());
             if !limits.may_start(batch_started, now_ms(), deadline)
                 || (calls_out && !gate.has_subrequests_left())
             {
@@ -399,7 +399,7 @@ struct Attempt {
     started_at: i64,
     finished_at: i64,
     outcome: Result<Option<Value>, JobError>,
-    /// What the attempt spent (see handlers::HandlerRun).
+    /// What the attempt spent (see job_context::HandlerRun).
     cost_cents: f64,
     /// Checked follow-up jobs the handler returned (see crate::chain).
     follow_ups: Vec<Value>,

@@ -100,14 +100,8 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
 /// The chain a step the claim found dead (at `now_ms`) belongs to, and why it failed; `None`
 /// outside a chain.
 pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
-    let (parent_id, message) = failed_chain_of_dead_step(
-        &job.id,
-        &job.job_type,
-        job.parent_id.as_deref(),
-        job.chain_step,
-        job.chain_status.as_deref(),
-        LOST_ATTEMPT,
-    )?;
+    let (parent_id, message) =
+        failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain, LOST_ATTEMPT)?;
     Some((parent_id, message, now_ms))
 }
 

@@ -11,8 +11,10 @@ mod dead_letters;
 mod deadline;
 mod delivery;
 mod handlers;
+mod job_context;
 mod job_events;
 mod outbound;
+mod signed_request;
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;

@@ -32,23 +32,24 @@ pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
 }
 
 fn view(job: &JobRow, runs: &[RunRow]) -> Value {
+    let summary = &job.summary;
     json!({
-        "id": job.id,
-        "type": job.job_type,
-        "family": job.family,
-        "status": job.status,
-        "priority": job.priority,
+        "id": summary.id,
+        "type": summary.job_type,
+        "family": summary.family,
+        "status": summary.status,
+        "priority": summary.priority,
         "payload": parse_json(&job.payload),
         "dedup_key": job.dedup_key,
-        "attempts": job.attempts,
-        "max_attempts": job.max_attempts,
-        "run_at": rfc3339(job.run_at),
-        "error": job.error_class.as_ref().map(|class| json!({ "class": class, "message": job.last_error })),
+        "attempts": summary.attempts,
+        "max_attempts": summary.max_attempts,
+        "run_at": rfc3339(summary.run_at),
+        "error": summary.error_class.as_ref().map(|class| json!({ "class": class, "message": summary.last_error })),
         "result": job.result.as_deref().map(parse_json),
-        "created_at": rfc3339(job.created_at),
+        "created_at": rfc3339(summary.created_at),
         "updated_at": rfc3339(job.updated_at),
         "started_at": job.started_at.map(rfc3339),
-        "finished_at": job.finished_at.map(rfc3339),
+        "finished_at": summary.finished_at.map(rfc3339),
         "correlation_id": job.correlation_id,
         "runs": runs.iter().map(run_view).collect::<Vec<_>>(),
     })

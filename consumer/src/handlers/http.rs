@@ -4,11 +4,11 @@ use jobs_shared::HttpPayload;
 use serde_json::Value;
 use worker::Method;
 
-use super::signed_request::{self, Outgoing};
-use super::{HandlerRun, JobContext};
+use crate::signed_request::{self, Outgoing};
+use crate::job_context::{self, HandlerRun, JobContext};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    let payload: HttpPayload = match super::payload(ctx.job) {
+    let payload: HttpPayload = match job_context::payload(ctx.job) {
         Ok(payload) => payload,
         Err(e) => return HandlerRun::of(Err(e)),
     };

@@ -17,8 +17,8 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
-use super::fetch_timeout::{self, Fetched};
-use super::{HandlerRun, JobContext};
+use crate::outbound::fetch_timeout::{self, Fetched};
+use crate::job_context::{self, HandlerRun, JobContext};
 use crate::outbound::Outbound;
 use jobs_store::links::{self, Checked};
 
@@ -33,11 +33,11 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let deadline = crate::now_ms() + i64::from(job_type.spec().timeout_ms);
-    let payload: LinkHealthCheckPayload = super::payload(job)?;
-    let db = env.d1("DB").map_err(super::d1_error)?;
+    let payload: LinkHealthCheckPayload = job_context::payload(job)?;
+    let db = env.d1("DB").map_err(job_context::d1_error)?;
     let known = links::link_list_states(&db, payload.urls.as_deref())
         .await
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     // The table's links in the store's order: checked longest ago first.
     let table_order: Vec<String> = known.iter().map(|row| row.url.clone()).collect();
     let mut states: HashMap<String, LinkState> =
@@ -83,7 +83,7 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     if !checked.is_empty() {
         links::link_set_checked_many(&db, &checked, now)
             .await
-            .map_err(super::d1_error)?;
+            .map_err(job_context::d1_error)?;
     }
     let count = |s: LinkStatus| checked.iter().filter(|c| c.status == s.as_str()).count();
     Ok(Some(json!({

@@ -1,91 +1,9 @@
-//! The job handlers: what runs for each type, named by its registry row
-//! (jobs_shared::job::registry). Built-in types run here; the others are forwarded to their
-//! app's endpoint. One module per handler, each with the same `run` (README "Adding a job
-//! type").
+//! The handlers: one module per registry row's handler (jobs_shared::job::registry), each
+//! `pub async fn run(ctx: &JobContext<'_>) -> HandlerRun`. Built-in types run here; the rest
+//! are forwarded to their app's endpoint (`forward`). The `mod` lines and the dispatch are
+//! written by `consumer/build.rs` from the files in this folder, which it checks against the
+//! registry: a row without a file, or a file without a row, does not compile.
 
-mod ai_tagging;
-mod cdp_session;
-mod fetch_timeout;
-mod forward;
-mod http;
-mod link_health;
-mod llm;
-mod noop;
-mod rss_refresh;
-mod screenshot;
-mod screenshot_browser;
-mod screenshot_rest;
-mod signed_request;
+use crate::job_context::{HandlerRun, JobContext};
 
-use jobs_shared::{ErrorClass, Handler, JobError, JobType};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-use worker::Env;
-
-use crate::outbound::Outbound;
-use jobs_store::jobs::Claimed;
-
-/// A handler's outcome (`Ok` carries the result JSON stored on the job), what the attempt
-/// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not, and
-/// whether follow-up jobs in its result may be enqueued: built-in handlers and the team's own
-/// app endpoints are trusted, an `http` target only when its job allows it.
-pub struct HandlerRun {
-    pub outcome: Result<Option<Value>, JobError>,
-    pub cost_cents: f64,
-    pub follow_ups_trusted: bool,
-}
-
-impl HandlerRun {
-    /// A trusted handler's outcome that cost nothing.
-    pub fn of(outcome: Result<Option<Value>, JobError>) -> HandlerRun {
-        HandlerRun {
-            outcome,
-            cost_cents: 0.0,
-            follow_ups_trusted: true,
-        }
-    }
-}
-
-/// What every handler is given: the claimed job and its type, the Worker's env, the batch's
-/// outbound gate (every subrequest goes through it), and the attempt's start (the time a
-/// handler reasons in).
-pub struct JobContext<'a> {
-    pub job: &'a Claimed,
-    pub job_type: JobType,
-    pub env: &'a Env,
-    pub outbound: &'a Outbound<'a>,
-    pub started_at: i64,
-}
-
-/// Runs one claimed job through the handler its type's registry row names. Every handler has
-/// this signature, and the match is exhaustive: a `Handler` without one does not compile.
-pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    match ctx.job_type.handler() {
-        Handler::Http => http::run(ctx).await,
-        Handler::Noop => noop::run(ctx).await,
-        Handler::Forward => forward::run(ctx).await,
-        Handler::RssRefresh => rss_refresh::run(ctx).await,
-        Handler::LinkHealth => link_health::run(ctx).await,
-        Handler::AiTagging => ai_tagging::run(ctx).await,
-        Handler::Screenshot => screenshot::run(ctx).await,
-    }
-}
-
-/// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).
-fn payload<P: DeserializeOwned>(job: &Claimed) -> Result<P, JobError> {
-    serde_json::from_str(&job.payload)
-        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("payload: {e}")))
-}
-
-/// A request we could not even build is a fault in the job's own data: retrying cannot help.
-fn invalid_request(e: worker::Error) -> JobError {
-    JobError::new(
-        ErrorClass::InvalidPayload,
-        format!("cannot build the request: {e}"),
-    )
-}
-
-/// D1 failing under a handler is the platform's fault, and usually passes: retried.
-fn d1_error(e: worker::Error) -> JobError {
-    JobError::new(ErrorClass::Internal, format!("D1: {e}"))
-}
+include!(concat!(env!("OUT_DIR"), "/handlers.rs"));

@@ -1,7 +1,21 @@
-//! The `noop` type: does nothing and succeeds (benchmarks, tests of the pipeline itself).
+//! The `noop` type: does nothing and succeeds (benchmarks, tests of the pipeline itself), after
+//! failing its first `fail_times` attempts, to exercise retries.
 
-use super::{HandlerRun, JobContext};
+use jobs_shared::job::payloads::NoopPayload;
+use jobs_shared::{ErrorClass, JobError};
 
-pub async fn run(_ctx: &JobContext<'_>) -> HandlerRun {
-    HandlerRun::of(Ok(None))
+use crate::job_context::{self, HandlerRun, JobContext};
+
+pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
+    let outcome = job_context::payload::<NoopPayload>(ctx.job).and_then(|payload| {
+        let fail_times = payload.fail_times.unwrap_or(0);
+        if ctx.job.attempts <= fail_times {
+            return Err(JobError::new(
+                ErrorClass::ServerError,
+                format!("noop: failing attempt {} of the first {fail_times}", ctx.job.attempts),
+            ));
+        }
+        Ok(None)
+    });
+    HandlerRun::of(outcome)
 }

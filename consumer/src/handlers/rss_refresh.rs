@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use worker::RequestInit;
 use worker::{console_warn, D1Database, D1PreparedStatement, Headers, Method, Request};
 
-use super::fetch_timeout::{self, Fetched};
-use super::{HandlerRun, JobContext};
+use crate::outbound::fetch_timeout::{self, Fetched};
+use crate::job_context::{self, HandlerRun, JobContext};
 use crate::outbound::Outbound;
 use jobs_store::rss_sources::{self, Refreshed, SourceRow, SourceStatements};
 
@@ -39,17 +39,17 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, env, outbound) = (ctx.job, ctx.env, ctx.outbound);
     let started = crate::now_ms();
-    let payload: RssFeedRefreshPayload = super::payload(job)?;
+    let payload: RssFeedRefreshPayload = job_context::payload(job)?;
     let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));
     for warning in warnings {
         console_warn!("{warning}");
     }
-    let db = env.d1("DB").map_err(super::d1_error)?;
+    let db = env.d1("DB").map_err(job_context::d1_error)?;
     let force = payload.force_refresh.unwrap_or(false);
     let single = payload.source_id.as_deref();
     let sources = rss_sources::rss_source_list_to_refresh(&db, single)
         .await
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     if let Some(id) = single.filter(|_| sources.is_empty()) {
         return Err(JobError::new(
             ErrorClass::InvalidPayload,
@@ -205,7 +205,7 @@ impl<'a> Writer<'a> {
             }
             Err(e) => self.failure(source, e),
         }
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
         self.pending.push(Pending {
             source,
             outcome,
@@ -281,11 +281,11 @@ impl<'a> Writer<'a> {
                 format!("D1 refused the feed's rows: {e}"),
             ),
         };
-        let record = self.failure(p.source, &refused).map_err(super::d1_error)?;
+        let record = self.failure(p.source, &refused).map_err(job_context::d1_error)?;
         self.db
             .batch(record.statements)
             .await
-            .map_err(super::d1_error)?;
+            .map_err(job_context::d1_error)?;
         self.done.push((p.source, Err(refused)));
         Ok(())
     }

@@ -101,14 +101,8 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
 
 /// The chain a dead step fails, if the step is in one.
 fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
-    let (parent_id, message) = failed_chain_of_dead_step(
-        &job.id,
-        &job.job_type,
-        job.parent_id.as_deref(),
-        job.chain_step,
-        job.chain_status.as_deref(),
-        LOST_ATTEMPT,
-    )?;
+    let (parent_id, message) =
+        failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain, LOST_ATTEMPT)?;
     Some(DeadStepChain {
         parent_id,
         message,

@@ -10,18 +10,10 @@
 use jobs_store::jobs::job_list_unsent;
 use serde_json::Value;
 
-use super::paging::{self, Page};
+use super::paging;
 use super::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
-    paging::pages(tick, || page(tick)).await
-}
-
-async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let unsent = job_list_unsent(
-        tick.db,
-        tick.now_ms - tick.config.outbox_grace_ms,
-        tick.config.page,
-    )?;
-    paging::resend(tick, unsent).await
+    let cutoff_ms = tick.now_ms - tick.config.outbox_grace_ms;
+    paging::resend_pages(tick, |page| job_list_unsent(tick.db, cutoff_ms, page)).await
 }

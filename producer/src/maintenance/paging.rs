@@ -64,15 +64,21 @@ where
     Ok(Value::Object(totals))
 }
 
-/// A page of a re-sender: the jobs `select` finds (`Unsent` rows) are sent again, and each
-/// accepted send recorded. A job whose send failed would be found again, so such a page ends
-/// the paging.
-pub async fn resend(tick: &Tick<'_>, select: D1PreparedStatement) -> worker::Result<Page> {
-    let found: Vec<Unsent> = select.all().await?.results()?;
-    let sent = job_sender::send(tick, &found).await?;
-    Ok(Page {
-        rows: found.len(),
-        all_sent: sent == found.len(),
-        report: json!({ "found": found.len(), "sent": sent }),
+/// A re-sender's tick: pages of the jobs `select` picks (given the page size) are sent again,
+/// and each accepted send recorded. A job whose send failed would be found again, so a page
+/// with a failed send ends the paging.
+pub async fn resend_pages<F>(tick: &Tick<'_>, select: F) -> worker::Result<Value>
+where
+    F: Fn(u32) -> worker::Result<D1PreparedStatement>,
+{
+    pages(tick, || async {
+        let found: Vec<Unsent> = select(tick.config.page)?.all().await?.results()?;
+        let sent = job_sender::send(tick, &found).await?;
+        Ok(Page {
+            rows: found.len(),
+            all_sent: sent == found.len(),
+            report: json!({ "found": found.len(), "sent": sent }),
+        })
     })
+    .await
 }

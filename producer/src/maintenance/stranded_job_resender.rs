@@ -11,18 +11,10 @@
 use jobs_store::jobs::job_list_stranded;
 use serde_json::Value;
 
-use super::paging::{self, Page};
+use super::paging;
 use super::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
-    paging::pages(tick, || page(tick)).await
-}
-
-async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    let lost = job_list_stranded(
-        tick.db,
-        tick.now_ms - tick.config.stranded_after_ms,
-        tick.config.page,
-    )?;
-    paging::resend(tick, lost).await
+    let cutoff_ms = tick.now_ms - tick.config.stranded_after_ms;
+    paging::resend_pages(tick, |page| job_list_stranded(tick.db, cutoff_ms, page)).await
 }

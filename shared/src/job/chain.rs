@@ -3,6 +3,7 @@
 //! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
 //! the consumer writes them in the batch that records the step's outcome.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
@@ -108,23 +109,30 @@ pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove
     }
 }
 
+/// A step's chain columns as a row read for its death holds them (all absent outside a chain);
+/// the store's rows flatten it in.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ChainColumns {
+    pub parent_id: Option<String>,
+    pub chain_step: Option<u32>,
+    pub chain_status: Option<String>,
+}
+
 /// The chain a step fails by going dead with `error` (found dead of a lost attempt by the
-/// consumer's claim or the sweep's rescuer, from its row's chain columns): `(parent_id,
-/// message)`, or `None` outside a chain or once the chain ended.
+/// consumer's claim or the sweep's rescuer): `(parent_id, message)`, or `None` outside a chain
+/// or once the chain ended.
 pub fn failed_chain_of_dead_step(
     job_id: &str,
     job_type: &str,
-    parent_id: Option<&str>,
-    chain_step: Option<u32>,
-    chain_status: Option<&str>,
+    chain: &ChainColumns,
     error: &str,
 ) -> Option<(String, String)> {
     let at = ChainPosition {
         job_id,
-        parent_id,
-        step: chain_step.unwrap_or(0),
+        parent_id: chain.parent_id.as_deref(),
+        step: chain.chain_step.unwrap_or(0),
         next_steps: None,
-        chain_status,
+        chain_status: chain.chain_status.as_deref(),
     };
     match after_death(&at, job_type, error) {
         ChainMove::Failed { parent_id, message } => Some((parent_id, message)),

@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 use crate::budget::BudgetSpec;
 use crate::job::family::Family;
 use crate::job::payloads::FieldError;
-use crate::job::registry::{Handler, JobTypeDef, TypeSpec, TYPES};
+use crate::job::registry::{same_str, Handler, JobTypeDef, TypeSpec, TYPES};
 
 /// A registered job type. Equal when named alike.
 #[derive(Clone, Copy)]
@@ -39,7 +39,7 @@ impl JobType {
     const fn named(name: &str) -> JobType {
         let mut i = 0;
         while i < COUNT {
-            if same_name(TYPES[i].name, name) {
+            if same_str(TYPES[i].name, name) {
                 return JobType(&TYPES[i]);
             }
             i += 1;
@@ -84,22 +84,6 @@ impl JobType {
     pub fn validate_payload(self, payload: &serde_json::Value) -> Result<(), FieldError> {
         (self.0.payload)(payload)
     }
-}
-
-/// `str` equality, in a form `const` evaluation accepts.
-const fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 impl PartialEq for JobType {
@@ -210,17 +194,22 @@ mod tests {
 
     #[test]
     fn handlers_and_endpoints() {
-        assert_eq!(JobType::HTTP.handler(), Handler::Http);
-        assert_eq!(JobType::NOOP.handler(), Handler::Noop);
+        let module = |t: JobType| t.handler().module();
+        assert_eq!(module(JobType::HTTP), "http");
+        assert!(!JobType::NOOP.handler().calls_out());
         let forwarded = JobType::ALL
             .into_iter()
             .filter(|t| t.handler() == Handler::Forward)
             .count();
         assert_eq!(forwarded, 10);
-        assert_eq!(JobType::LINK_HEALTH_CHECK.handler(), Handler::LinkHealth);
-        assert_eq!(JobType::RSS_FEED_REFRESH.handler(), Handler::RssRefresh);
-        assert_eq!(JobType::AI_TAGGING.handler(), Handler::AiTagging);
-        assert_eq!(JobType::SCREENSHOT_CAPTURE.handler(), Handler::Screenshot);
+        assert_eq!(module(JobType::LINK_HEALTH_CHECK), "link_health");
+        assert_eq!(module(JobType::RSS_FEED_REFRESH), "rss_refresh");
+        assert_eq!(module(JobType::AI_TAGGING), "ai_tagging");
+        assert_eq!(module(JobType::SCREENSHOT_CAPTURE), "screenshot");
+        assert!(JobType::ALL
+            .into_iter()
+            .filter(|t| *t != JobType::NOOP)
+            .all(|t| t.handler().calls_out()));
         let budgeted: Vec<_> = JobType::ALL
             .into_iter()
             .filter_map(|t| t.budget().map(|b| (t, b)))

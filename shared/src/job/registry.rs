@@ -24,7 +24,8 @@ pub struct JobTypeDef {
     pub payload: fn(&Value) -> Result<(), FieldError>,
     /// A minimal valid payload (JSON), for tests and documentation.
     pub example: &'static str,
-    /// The monthly spend budget it runs under: set exactly when its handler spends.
+    /// The monthly spend budget its runs draw on: a handler that spends (`HandlerRun::cost_cents`
+    /// in the consumer) reads it from its type; `None` for the others.
     pub budget: Option<BudgetSpec>,
     /// Who runs it.
     pub handler: Handler,
@@ -70,53 +71,100 @@ impl TypeSpec {
     }
 }
 
-/// Who runs a type. The consumer dispatches on it with an exhaustive match
-/// (`consumer/src/handlers/mod.rs`), so a variant without a handler does not compile.
+/// Who runs a type. A built-in handler is the consumer's module of that name: the file
+/// `consumer/src/handlers/<module>.rs` (or `<module>/mod.rs`). The consumer's build finds those
+/// files and checks them against this table ([`check_handler_modules`]), so a row whose module
+/// has no file, or a file no row names, does not compile (README "Adding a job type").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handler {
-    /// The platform sends the payload's request itself.
-    Http,
-    /// The platform does nothing (and succeeds).
-    Noop,
     /// Delivered as a signed request to the owning app's endpoint, named by the
-    /// env var [`JobTypeDef::env_key`].
+    /// env var [`JobTypeDef::env_key`] (the consumer's `forward` module).
     Forward,
-    /// Built in: RSS/Atom refresh into D1 (README "rss_feed_refresh").
-    RssRefresh,
-    /// Built in: HEAD/GET checks of links, state in D1.
-    LinkHealth,
-    /// Built in: feed items tagged by an LLM under the type's monthly budget.
-    AiTagging,
-    /// Built in: a page captured by the Browser Rendering binding (or REST) into R2.
-    Screenshot,
+    /// Run by the platform itself.
+    BuiltIn {
+        /// The consumer module that runs it, named in job logs.
+        module: &'static str,
+        /// Whether it makes subrequests: a job that does is not started once the invocation
+        /// has spent them (README "Guarantees and how they hold").
+        calls_out: bool,
+    },
 }
 
 impl Handler {
-    /// The consumer module that runs it (`consumer::handlers::<module>`), named in job logs.
-    pub fn module(self) -> &'static str {
-        match self {
-            Handler::Http => "http",
-            Handler::Noop => "noop",
-            Handler::Forward => "forward",
-            Handler::RssRefresh => "rss_refresh",
-            Handler::LinkHealth => "link_health",
-            Handler::AiTagging => "ai_tagging",
-            Handler::Screenshot => "screenshot",
+    /// A built-in handler that calls out (most do).
+    pub const fn built_in(module: &'static str) -> Handler {
+        Handler::BuiltIn {
+            module,
+            calls_out: true,
         }
     }
 
-    /// Whether its runs cost money (`job_runs.cost_cents`), so its type needs a budget.
-    pub fn spends(self) -> bool {
+    /// The consumer module that runs it (`consumer::handlers::<module>`).
+    pub const fn module(self) -> &'static str {
         match self {
-            Handler::AiTagging => true,
-            Handler::Http
-            | Handler::Noop
-            | Handler::Forward
-            | Handler::RssRefresh
-            | Handler::LinkHealth
-            | Handler::Screenshot => false,
+            Handler::Forward => "forward",
+            Handler::BuiltIn { module, .. } => module,
         }
     }
+
+    pub const fn calls_out(self) -> bool {
+        match self {
+            Handler::Forward => true,
+            Handler::BuiltIn { calls_out, .. } => calls_out,
+        }
+    }
+}
+
+/// Checks, at the consumer's compile time, that `modules` (the consumer's handler files) are
+/// exactly the modules the rows name: each row's module has a file and each file a row.
+pub const fn check_handler_modules(modules: &[&str]) {
+    let mut i = 0;
+    while i < TYPES.len() {
+        if !contains(modules, TYPES[i].handler.module()) {
+            panic!("a job type's handler module has no file in consumer/src/handlers/");
+        }
+        i += 1;
+    }
+    let mut m = 0;
+    while m < modules.len() {
+        let mut named = false;
+        let mut i = 0;
+        while i < TYPES.len() {
+            named |= same_str(TYPES[i].handler.module(), modules[m]);
+            i += 1;
+        }
+        if !named {
+            panic!("a file in consumer/src/handlers/ is no job type's handler");
+        }
+        m += 1;
+    }
+}
+
+const fn contains(list: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < list.len() {
+        if same_str(list[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// String equality usable in const context.
+pub(crate) const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Every type, in the order listings show them. `family` follows the README's "Job types"
@@ -130,7 +178,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         payload: validate::<payloads::RssFeedRefreshPayload>,
         example: "{}",
         budget: None,
-        handler: Handler::RssRefresh,
+        handler: Handler::built_in("rss_refresh"),
     },
     JobTypeDef {
         name: "weather_refresh",
@@ -145,7 +193,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         name: "listing_expiration",
         family: Family::Default,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::ListingExpirationPayload>,
+        payload: validate::<payloads::NoParams>,
         example: "{}",
         budget: None,
         handler: Handler::Forward,
@@ -154,7 +202,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         name: "rank_recalculation",
         family: Family::Default,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::RankRecalculationPayload>,
+        payload: validate::<payloads::NoParams>,
         example: "{}",
         budget: None,
         handler: Handler::Forward,
@@ -202,13 +250,13 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         payload: validate::<payloads::LinkHealthCheckPayload>,
         example: "{}",
         budget: None,
-        handler: Handler::LinkHealth,
+        handler: Handler::built_in("link_health"),
     },
     JobTypeDef {
         name: "sitemap_generation",
         family: Family::Low,
         spec: TypeSpec::standard(300_000),
-        payload: validate::<payloads::SitemapGenerationPayload>,
+        payload: validate::<payloads::NoParams>,
         example: "{}",
         budget: None,
         handler: Handler::Forward,
@@ -236,7 +284,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         budget: Some(BudgetSpec {
             default_limit_cents: 50_000,
         }),
-        handler: Handler::AiTagging,
+        handler: Handler::built_in("ai_tagging"),
     },
     JobTypeDef {
         name: "image_processing",
@@ -254,7 +302,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         payload: validate::<payloads::ScreenshotCapturePayload>,
         example: r#"{"url": "https://example.com"}"#,
         budget: None,
-        handler: Handler::Screenshot,
+        handler: Handler::built_in("screenshot"),
     },
     JobTypeDef {
         name: "http",
@@ -263,7 +311,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         payload: validate::<payloads::HttpPayload>,
         example: r#"{"url": "https://example.com/hook"}"#,
         budget: None,
-        handler: Handler::Http,
+        handler: Handler::built_in("http"),
     },
     JobTypeDef {
         name: "noop",
@@ -272,7 +320,10 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         payload: validate::<payloads::NoopPayload>,
         example: "{}",
         budget: None,
-        handler: Handler::Noop,
+        handler: Handler::BuiltIn {
+            module: "noop",
+            calls_out: false,
+        },
     },
 ];
 
@@ -326,11 +377,6 @@ mod tests {
                 "{name}: its {timeout_ms} ms timeout outlasts half its family's lease"
             );
 
-            assert_eq!(
-                def.budget.is_some(),
-                def.handler.spends(),
-                "{name}: a budget exactly when its handler spends"
-            );
             assert!(
                 def.budget.is_none_or(|b| b.default_limit_cents > 0),
                 "{name}: a budget of nothing"
@@ -345,6 +391,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The consumer's build runs this on its handler files; here on lists that lack or add one.
+    #[test]
+    fn handler_files_must_match_the_rows() {
+        let mut modules: Vec<&str> = TYPES.iter().map(|d| d.handler.module()).collect();
+        modules.sort_unstable();
+        modules.dedup();
+        check_handler_modules(&modules);
+
+        let missing: Vec<&str> = modules.iter().copied().filter(|m| *m != "noop").collect();
+        let refused = std::panic::catch_unwind(|| check_handler_modules(&missing));
+        assert!(refused.is_err(), "a row whose module has no file");
+
+        let mut stray = modules.clone();
+        stray.push("invoice_reminder");
+        let refused = std::panic::catch_unwind(|| check_handler_modules(&stray));
+        assert!(refused.is_err(), "a file that no row names");
     }
 
     #[test]

@@ -231,40 +231,26 @@ mod tests {
 
     #[test]
     fn retryable_classes() {
-        use ErrorClass::*;
-        let all = [
-            Timeout,
-            RateLimited,
-            ServerError,
-            ClientError,
-            Network,
-            NotConfigured,
-            InvalidPayload,
-            Internal,
-            DeliveryExhausted,
-            LeaseExpired,
-            NavigationTimeout,
-            Dns,
-            Capacity,
+        use ErrorClass as C;
+        let transient = [
+            C::Timeout,
+            C::RateLimited,
+            C::ServerError,
+            C::Network,
+            C::Internal,
         ];
-        let retryable: Vec<_> = all.into_iter().filter(|c| c.retryable()).collect();
-        assert_eq!(
-            retryable,
-            [
-                Timeout,
-                RateLimited,
-                ServerError,
-                Network,
-                Internal,
-                LeaseExpired,
-                NavigationTimeout,
-                Capacity
-            ]
-        );
-        for c in all {
+        let platform = [C::LeaseExpired, C::NavigationTimeout, C::Capacity];
+        let same_again = [C::ClientError, C::NotConfigured, C::InvalidPayload, C::Dns];
+        let retried = transient.into_iter().chain(platform).map(|c| (c, true));
+        let not_retried = same_again.into_iter().map(|c| (c, false));
+        for (class, retryable) in retried
+            .chain(not_retried)
+            .chain([(C::DeliveryExhausted, false)])
+        {
+            assert_eq!(class.retryable(), retryable, "{class}");
             assert_eq!(
-                serde_json::to_value(c).unwrap(),
-                serde_json::json!(c.as_str())
+                serde_json::to_value(class).unwrap(),
+                serde_json::json!(class.as_str())
             );
         }
     }

@@ -1,6 +1,7 @@
 //! A consumer batch's claim: one round trip moves every claimable job of the batch to
 //! `running`, and the heartbeat extends the leases of those it still runs.
 
+use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::ErrorClass::LeaseExpired;
 use jobs_shared::JobStatus::{Dead, Running};
@@ -69,10 +70,9 @@ pub struct Exhausted {
     pub job_type: String,
     pub attempts: u32,
     pub correlation_id: Option<String>,
-    /// Chain columns: a dead step fails its chain.
-    pub parent_id: Option<String>,
-    pub chain_step: Option<u32>,
-    pub chain_status: Option<String>,
+    /// A dead step fails its chain.
+    #[serde(flatten)]
+    pub chain: ChainColumns,
 }
 
 pub struct Claim {

@@ -7,27 +7,16 @@ use worker::D1Database;
 
 use crate::d1::{statement, text};
 
-/// A job row as the API shows it.
+/// A job row as the API shows it: its summary and the rest.
 #[derive(Deserialize)]
 pub struct JobRow {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub job_type: String,
-    pub family: String,
-    pub status: String,
-    pub priority: i64,
+    #[serde(flatten)]
+    pub summary: SummaryRow,
     pub payload: String,
     pub dedup_key: Option<String>,
-    pub attempts: i64,
-    pub max_attempts: i64,
-    pub run_at: i64,
-    pub error_class: Option<String>,
-    pub last_error: Option<String>,
     pub result: Option<String>,
-    pub created_at: i64,
     pub updated_at: i64,
     pub started_at: Option<i64>,
-    pub finished_at: Option<i64>,
     pub correlation_id: Option<String>,
     /// Its place in a chain (README "Job chains").
     pub parent_id: Option<String>,
@@ -39,12 +28,11 @@ pub struct JobRow {
 
 /// The job `id`, if there is one.
 pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<JobRow>> {
-    db.prepare(
-        "SELECT id, type, family, status, priority, payload, dedup_key, attempts, max_attempts, \
-         run_at, error_class, last_error, result, created_at, updated_at, started_at, \
-         finished_at, correlation_id, parent_id, chain_step, chain_status, chain_error, next_steps \
-         FROM jobs WHERE id = ?",
-    )
+    db.prepare(format!(
+        "SELECT {SUMMARY_COLUMNS}, payload, dedup_key, result, updated_at, started_at, \
+         correlation_id, parent_id, chain_step, chain_status, chain_error, next_steps \
+         FROM jobs WHERE id = ?"
+    ))
     .bind(&[id.into()])?
     .first(None)
     .await

@@ -3,6 +3,7 @@
 //! and writes the moves here: the lost attempts' run records (`lease_expired`), the jobs'
 //! moves, and the chains their dead steps fail.
 
+use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::ErrorClass::LeaseExpired;
 use jobs_shared::JobStatus::{self, Dead, Running};
 use serde::Deserialize;
@@ -22,9 +23,9 @@ pub struct Expired {
     pub attempts: u32,
     pub max_attempts: u32,
     pub runs: u32,
-    pub parent_id: Option<String>,
-    pub chain_step: Option<u32>,
-    pub chain_status: Option<String>,
+    /// A dead step fails its chain.
+    #[serde(flatten)]
+    pub chain: ChainColumns,
 }
 
 /// Up to `limit` jobs whose lease ran out by `now_ms`, the longest expired first.

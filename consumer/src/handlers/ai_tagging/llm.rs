@@ -10,7 +10,7 @@ use jobs_shared::{
 };
 use worker::{Env, Headers, Method, Request, RequestInit};
 
-use super::fetch_timeout;
+use crate::outbound::fetch_timeout;
 use crate::outbound::Outbound;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_store::feed_items::Item;

@@ -14,7 +14,8 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, Url};
 
-use super::{fetch_timeout, invalid_request, JobContext};
+use crate::job_context::{invalid_request, JobContext};
+use crate::outbound::fetch_timeout;
 
 pub struct Outgoing<'a> {
     pub url: &'a str,

@@ -5,6 +5,8 @@
 //! deadline, and a fetch the invocation has no subrequests or time left for fails as
 //! `capacity` (retried, nothing sent) instead of being refused by the runtime or timing out.
 
+pub mod fetch_timeout;
+
 use std::cell::Cell;
 
 use async_lock::{Semaphore, SemaphoreGuard};

@@ -7,7 +7,8 @@ use jobs_shared::{Capture, ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
-use super::{fetch_timeout, invalid_request};
+use crate::job_context::invalid_request;
+use crate::outbound::fetch_timeout;
 use crate::config;
 use crate::outbound::Outbound;
 

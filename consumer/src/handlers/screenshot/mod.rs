@@ -4,6 +4,10 @@
 //! its size and the pixel dimensions read from the image's own header. At most 3 run at once:
 //! the screenshot family's queue consumer has batch size 1 and max_concurrency 3.
 
+mod browser;
+mod cdp_session;
+mod rest;
+
 use std::collections::HashMap;
 
 use jobs_shared::{
@@ -13,7 +17,7 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::HttpMetadata;
 
-use super::{screenshot_browser, screenshot_rest, HandlerRun, JobContext};
+use crate::job_context::{self, HandlerRun, JobContext};
 use crate::config;
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
@@ -22,7 +26,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 
 async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
-    let payload: ScreenshotCapturePayload = super::payload(job)?;
+    let payload: ScreenshotCapturePayload = job_context::payload(job)?;
     let capture = Capture::new(payload, job_type.spec().timeout_ms);
     let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;
     let bucket = env.bucket("SCREENSHOTS").map_err(|_| {
@@ -33,11 +37,11 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     })?;
     let (bytes, page) = match mode {
         CaptureMode::Binding => {
-            let shot = screenshot_browser::capture(&capture, env).await?;
+            let shot = browser::capture(&capture, env).await?;
             (shot.bytes, Some((shot.status, shot.final_url)))
         }
         CaptureMode::Rest => (
-            screenshot_rest::capture(&capture, env, outbound).await?,
+            rest::capture(&capture, env, outbound).await?,
             None,
         ),
     };

@@ -9,6 +9,8 @@
 //! the batch runner passes in). D1: one round trip for the budget, one to take the items, one
 //! per batch (two when D1 refuses the tags: the spend is then written alone).
 
+mod llm;
+
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
     cents, month_of, next_month_start_ms, percent_used, rfc3339, AiTaggingPayload, BudgetAction,
@@ -17,8 +19,8 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{console_log, console_warn, D1Database};
 
-use super::llm::{Call, Llm, CALL_TIMEOUT_MS};
-use super::{HandlerRun, JobContext};
+use llm::{Call, Llm, CALL_TIMEOUT_MS};
+use crate::job_context::{self, HandlerRun, JobContext};
 use jobs_store::budgets::{self, Budget, Spend};
 use jobs_store::feed_items::{self, Item, Tagged};
 
@@ -44,16 +46,16 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 
 async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>, JobError> {
     let (job, env, outbound, now_ms) = (ctx.job, ctx.env, ctx.outbound, ctx.started_at);
-    let payload: AiTaggingPayload = super::payload(job)?;
+    let payload: AiTaggingPayload = job_context::payload(job)?;
     let llm = Llm::from_env(env)?;
     let spec = TYPE
         .budget()
         .ok_or_else(|| JobError::new(ErrorClass::NotConfigured, "ai_tagging declares no budget"))?;
-    let db = env.d1("DB").map_err(super::d1_error)?;
+    let db = env.d1("DB").map_err(job_context::d1_error)?;
     let month = month_of(now_ms);
     let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms)
         .await
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     log(json!({
         "event": "budget.check", "job.id": job.id, "job_type": TYPE.as_str(), "month": month,
         "budget_action": budget.action().as_str(),
@@ -72,7 +74,7 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
     let lease_until = now_ms + TYPE.family().lease_ms();
     let items = feed_items::feed_item_take_untagged(&db, now_ms, lease_until, max_items)
         .await
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     let deadline = now_ms + i64::from(TYPE.spec().timeout_ms) - WORST_BATCH_MS;
     let mut report = Report::default();
     let mut rest: &[Item] = &items;
@@ -124,7 +126,7 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
         let ids: Vec<i64> = rest.iter().map(|i| i.id).collect();
         feed_items::feed_item_release_many(&db, &ids)
             .await
-            .map_err(super::d1_error)?;
+            .map_err(job_context::d1_error)?;
     }
     Ok(Some(json!({
         "deferred": false,
@@ -212,16 +214,16 @@ async fn write(
     now_ms: i64,
 ) -> Result<(Budget, Vec<RaisedAlert>), JobError> {
     let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, now_ms)
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)
-        .map_err(super::d1_error)?;
+        .map_err(job_context::d1_error)?;
     statements.extend(spend.iter().cloned());
     let refused = match db.batch(statements).await {
-        Ok(results) => return budgets::after_spend(&results).map_err(super::d1_error),
+        Ok(results) => return budgets::after_spend(&results).map_err(job_context::d1_error),
         Err(e) => e,
     };
-    let results = db.batch(spend).await.map_err(super::d1_error)?;
-    let (_, alerts) = budgets::after_spend(&results).map_err(super::d1_error)?;
+    let results = db.batch(spend).await.map_err(job_context::d1_error)?;
+    let (_, alerts) = budgets::after_spend(&results).map_err(job_context::d1_error)?;
     for alert in &alerts {
         log(alert.log_line());
     }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use futures::StreamExt;
 use jobs_shared::{ErrorClass, JobError};
 
-use super::fetch_timeout;
+use crate::outbound::fetch_timeout;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{

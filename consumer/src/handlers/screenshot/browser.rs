@@ -1,5 +1,5 @@
 //! A screenshot through the Browser Rendering binding `BROWSER`: one browser session per
-//! attempt, driven over CDP (super::cdp_session). A fresh tab at the payload's viewport navigates;
+//! attempt, driven over CDP (cdp_session.rs). A fresh tab at the payload's viewport navigates;
 //! the main document's own HTTP status and Chrome's net error decide failures; then the wait
 //! (load, network idle, or a selector polled after load) and the capture.
 

@@ -1,0 +1,61 @@
+//! What every handler is given and gives back, and the helpers they share: one signature for
+//! every handler in `crate::handlers` (README "Adding a job type").
+
+use jobs_shared::{ErrorClass, JobError, JobType};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use worker::Env;
+
+use crate::outbound::Outbound;
+use jobs_store::jobs::Claimed;
+
+/// A handler's outcome (`Ok` carries the result JSON stored on the job), what the attempt
+/// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not, and
+/// whether follow-up jobs in its result may be enqueued: built-in handlers and the team's own
+/// app endpoints are trusted, an `http` target only when its job allows it.
+pub struct HandlerRun {
+    pub outcome: Result<Option<Value>, JobError>,
+    pub cost_cents: f64,
+    pub follow_ups_trusted: bool,
+}
+
+impl HandlerRun {
+    /// A trusted handler's outcome that cost nothing.
+    pub fn of(outcome: Result<Option<Value>, JobError>) -> HandlerRun {
+        HandlerRun {
+            outcome,
+            cost_cents: 0.0,
+            follow_ups_trusted: true,
+        }
+    }
+}
+
+/// What every handler is given: the claimed job and its type, the Worker's env, the batch's
+/// outbound gate (every subrequest goes through it), and the attempt's start (the time a
+/// handler reasons in).
+pub struct JobContext<'a> {
+    pub job: &'a Claimed,
+    pub job_type: JobType,
+    pub env: &'a Env,
+    pub outbound: &'a Outbound<'a>,
+    pub started_at: i64,
+}
+
+/// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).
+pub fn payload<P: DeserializeOwned>(job: &Claimed) -> Result<P, JobError> {
+    serde_json::from_str(&job.payload)
+        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("payload: {e}")))
+}
+
+/// A request we could not even build is a fault in the job's own data: retrying cannot help.
+pub fn invalid_request(e: worker::Error) -> JobError {
+    JobError::new(
+        ErrorClass::InvalidPayload,
+        format!("cannot build the request: {e}"),
+    )
+}
+
+/// D1 failing under a handler is the platform's fault, and usually passes: retried.
+pub fn d1_error(e: worker::Error) -> JobError {
+    JobError::new(ErrorClass::Internal, format!("D1: {e}"))
+}
