@@ -181,6 +181,19 @@ describe("priority aging and promotion", () => {
     assert.equal((await row(p, waiting)).status, "succeeded");
   });
 
+  test("a job aged to 50 inside its family is sent to the family's express lane", async () => {
+    const now = Date.now();
+    const id = (await p.enqueue({ type: "link_health_check", priority: 45 })).body.id;
+    assert.equal((await row(p, id)).sent_at, null, "the happy path records no send");
+    await tick(p, now + 61 * MINUTE);
+    const job = await row(p, id);
+    assert.deepEqual([job.priority, job.family], [55, "low"], "below default's threshold of 70: stays low");
+    assert.ok(job.sent_at, "sent to jobs-low-express");
+    const run = await p.deliver("jobs-low-express", [{ id: "express", ...jobMessage(id, "link_health_check") }]);
+    assert.deepEqual(run.explicitAcks, ["express"]);
+    assert.equal((await row(p, id)).status, "succeeded", "the express lane's message runs it");
+  });
+
   test("a job in a paused family is not promoted out of its pause, and moves once resumed", async () => {
     const admin = { token: TOKENS.admin };
     const pause = await p.request("POST", "/v1/admin/pauses", { json: { kind: "family", name: "low" }, ...admin });

@@ -6,10 +6,10 @@
 //! like any enqueue.
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::util::queue_send::{send_to, Outgoing};
+use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
 use jobs_shared::{
     after_death, after_success, failed_chain_of_dead_step, follow_ups, job_id, validate_enqueue,
-    validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, Family, JobError, NewJob,
+    validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, JobError, NewJob,
     QueueDelayLimit,
 };
 use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
@@ -112,7 +112,7 @@ pub async fn send(env: &Env, jobs: &[(&NewJob, &str)]) {
         .iter()
         .filter_map(|(job, cid)| Outgoing::new_job(job, cid))
         .collect();
-    send_to(env, &outgoing, Family::queue_binding).await;
+    send_to(env, &outgoing, Destination::Lanes).await;
 }
 
 fn random_u128() -> u128 {

@@ -2,8 +2,8 @@
 //! DLQs: every arrival is listed, and a job whose message the queue gave up on by itself (its
 //! max_retries safety net) is sent again, never killed while it has attempts left.
 
-use jobs_shared::util::queue_send::{send_to, Outgoing};
-use jobs_shared::{d1_retry_secs, Family, JobMessage};
+use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
+use jobs_shared::{d1_retry_secs, Family, JobMessage, Lane};
 use jobs_store::dead_letters::dead_letter_insert_many;
 use jobs_store::jobs::job_settle_dlq_arrivals;
 use jobs_store::metric_counters::{metric_counter_add, DEAD_LETTERS};
@@ -21,11 +21,12 @@ pub async fn send(family: Family, dead: &[(&Delivery, JobMessage)], env: &Env) {
         .iter()
         .map(|(_, message)| Outgoing {
             family,
+            lane: Lane::Normal,
             message: message.clone(),
             delay_secs: 0,
         })
         .collect();
-    send_to(env, &outgoing, Family::dlq_binding).await;
+    send_to(env, &outgoing, Destination::DeadLetters).await;
     dead.iter().for_each(|(d, _)| d.ack());
 }
 

@@ -1,8 +1,8 @@
 //! Hands written jobs to their family's queue, through the Workers' one send path
 //! (`jobs_shared::util::queue_send`: one sendBatch per family per 100 messages).
 
-use jobs_shared::util::queue_send::{send_to, Outgoing};
-use jobs_shared::{plan_delivery_at, DeliveryPlan, Family, NewJob, QueueDelayLimit};
+use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
+use jobs_shared::{plan_delivery_at, DeliveryPlan, NewJob, QueueDelayLimit};
 use jobs_store::jobs::Unsent;
 use worker::Env;
 
@@ -30,18 +30,12 @@ pub fn outgoing(
         DeliveryPlan::Hold { .. } if send_held => limit.secs(),
         DeliveryPlan::Hold { .. } => return None,
     };
-    Outgoing::stored(
-        &job.id,
-        &job.job_type,
-        &job.family,
-        delay_secs,
-        job.correlation_id.as_deref(),
-    )
+    Outgoing::stored(job.stored(), delay_secs)
 }
 
-/// Sends messages to their family's queue (see `queue_send`). The jobs must already be in the
+/// Sends messages to their family's lane (see `queue_send`). The jobs must already be in the
 /// outbox (`sent_at` NULL), so a failed send loses nothing. Returns the ids of the jobs whose
 /// messages the queues accepted.
 pub async fn send_all(env: &Env, outgoing: &[Outgoing]) -> Vec<String> {
-    send_to(env, outgoing, Family::queue_binding).await
+    send_to(env, outgoing, Destination::Lanes).await
 }

@@ -2,7 +2,7 @@
 //! `escalation` says which notification channels are set: an unset one sends nothing.
 
 use jobs_shared::observe::escalation::EscalationConfig;
-use jobs_shared::{ApiError, Family};
+use jobs_shared::{ApiError, Family, Lane};
 use serde_json::json;
 use worker::{Env, Response};
 
@@ -13,9 +13,11 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         Ok(db) => jobs_store::d1::ping(&db).await,
         Err(_) => false,
     };
-    let queues = Family::ALL
-        .iter()
-        .all(|f| env.queue(f.queue_binding()).is_ok());
+    let queues = Family::ALL.iter().all(|f| {
+        [Lane::Normal, Lane::Express]
+            .into_iter()
+            .all(|lane| env.queue(f.lane_binding(lane)).is_ok())
+    });
     let escalation = EscalationConfig::from_vars(|name| env_config::string(env, name));
     let body = json!({
         "status": if d1 && queues { "ok" } else { "degraded" },

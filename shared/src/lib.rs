@@ -55,7 +55,7 @@ pub use job::enqueue::{
     check_stored_size, validate_batch, validate_enqueue, validate_steps, NewJob, MAX_PRIORITY,
 };
 pub use job::envelope::JobMessage;
-pub use job::family::{Escalation, Family};
+pub use job::family::{Escalation, Family, Lane, EXPRESS_PRIORITY};
 pub use job::ids::{job_id, uuid_v4};
 pub use job::job_outcome::{decide, Decision};
 pub use job::job_type::JobType;

@@ -3,9 +3,10 @@
 //! job's message is sent at once (it is in the outbox already, so a failed send is re-sent by
 //! the sweep).
 
+use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{
-    check_move, operator_sources, parse_int, parse_target, ApiError, BulkRequest, JobStatus,
-    Selection,
+    check_move, operator_sources, parse_int, parse_target, plan_delivery_at, ApiError, BulkRequest,
+    DeliveryPlan, Family, JobStatus, Selection,
 };
 use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
@@ -15,7 +16,7 @@ use super::d1;
 use super::jobs::summary;
 use super::Admin;
 use crate::dispatch;
-use crate::{body, respond};
+use crate::{body, env_config, respond};
 use jobs_shared::util::queue_send::Outgoing;
 
 /// A move: the states it may start from, where it goes, and its audit name.
@@ -136,6 +137,9 @@ async fn change_priority(
     let changed = jobs::job_set_priority(&db, id, value, boost, &entry)
         .await
         .map_err(|e| respond::internal(&e))?;
+    if let (Some(job), Some(prior)) = (&changed.job, changed.prior_priority) {
+        send_if_express(admin.env, job, prior).await;
+    }
     answer(changed, id, |from| {
         Err(ApiError::new(
             409,
@@ -216,11 +220,34 @@ pub async fn bulk(admin: &Admin<'_>, req: &mut Request, mv: Move) -> Result<Resp
     )
 }
 
+/// A waiting job raised into its family's express lane gets a message there, delayed to its due
+/// time, so the raise takes effect now: its message in the normal lane waits behind that lane's
+/// backlog and, when it comes, finds the job claimed or done. A job held in D1 (scheduled,
+/// paused, or due beyond the queue's delay limit) is sent to its lane when released.
+async fn send_if_express(env: &Env, job: &SummaryRow, prior_priority: i64) {
+    let waiting = matches!(
+        JobStatus::parse(&job.status),
+        Some(JobStatus::Queued | JobStatus::Retrying)
+    ) && job.held_at.is_none();
+    let rises =
+        Family::parse(&job.family).is_some_and(|f| f.enters_express(prior_priority, job.priority));
+    if !(waiting && rises) {
+        return;
+    }
+    let plan = plan_delivery_at(job.run_at, env_config::now_ms(), queue_delay_limit(env));
+    if let DeliveryPlan::Send { delay_secs } = plan {
+        let outgoing: Vec<_> = Outgoing::stored(job.stored(), delay_secs)
+            .into_iter()
+            .collect();
+        dispatch::send_all(env, &outgoing).await;
+    }
+}
+
 /// Messages for requeued jobs, due now.
 async fn send(env: &Env, jobs: &[SummaryRow]) {
     let outgoing: Vec<_> = jobs
         .iter()
-        .filter_map(|job| Outgoing::stored(&job.id, &job.job_type, &job.family, 0, None))
+        .filter_map(|job| Outgoing::stored(job.stored(), 0))
         .collect();
     dispatch::send_all(env, &outgoing).await;
 }

@@ -9,8 +9,8 @@
 
 use jobs_shared::job::lease::{after_lost_attempt, LOST_ATTEMPT};
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
-use jobs_shared::util::queue_send::{send_to, Outgoing};
-use jobs_shared::{failed_chain_of_dead_step, Decision, ErrorClass, Family, JobError, JobStatus};
+use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
+use jobs_shared::{failed_chain_of_dead_step, Decision, ErrorClass, JobError, JobStatus};
 use jobs_store::jobs::{
     job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued, Unsent,
 };
@@ -114,18 +114,9 @@ fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
 async fn dead_letter(env: &Env, jobs: &[Rescued]) {
     let outgoing: Vec<_> = jobs
         .iter()
-        .filter_map(|r| {
-            let job = &r.job;
-            Outgoing::stored(
-                &job.id,
-                &job.job_type,
-                &job.family,
-                0,
-                job.correlation_id.as_deref(),
-            )
-        })
+        .filter_map(|r| Outgoing::stored(r.job.stored(), 0))
         .collect();
-    send_to(env, &outgoing, Family::dlq_binding).await;
+    send_to(env, &outgoing, Destination::DeadLetters).await;
 }
 
 /// `job.interrupted` for the lost attempt, then `job.exhausted` if it was the last.

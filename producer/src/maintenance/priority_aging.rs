@@ -3,12 +3,14 @@
 //! Queues are FIFO, so priority alone cannot overtake a backlog: a job waiting in a lower
 //! family whose priority reaches the next family's threshold (`Family::admit_priority`) is
 //! moved there and sent to that queue. Its old message is then stale; the consumer acks it as
-//! superseded because a claim must come from the job's current family. A job a pause covers,
+//! superseded because a claim must come from the job's current family. A job whose priority
+//! reaches `EXPRESS_PRIORITY` in its family is sent to the family's express lane; its message in
+//! the normal lane then finds it claimed or done. A job a pause covers,
 //! or holds, is never promoted: a new family would take it out of its pause (it still gains
 //! priority, and moves once resumed).
 
-use jobs_shared::Family;
-use jobs_store::jobs::{job_age_priority, job_promote, Unsent};
+use jobs_shared::{Family, AGING_STEP};
+use jobs_store::jobs::{job_age_priority, job_promote, Aged, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
@@ -30,11 +32,26 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         statements.push(job_promote(tick.db, step, now, batch)?);
     }
     let results = tick.db.batch(statements).await?;
-    let aged = results[0].meta()?.and_then(|m| m.changes).unwrap_or(0);
+    let aged: Vec<Aged> = results[0].results()?;
     let mut promoted: Vec<Unsent> = Vec::new();
     for result in &results[1..] {
         promoted.extend(result.results::<Unsent>()?);
     }
+    let promoted_count = promoted.len();
+    let express: Vec<Unsent> = aged
+        .iter()
+        .filter(|a| a.held_at.is_none() && !promoted.iter().any(|p| p.id == a.job.id))
+        .filter(|a| {
+            let priority = a.job.priority;
+            Family::parse(&a.job.family)
+                .is_some_and(|f| f.enters_express(priority - AGING_STEP, priority))
+        })
+        .map(|a| a.job.clone())
+        .collect();
+    let expressed = express.len();
+    promoted.extend(express);
     let sent = job_sender::send(tick, &promoted).await?;
-    Ok(json!({ "raised": aged, "promoted": promoted.len(), "sent": sent }))
+    Ok(json!({
+        "raised": aged.len(), "promoted": promoted_count, "expressed": expressed, "sent": sent,
+    }))
 }

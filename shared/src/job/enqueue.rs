@@ -45,7 +45,7 @@ pub const MAX_SCHEDULE_AHEAD_SECS: i64 = 31_536_000;
 /// The highest per-job priority (enqueue, operators and aging all stop there).
 pub const MAX_PRIORITY: i64 = 100;
 
-/// Per-job priority inside a family: higher runs first.
+/// Per-job priority: from `EXPRESS_PRIORITY` a job takes its family's express lane (README "Families").
 const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
 pub(crate) const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
 const MAX_DEDUP_KEY_CHARS: usize = 256;

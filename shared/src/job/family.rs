@@ -24,6 +24,24 @@ pub enum Escalation {
     Digest,
 }
 
+/// The priority from which a job takes its family's express lane (README "Families").
+pub const EXPRESS_PRIORITY: i64 = 50;
+
+/// Which of its family's queues a job's message travels in. Queues deliver in arrival order, so
+/// a family's jobs of priority [`EXPRESS_PRIORITY`] and up get a queue of their own, consumed
+/// beside the normal one: they never wait behind its backlog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    Normal,
+    Express,
+}
+
+/// A queue's name and its binding in the Workers' wrangler config.
+struct QueueRef {
+    name: &'static str,
+    binding: &'static str,
+}
+
 /// Everything about a family in one row, so names and bindings cannot drift apart.
 struct Row {
     name: &'static str,
@@ -35,6 +53,8 @@ struct Row {
     dlq: &'static str,
     queue_binding: &'static str,
     dlq_binding: &'static str,
+    /// Its express lane; none for screenshot, whose 3 browser slots one queue must hold.
+    express: Option<QueueRef>,
     lease_secs: u32,
     admit_priority: Option<u8>,
 }
@@ -60,6 +80,10 @@ impl Family {
                 dlq: "jobs-high-dlq",
                 queue_binding: "QUEUE_HIGH",
                 dlq_binding: "DLQ_HIGH",
+                express: Some(QueueRef {
+                    name: "jobs-high-express",
+                    binding: "QUEUE_HIGH_EXPRESS",
+                }),
                 lease_secs: 300,
                 admit_priority: Some(90),
             },
@@ -73,6 +97,10 @@ impl Family {
                 dlq: "jobs-default-dlq",
                 queue_binding: "QUEUE_DEFAULT",
                 dlq_binding: "DLQ_DEFAULT",
+                express: Some(QueueRef {
+                    name: "jobs-default-express",
+                    binding: "QUEUE_DEFAULT_EXPRESS",
+                }),
                 lease_secs: 300,
                 admit_priority: Some(70),
             },
@@ -87,6 +115,7 @@ impl Family {
                 dlq: "jobs-screenshot-dlq",
                 queue_binding: "QUEUE_SCREENSHOT",
                 dlq_binding: "DLQ_SCREENSHOT",
+                express: None,
                 lease_secs: 300,
                 admit_priority: None,
             },
@@ -100,6 +129,10 @@ impl Family {
                 dlq: "jobs-low-dlq",
                 queue_binding: "QUEUE_LOW",
                 dlq_binding: "DLQ_LOW",
+                express: Some(QueueRef {
+                    name: "jobs-low-express",
+                    binding: "QUEUE_LOW_EXPRESS",
+                }),
                 lease_secs: 900,
                 admit_priority: Some(50),
             },
@@ -113,6 +146,10 @@ impl Family {
                 dlq: "jobs-bulk-dlq",
                 queue_binding: "QUEUE_BULK",
                 dlq_binding: "DLQ_BULK",
+                express: Some(QueueRef {
+                    name: "jobs-bulk-express",
+                    binding: "QUEUE_BULK_EXPRESS",
+                }),
                 lease_secs: 900,
                 admit_priority: None,
             },
@@ -127,8 +164,8 @@ impl Family {
         Family::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
-    /// Family rank, lower runs first (README "Families"). Not the per-job priority, which
-    /// orders jobs inside a family (0-100, higher first).
+    /// Family rank, lower runs first (README "Families"). Not the per-job priority (0-100),
+    /// which picks a job's lane inside its family ([`Family::lane_for`]).
     pub fn priority(self) -> u8 {
         self.row().priority
     }
@@ -158,6 +195,35 @@ impl Family {
     /// Name of the producer binding in wrangler config.
     pub fn queue_binding(self) -> &'static str {
         self.row().queue_binding
+    }
+
+    /// The lane a job of `priority` travels in: express from [`EXPRESS_PRIORITY`] in a family
+    /// that has one.
+    pub fn lane_for(self, priority: i64) -> Lane {
+        if priority >= EXPRESS_PRIORITY && self.row().express.is_some() {
+            Lane::Express
+        } else {
+            Lane::Normal
+        }
+    }
+
+    /// Whether a waiting job raised from priority `from` to `to` enters the express lane: its
+    /// message waits in the normal lane, so it needs one there.
+    pub fn enters_express(self, from: i64, to: i64) -> bool {
+        self.lane_for(from) == Lane::Normal && self.lane_for(to) == Lane::Express
+    }
+
+    /// The binding of the family's queue for `lane` (its normal queue when it has no express one).
+    pub fn lane_binding(self, lane: Lane) -> &'static str {
+        match (lane, &self.row().express) {
+            (Lane::Express, Some(express)) => express.binding,
+            _ => self.row().queue_binding,
+        }
+    }
+
+    /// The name of its express lane's queue, if it has one.
+    pub fn express_queue_name(self) -> Option<&'static str> {
+        self.row().express.as_ref().map(|q| q.name)
     }
 
     pub fn dlq_binding(self) -> &'static str {
@@ -202,7 +268,7 @@ impl Family {
     /// Which family a consumer batch came from, and whether it is the DLQ.
     pub fn from_queue_name(name: &str) -> Option<(Family, bool)> {
         Family::ALL.into_iter().find_map(|f| {
-            if name == f.queue_name() {
+            if name == f.queue_name() || Some(name) == f.express_queue_name() {
                 Some((f, false))
             } else if name == f.dlq_name() {
                 Some((f, true))
@@ -253,6 +319,41 @@ mod tests {
                 format!("DLQ_{}", f.as_str().to_uppercase())
             );
         }
+    }
+
+    #[test]
+    fn lanes_by_priority() {
+        for f in Family::ALL {
+            assert_eq!(f.lane_for(EXPRESS_PRIORITY - 1), Lane::Normal);
+            assert_eq!(f.lane_binding(Lane::Normal), f.queue_binding());
+            let express = f.lane_for(EXPRESS_PRIORITY);
+            if f == Family::Screenshot {
+                assert_eq!(express, Lane::Normal, "one queue holds the browser slots");
+                assert_eq!(f.express_queue_name(), None);
+            } else {
+                assert_eq!(express, Lane::Express);
+                assert_eq!(
+                    f.express_queue_name(),
+                    Some(format!("jobs-{}-express", f.as_str()).as_str())
+                );
+                assert_eq!(
+                    f.lane_binding(Lane::Express),
+                    format!("QUEUE_{}_EXPRESS", f.as_str().to_uppercase())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_raise_across_the_threshold_enters_express() {
+        assert!(Family::Low.enters_express(40, 50));
+        assert!(!Family::Low.enters_express(50, 60), "already express");
+        assert!(!Family::Low.enters_express(30, 40));
+        assert!(
+            !Family::Low.enters_express(60, 40),
+            "a lowered job keeps its message"
+        );
+        assert!(!Family::Screenshot.enters_express(0, 100));
     }
 
     #[test]
@@ -313,6 +414,10 @@ mod tests {
                 serde_json::json!(f.as_str())
             );
         }
+        assert_eq!(
+            Family::from_queue_name("jobs-default-express"),
+            Some((Family::Default, false))
+        );
         assert_eq!(Family::parse("HIGH"), None);
         assert_eq!(Family::from_queue_name("jobs-urgent"), None);
     }

@@ -1,12 +1,12 @@
 //! The Workers' one way onto a queue (enqueue, the sweep's re-sends, a chain's next steps, dead
-//! jobs to their DLQ): one sendBatch per family per 100 messages, never one subrequest per
-//! message. The jobs are always in D1 before they are sent, so a failed send is logged and
+//! jobs to their DLQ): one sendBatch per queue per 100 messages, never one subrequest per
+//! message. A job's priority picks its family's lane (`Family::lane_for`). The jobs are always in D1 before they are sent, so a failed send is logged and
 //! loses nothing: what was not accepted stays in the outbox for the sweep (or, for a DLQ, is
 //! dead in D1 already). Both Workers read the queues' delay limit here too.
 
 use worker::{console_error, console_warn, BatchMessageBuilder, Env, MessageBuilder};
 
-use crate::{DeliveryPlan, Family, JobMessage, NewJob, QueueDelayLimit};
+use crate::{DeliveryPlan, Family, JobMessage, Lane, NewJob, QueueDelayLimit};
 
 /// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]); a bad value is logged and the default used.
 pub fn queue_delay_limit(env: &Env) -> QueueDelayLimit {
@@ -24,6 +24,7 @@ const MAX_SEND_BATCH: usize = 100;
 /// One job's message for its next run.
 pub struct Outgoing {
     pub family: Family,
+    pub lane: Lane,
     pub message: JobMessage,
     pub delay_secs: u32,
 }
@@ -37,39 +38,66 @@ impl Outgoing {
         };
         Some(Outgoing {
             family: job.family,
+            lane: job.family.lane_for(job.priority),
             message: JobMessage::stored(&job.id, job.job_type.as_str(), Some(correlation_id)),
             delay_secs,
         })
     }
 
-    /// A message for a job read back from D1 (type and family as stored); None for a family
-    /// this build does not know.
-    pub fn stored(
-        id: &str,
-        job_type: &str,
-        family: &str,
-        delay_secs: u32,
-        correlation_id: Option<&str>,
-    ) -> Option<Outgoing> {
+    /// A message for a job read back from D1 (type, family and priority as stored); None for a
+    /// family this build does not know.
+    pub fn stored(job: Stored<'_>, delay_secs: u32) -> Option<Outgoing> {
+        let family = Family::parse(job.family)?;
         Some(Outgoing {
-            family: Family::parse(family)?,
-            message: JobMessage::stored(id, job_type, correlation_id),
+            family,
+            lane: family.lane_for(job.priority),
+            message: JobMessage::stored(job.id, job.job_type, job.correlation_id),
             delay_secs,
         })
     }
 }
 
-/// Sends messages to the queue `binding` names for each family (its job queue or its DLQ), at
-/// most 100 per sendBatch; a failed send is logged. Returns the ids the queues accepted.
-pub async fn send_to(
-    env: &Env,
-    outgoing: &[Outgoing],
-    binding: fn(Family) -> &'static str,
-) -> Vec<String> {
+/// A stored job's columns that its message and queue need.
+pub struct Stored<'a> {
+    pub id: &'a str,
+    pub job_type: &'a str,
+    pub family: &'a str,
+    pub priority: i64,
+    pub correlation_id: Option<&'a str>,
+}
+
+/// Where [`send_to`] sends: each message's lane of its family, or its family's DLQ.
+#[derive(Clone, Copy)]
+pub enum Destination {
+    Lanes,
+    DeadLetters,
+}
+
+impl Destination {
+    fn binding(self, family: Family, lane: Lane) -> &'static str {
+        match self {
+            Destination::Lanes => family.lane_binding(lane),
+            Destination::DeadLetters => family.dlq_binding(),
+        }
+    }
+}
+
+/// Sends messages to `to`, at most 100 per sendBatch; a failed send is logged. Returns the ids
+/// the queues accepted.
+pub async fn send_to(env: &Env, outgoing: &[Outgoing], to: Destination) -> Vec<String> {
     let mut accepted = Vec::with_capacity(outgoing.len());
-    for family in Family::ALL {
-        let of_family: Vec<&Outgoing> = outgoing.iter().filter(|o| o.family == family).collect();
-        for chunk in of_family.chunks(MAX_SEND_BATCH) {
+    let mut bindings: Vec<&'static str> = outgoing
+        .iter()
+        .map(|o| to.binding(o.family, o.lane))
+        .collect();
+    bindings.sort_unstable();
+    bindings.dedup();
+    for binding in bindings {
+        let of_queue: Vec<&Outgoing> = outgoing
+            .iter()
+            .filter(|o| to.binding(o.family, o.lane) == binding)
+            .collect();
+        for chunk in of_queue.chunks(MAX_SEND_BATCH) {
             let messages: Vec<_> = chunk
                 .iter()
                 .map(|o| {
@@ -78,7 +106,7 @@ pub async fn send_to(
                         .build()
                 })
                 .collect();
-            let sent = match env.queue(binding(family)) {
+            let sent = match env.queue(binding) {
                 Ok(queue) => {
                     queue
                         .send_batch(BatchMessageBuilder::new().messages(messages).build())
@@ -91,10 +119,8 @@ pub async fn send_to(
                 Err(e) => {
                     let ids: Vec<&str> = chunk.iter().map(|o| o.message.id.as_str()).collect();
                     console_error!(
-                        "send of {} {} message(s) to {} failed: {e}; jobs {}",
+                        "send of {} message(s) to {binding} failed: {e}; jobs {}",
                         chunk.len(),
-                        family.as_str(),
-                        binding(family),
                         ids.join(", ")
                     );
                 }

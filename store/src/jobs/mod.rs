@@ -17,6 +17,7 @@ mod read;
 mod rescue;
 mod sweep;
 
+use jobs_shared::util::queue_send::Stored;
 use serde::Deserialize;
 
 pub use arrivals::job_settle_dlq_arrivals;
@@ -42,21 +43,36 @@ pub use read::{job_get_by_id, job_list, JobRow, Page, SummaryRow};
 pub use rescue::{job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued};
 pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
-    job_promote, job_schedule,
+    job_promote, job_schedule, Aged,
 };
 
 /// A job read back to be sent: what its message and delay need.
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 pub struct Unsent {
     pub id: String,
     #[serde(rename = "type")]
     pub job_type: String,
     pub family: String,
+    /// Picks the family's lane.
+    pub priority: i64,
     pub run_at: i64,
     /// Carried in the message (the consumer reads the column too).
     #[serde(default)]
     pub correlation_id: Option<String>,
 }
 
+impl Unsent {
+    /// What its message and queue need.
+    pub fn stored(&self) -> Stored<'_> {
+        Stored {
+            id: &self.id,
+            job_type: &self.job_type,
+            family: &self.family,
+            priority: self.priority,
+            correlation_id: self.correlation_id.as_deref(),
+        }
+    }
+}
+
 /// The columns an [`Unsent`] is read from, for `RETURNING` and `SELECT` lists.
-pub const UNSENT_COLUMNS: &str = "id, type, family, run_at, correlation_id";
+pub const UNSENT_COLUMNS: &str = "id, type, family, priority, run_at, correlation_id";

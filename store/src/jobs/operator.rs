@@ -177,12 +177,15 @@ pub async fn job_move_many(
 #[derive(Deserialize)]
 struct Prior {
     status: String,
+    priority: i64,
     held_by: Option<String>,
 }
 
 /// The job's status before the action, and the job after it (None when the guard refused).
 pub struct Changed {
     pub prior: Option<JobStatus>,
+    /// Its priority before the action (a raise may move it to its family's express lane).
+    pub prior_priority: Option<i64>,
     /// Another live job holding the job's dedup key before the action (a move to a live state
     /// is refused then).
     pub held_by: Option<String>,
@@ -242,7 +245,7 @@ async fn change_one(
     let prior = statement(
         db,
         &format!(
-            "SELECT j.status, {} AS held_by FROM jobs AS j WHERE j.id = ?",
+            "SELECT j.status, j.priority, {} AS held_by FROM jobs AS j WHERE j.id = ?",
             key_holder("j")
         ),
         &[text(id)],
@@ -257,6 +260,7 @@ async fn change_one(
     let prior = results[0].results::<Prior>()?.into_iter().next();
     Ok(Changed {
         held_by: prior.as_ref().and_then(|p| p.held_by.clone()),
+        prior_priority: prior.as_ref().map(|p| p.priority),
         prior: prior.and_then(|p| JobStatus::parse(&p.status)),
         job: results[1].results()?.into_iter().next(),
     })

@@ -1,6 +1,7 @@
 //! Reading jobs: one job as the API shows it, and the operator's filtered lists in a stable
 //! order (priority high to low, then oldest first, since ids are ULIDs), paged by a cursor.
 
+use jobs_shared::util::queue_send::Stored;
 use jobs_shared::{JobFilter, JobStatus, SqlValue};
 use serde::Deserialize;
 use worker::D1Database;
@@ -68,6 +69,19 @@ pub struct SummaryRow {
     pub dlq_arrivals: Option<i64>,
     #[serde(default)]
     pub dlq_last_arrived_at: Option<i64>,
+}
+
+impl SummaryRow {
+    /// What its message and queue need (a requeued job's message carries no correlation id).
+    pub fn stored(&self) -> Stored<'_> {
+        Stored {
+            id: &self.id,
+            job_type: &self.job_type,
+            family: &self.family,
+            priority: self.priority,
+            correlation_id: None,
+        }
+    }
 }
 
 pub struct Page<'a> {

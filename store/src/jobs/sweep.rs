@@ -6,10 +6,11 @@ use jobs_shared::JobStatus::{Cancelled, Dead, Queued, Retrying, Scheduled, Skipp
 use jobs_shared::{Family, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
 use worker::{D1Database, D1PreparedStatement};
 
-use super::UNSENT_COLUMNS;
+use super::{Unsent, UNSENT_COLUMNS};
 use crate::d1::{json, num};
 use crate::pauses::PAUSED_JOB_SQL;
 use crate::sql::{status_list, waiting};
+use serde::Deserialize;
 
 /// The delayed release, two statements (rows: `Unsent`): up to `limit` `scheduled` jobs due by
 /// `horizon_ms` (within the queue's delay limit) become `queued`, and up to `limit` held
@@ -88,7 +89,7 @@ fn starving() -> String {
 }
 
 /// Priority aging: up to `limit` starving jobs, the longest waiting first, gain `AGING_STEP`
-/// (up to `MAX_PRIORITY`), at most once per `AGING_EVERY_MS`.
+/// (up to `MAX_PRIORITY`), at most once per `AGING_EVERY_MS` (rows: [`Aged`]).
 pub fn job_age_priority(
     db: &D1Database,
     now_ms: i64,
@@ -99,9 +100,18 @@ pub fn job_age_priority(
         "UPDATE jobs SET priority = MIN({MAX_PRIORITY}, priority + {AGING_STEP}), aged_at = ?1, \
          updated_at = ?1 WHERE id IN (SELECT id FROM jobs WHERE {starving} \
          AND priority < {MAX_PRIORITY} AND (aged_at IS NULL OR aged_at <= ?1 - {AGING_EVERY_MS}) \
-         ORDER BY run_at LIMIT ?2)"
+         ORDER BY run_at LIMIT ?2) RETURNING {UNSENT_COLUMNS}, held_at"
     ))
     .bind(&[num(now_ms), num(limit.into())])
+}
+
+/// A job priority aging raised, at its new priority.
+#[derive(Deserialize)]
+pub struct Aged {
+    #[serde(flatten)]
+    pub job: Unsent,
+    /// Set while a pause holds it (no message in flight).
+    pub held_at: Option<i64>,
 }
 
 /// Moves up to `limit` starving jobs of `from` whose priority reached `threshold` to family
