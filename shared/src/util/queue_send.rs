@@ -66,6 +66,24 @@ pub struct Stored<'a> {
     pub correlation_id: Option<&'a str>,
 }
 
+impl<'a> Stored<'a> {
+    pub fn new(
+        id: &'a str,
+        job_type: &'a str,
+        family: &'a str,
+        priority: i64,
+        correlation_id: Option<&'a str>,
+    ) -> Stored<'a> {
+        Stored {
+            id,
+            job_type,
+            family,
+            priority,
+            correlation_id,
+        }
+    }
+}
+
 /// Where [`send_to`] sends: each message's lane of its family, or its family's DLQ.
 #[derive(Clone, Copy)]
 pub enum Destination {

@@ -64,13 +64,8 @@ pub struct Unsent {
 impl Unsent {
     /// What its message and queue need.
     pub fn stored(&self) -> Stored<'_> {
-        Stored {
-            id: &self.id,
-            job_type: &self.job_type,
-            family: &self.family,
-            priority: self.priority,
-            correlation_id: self.correlation_id.as_deref(),
-        }
+        let cid = self.correlation_id.as_deref();
+        Stored::new(&self.id, &self.job_type, &self.family, self.priority, cid)
     }
 }
 

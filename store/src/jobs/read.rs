@@ -74,13 +74,7 @@ pub struct SummaryRow {
 impl SummaryRow {
     /// What its message and queue need (a requeued job's message carries no correlation id).
     pub fn stored(&self) -> Stored<'_> {
-        Stored {
-            id: &self.id,
-            job_type: &self.job_type,
-            family: &self.family,
-            priority: self.priority,
-            correlation_id: None,
-        }
+        Stored::new(&self.id, &self.job_type, &self.family, self.priority, None)
     }
 }
 
