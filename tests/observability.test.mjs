@@ -3,7 +3,7 @@
 // the app endpoint and the PagerDuty/Slack/digest webhooks are real local HTTP servers.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
+import { enqueueAndDeliver, enqueueBatch, jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { tick, DAY, MINUTE } from "./support/sweep.mjs";
 import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
@@ -11,20 +11,6 @@ import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs"
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TRACEPARENT = `00-${TRACE}-00f067aa0ba902b7-01`;
 const SPAN_ATTRIBUTES = ["job.id", "job.type", "job.queue", "job.attempt", "job.handler", "correlation_id"];
-
-/** Enqueues `n` jobs like `job` in one request; returns their ids. */
-async function enqueueBatch(p, job, n) {
-  const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => job) } });
-  assert.equal(res.status, 202, JSON.stringify(res.body));
-  return res.body.jobs.map((j) => j.id);
-}
-
-/** Enqueues `n` jobs like `job` in one request and delivers them to `queue` in one batch; returns their ids. */
-async function enqueueAndDeliver(p, queue, job, n = 1) {
-  const ids = await enqueueBatch(p, job, n);
-  await p.deliver(queue, ids.map((id) => jobMessage(id, job.type)));
-  return ids;
-}
 
 let app;
 before(async () => {

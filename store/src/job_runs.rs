@@ -3,7 +3,7 @@
 //! failures, and the sweep's alerts.
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::LeaseExpired;
+use jobs_shared::ErrorClass::{self, LeaseExpired};
 use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
@@ -150,15 +150,36 @@ pub fn job_run_window(
     )
 }
 
-/// Each family's attempts and failed attempts since `since_ms` (rows: shared `FamilyWindow`).
-pub fn job_run_count_failed_by_family(
+/// Each family's attempts since `since_ms`, as the alert rules judge them (rows: shared
+/// `FamilyWindow`): failed and rate-limited ones, the average duration, the p95 latency of
+/// those that ended their job (from the job's due time, `run_at`, which is that attempt's),
+/// and the p95 duration of those since `recent_ms` beside the rest's. Nearest-rank
+/// percentiles, as in [`job_run_window`].
+pub fn job_run_alert_window_by_family(
     db: &D1Database,
     since_ms: i64,
+    recent_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
+    let ended = format!("r.outcome IN ('{Succeeded}', '{Dead}')");
+    let p95 = |rank: &str, n: &str| format!("{rank} = ({n} * 95 + 99) / 100");
     db.prepare(format!(
-        "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome <> '{Succeeded}') AS failed \
-         FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1 \
-         GROUP BY j.family"
+        "SELECT family, COUNT(*) AS runs, SUM(outcome IN ('{Retrying}', '{Dead}')) AS failed, \
+         IFNULL(SUM(error_class = '{rate_limited}'), 0) AS rate_limited, AVG(duration_ms) AS avg_ms, \
+         SUM(ended) AS ended, SUM(recent) AS recent_runs, SUM(NOT recent) AS baseline_runs, \
+         MAX(CASE WHEN ended AND {lat} THEN latency_ms END) AS p95_latency_ms, \
+         MAX(CASE WHEN recent AND {dur} THEN duration_ms END) AS p95_recent_ms, \
+         MAX(CASE WHEN NOT recent AND {dur} THEN duration_ms END) AS p95_baseline_ms \
+         FROM (SELECT j.family, r.outcome, r.error_class, r.duration_ms, \
+           {ended} AS ended, r.finished_at >= ?2 AS recent, r.finished_at - j.run_at AS latency_ms, \
+           ROW_NUMBER() OVER (PARTITION BY j.family, {ended} ORDER BY r.finished_at - j.run_at) AS lat_rn, \
+           COUNT(*) OVER (PARTITION BY j.family, {ended}) AS lat_n, \
+           ROW_NUMBER() OVER (PARTITION BY j.family, r.finished_at >= ?2 ORDER BY r.duration_ms) AS dur_rn, \
+           COUNT(*) OVER (PARTITION BY j.family, r.finished_at >= ?2) AS dur_n \
+           FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1) \
+         GROUP BY family",
+        rate_limited = ErrorClass::RateLimited,
+        lat = p95("lat_rn", "lat_n"),
+        dur = p95("dur_rn", "dur_n"),
     ))
-    .bind(&[num(since_ms)])
+    .bind(&[num(since_ms), num(recent_ms)])
 }

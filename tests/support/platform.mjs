@@ -106,6 +106,20 @@ export async function waitFor(probe, { timeoutMs = 20_000, everyMs = 100, what =
   }
 }
 
+/** Enqueues `n` jobs like `job` in one request; returns their ids. */
+export async function enqueueBatch(p, job, n) {
+  const res = await p.request("POST", "/v1/jobs/batch", { json: { jobs: Array.from({ length: n }, () => job) } });
+  if (res.status !== 202) throw new Error(`enqueue: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.jobs.map((j) => j.id);
+}
+
+/** Enqueues `n` jobs like `job` in one request and delivers them to `queue` in one batch; returns their ids. */
+export async function enqueueAndDeliver(p, queue, job, n = 1) {
+  const ids = await enqueueBatch(p, job, n);
+  await p.deliver(queue, ids.map((id) => jobMessage(id, job.type)));
+  return ids;
+}
+
 /**
  * The message the producer queues for a job, for `Platform.deliver`; `body` adds fields to its
  * body (e.g. `cid`). Spread it to set the message's own id or attempts.

@@ -18,7 +18,7 @@ use jobs_shared::observe::severity::Severity;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
-use jobs_store::job_runs::job_run_count_failed_by_family;
+use jobs_store::job_runs::job_run_alert_window_by_family;
 use jobs_store::jobs::{job_count_backlog_by_family, job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
@@ -39,7 +39,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let reads = vec![
         job_count_backlog_by_family(db, now)?,
         job_count_running_by_family(db, now - config.running_secs * 1000)?,
-        job_run_count_failed_by_family(db, now - HOUR_MS)?,
+        job_run_alert_window_by_family(db, now - HOUR_MS, now - config.spike_window_secs * 1000)?,
         schedule_list_late(db, now - config.schedule_grace_secs * 1000, now - HOUR_MS)?,
         budget_alert_list_month(db, &budget::month_of(now))?,
         alerts::alert_list(db)?,
@@ -65,8 +65,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                 FamilyWindow {
                     family: f.as_str().into(),
                     backlog: b.backlog,
-                    runs: w.runs,
-                    failed: w.failed,
+                    ..w
                 }
             })
             .collect(),

@@ -12,15 +12,28 @@ use crate::observe::severity::Severity;
 use crate::util::config_var::int_var;
 
 /// Thresholds, each a var with a default: failure rate over 10 % in an hour, backlog over
-/// 1000 per family, jobs running over an hour.
+/// 1000 per family, jobs running over an hour, the family's SLA, an average attempt over 5
+/// minutes, rate-limit answers over 5 % of attempts, a p95 three times the hour's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlertConfig {
     /// `ALERT_BACKLOG_THRESHOLD`: a family's due backlog above this fires.
     pub backlog: i64,
     /// `ALERT_FAILURE_RATE_PCT`: failed attempts over this share of the last hour's fires...
     pub failure_rate_pct: i64,
-    /// `ALERT_FAILURE_MIN_RUNS`: ...once the hour has at least this many attempts.
+    /// `ALERT_FAILURE_MIN_RUNS`: ...once the hour has at least this many attempts (the other
+    /// rules on the hour's attempts need as many).
     pub failure_min_runs: i64,
+    /// `ALERT_AVG_PROCESSING_SECS`: the hour's attempts taking longer than this on average fire.
+    pub avg_processing_secs: i64,
+    /// `ALERT_RATE_LIMITED_PCT`: attempts answered 429 (`rate_limited`) over this share fire.
+    pub rate_limited_pct: i64,
+    /// `ALERT_SPIKE_WINDOW_SECS`: the recent window whose p95 duration is compared with the rest
+    /// of the hour's...
+    pub spike_window_secs: i64,
+    /// `ALERT_SPIKE_FACTOR`: ...firing above this many times it...
+    pub spike_factor: i64,
+    /// `ALERT_SPIKE_MIN_MS`: ...and above this (a spike from 5 ms to 20 ms is no news).
+    pub spike_min_ms: i64,
     /// `ALERT_RUNNING_SECS`: a job running longer than this fires.
     pub running_secs: i64,
     /// `ALERT_SCHEDULE_GRACE_SECS`: an enabled schedule this far past its due time fires.
@@ -35,6 +48,11 @@ impl AlertConfig {
             failure_min_runs: 20,
             running_secs: 3600,
             schedule_grace_secs: 300,
+            avg_processing_secs: 300,
+            rate_limited_pct: 5,
+            spike_window_secs: 300,
+            spike_factor: 3,
+            spike_min_ms: 1000,
         }
     }
 
@@ -50,12 +68,22 @@ impl AlertConfig {
         let failure_min_runs = int("ALERT_FAILURE_MIN_RUNS", d.failure_min_runs, 1_000_000);
         let running_secs = int("ALERT_RUNNING_SECS", d.running_secs, 7 * 86_400);
         let schedule_grace_secs = int("ALERT_SCHEDULE_GRACE_SECS", d.schedule_grace_secs, 86_400);
+        let avg_processing_secs = int("ALERT_AVG_PROCESSING_SECS", d.avg_processing_secs, 86_400);
+        let rate_limited_pct = int("ALERT_RATE_LIMITED_PCT", d.rate_limited_pct, 100);
+        let spike_window_secs = int("ALERT_SPIKE_WINDOW_SECS", d.spike_window_secs, 1800);
+        let spike_factor = int("ALERT_SPIKE_FACTOR", d.spike_factor, 1000);
+        let spike_min_ms = int("ALERT_SPIKE_MIN_MS", d.spike_min_ms, 3_600_000);
         let config = AlertConfig {
             backlog,
             failure_rate_pct,
             failure_min_runs,
             running_secs,
             schedule_grace_secs,
+            avg_processing_secs,
+            rate_limited_pct,
+            spike_window_secs,
+            spike_factor,
+            spike_min_ms,
         };
         (config, warnings)
     }
@@ -73,14 +101,25 @@ pub struct Observations {
 
 /// A family's backlog now and its last hour of attempts.
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct FamilyWindow {
     pub family: String,
-    #[serde(default)]
     pub backlog: i64,
-    #[serde(default)]
     pub runs: i64,
-    #[serde(default)]
     pub failed: i64,
+    /// Attempts that failed `rate_limited` (a 429).
+    pub rate_limited: i64,
+    pub avg_ms: Option<f64>,
+    /// Attempts that ended their job (succeeded or dead), and the p95 of their latency: from
+    /// the attempt's due time to its end, the wait in the queue included.
+    pub ended: i64,
+    pub p95_latency_ms: Option<i64>,
+    /// The attempts of the last `ALERT_SPIKE_WINDOW_SECS` and the p95 of their durations,
+    /// and the same for the rest of the hour.
+    pub recent_runs: i64,
+    pub p95_recent_ms: Option<i64>,
+    pub baseline_runs: i64,
+    pub p95_baseline_ms: Option<i64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -149,6 +188,9 @@ pub fn firing(obs: &Observations, config: &AlertConfig, now_ms: i64) -> Vec<Firi
             });
         }
     }
+    for f in &obs.families {
+        out.extend(window_rules(f, config));
+    }
     for r in &obs.long_running {
         out.push(Firing {
             rule: "long_running",
@@ -203,6 +245,67 @@ pub fn firing(obs: &Observations, config: &AlertConfig, now_ms: i64) -> Vec<Firi
     out
 }
 
+/// The rules on a family's hour of attempts beyond its failure rate: SLA breach, processing
+/// time, rate limiting and latency spike. Each needs `failure_min_runs` attempts to judge.
+fn window_rules(f: &FamilyWindow, config: &AlertConfig) -> Vec<Firing> {
+    let min = config.failure_min_runs;
+    let fire = |rule, summary| Firing {
+        rule,
+        key: f.family.clone(),
+        severity: Severity::Warning,
+        summary,
+    };
+    let mut out = Vec::new();
+    let sla = Family::parse(&f.family).and_then(Family::sla_secs);
+    if let (Some(sla), Some(p95)) = (sla, f.p95_latency_ms) {
+        if f.ended >= min && p95 > i64::from(sla) * 1000 {
+            let summary = format!(
+                "{} p95 latency is {:.1} s over the last hour ({} jobs ended; SLA {sla} s)",
+                f.family,
+                p95 as f64 / 1000.0,
+                f.ended
+            );
+            out.push(fire("sla_breach", summary));
+        }
+    }
+    if let Some(avg) = f
+        .avg_ms
+        .filter(|avg| f.runs >= min && *avg > (config.avg_processing_secs * 1000) as f64)
+    {
+        let summary = format!(
+            "{} attempts take {:.1} s on average over the last hour (threshold {} s)",
+            f.family,
+            avg / 1000.0,
+            config.avg_processing_secs
+        );
+        out.push(fire("processing_time", summary));
+    }
+    if f.runs >= min && f.rate_limited * 100 > f.runs * config.rate_limited_pct {
+        let summary = format!(
+            "{} rate-limit answers are {:.1} % of the last hour's attempts ({} of {}; threshold {} %)",
+            f.family,
+            f.rate_limited as f64 * 100.0 / f.runs as f64,
+            f.rate_limited,
+            f.runs,
+            config.rate_limited_pct
+        );
+        out.push(fire("rate_limited", summary));
+    }
+    if let (Some(recent), Some(baseline)) = (f.p95_recent_ms, f.p95_baseline_ms) {
+        let volume = f.recent_runs >= min && f.baseline_runs >= min;
+        if volume && recent >= config.spike_min_ms && recent > baseline * config.spike_factor {
+            let summary = format!(
+                "{} p95 attempt time is {recent} ms over the last {} s, {:.1}x the rest of the hour's {baseline} ms",
+                f.family,
+                config.spike_window_secs,
+                recent as f64 / baseline.max(1) as f64
+            );
+            out.push(fire("latency_spike", summary));
+        }
+    }
+    out
+}
+
 /// An alert as stored: open or resolved.
 #[derive(Clone, Debug, Deserialize)]
 pub struct StoredAlert {
@@ -245,18 +348,21 @@ mod tests {
                     backlog: 1001,
                     runs: 100,
                     failed: 10,
+                    ..FamilyWindow::default()
                 },
                 FamilyWindow {
                     family: "default".into(),
                     backlog: 1000,
                     runs: 20,
                     failed: 3,
+                    ..FamilyWindow::default()
                 },
                 FamilyWindow {
                     family: "low".into(),
                     backlog: 0,
                     runs: 19,
                     failed: 19,
+                    ..FamilyWindow::default()
                 },
             ],
             long_running: vec![LongRunning {
@@ -315,6 +421,70 @@ mod tests {
         assert_eq!(fired[5].severity, Severity::Info);
         assert_eq!(alert_channel(&fired[0].key), Escalation::Page);
         assert_eq!(alert_channel(&fired[1].key), Escalation::Chat);
+    }
+
+    /// A family's hour with enough attempts, each rule's measure just past its threshold.
+    fn busy(family: &str) -> FamilyWindow {
+        FamilyWindow {
+            family: family.into(),
+            runs: 100,
+            rate_limited: 6,
+            avg_ms: Some(300_001.0),
+            ended: 20,
+            p95_latency_ms: Some(300_001),
+            recent_runs: 20,
+            p95_recent_ms: Some(3_001),
+            baseline_runs: 80,
+            p95_baseline_ms: Some(1_000),
+            ..FamilyWindow::default()
+        }
+    }
+
+    #[test]
+    fn window_rules_fire_past_their_thresholds() {
+        let config = AlertConfig::default_config();
+        let rules = |f: FamilyWindow| -> Vec<&'static str> {
+            window_rules(&f, &config).iter().map(|f| f.rule).collect()
+        };
+        let all = [
+            "sla_breach",
+            "processing_time",
+            "rate_limited",
+            "latency_spike",
+        ];
+        assert_eq!(rules(busy("default")), all);
+        assert_eq!(
+            rules(busy("bulk")),
+            &all[1..],
+            "bulk is best effort: no SLA"
+        );
+        let at = FamilyWindow {
+            rate_limited: 5,
+            avg_ms: Some(300_000.0),
+            p95_latency_ms: Some(300_000),
+            p95_recent_ms: Some(3_000),
+            ..busy("default")
+        };
+        assert!(rules(at).is_empty(), "thresholds are strict");
+        let quiet = FamilyWindow {
+            runs: 19,
+            ended: 19,
+            recent_runs: 19,
+            ..busy("default")
+        };
+        assert!(rules(quiet).is_empty(), "below the minimum volume");
+        let small = FamilyWindow {
+            p95_recent_ms: Some(999),
+            p95_baseline_ms: Some(10),
+            ..busy("default")
+        };
+        assert!(
+            !rules(small).contains(&"latency_spike"),
+            "under ALERT_SPIKE_MIN_MS"
+        );
+        let sla = &window_rules(&busy("high"), &config)[0];
+        assert!(sla.summary.contains("SLA 30 s"), "{}", sla.summary);
+        assert_eq!(alert_channel(&sla.key), Escalation::Page);
     }
 
     #[test]
