@@ -145,6 +145,36 @@ describe("the periodic enqueuer", () => {
     assert.equal(await runsOf(inbound.id), 1);
   });
 
+  test("the ai_tagging schedule enqueues only while untagged feed items exist, with their count", async () => {
+    const enabled = await p.request("PATCH", "/v1/admin/schedules/ai_tagging", { ...admin, json: { enabled: true } });
+    assert.equal(enabled.status, 200);
+    const aiJobs = () => p.count("SELECT count(*) FROM jobs WHERE type = 'ai_tagging'");
+    const schedule = async () => (await p.request("GET", "/v1/admin/schedules/ai_tagging", admin)).body;
+    const t0 = Date.UTC(2031, 0, 1, 0, 30);
+    await tick(p, t0); // brings it to 01:00 (a run it was due for now fires, with nothing to tag)
+    const { id, next_run_at } = await schedule();
+    assert.equal(next_run_at, new Date(t0 + 30 * MINUTE).toISOString());
+    const runs = await runsOf(id);
+    await tick(p, t0 + 30 * MINUTE);
+    assert.equal(await runsOf(id), runs + 1, "due: its run is recorded...");
+    assert.equal((await schedule()).next_run_at, new Date(t0 + 90 * MINUTE).toISOString(), "...and the schedule advances");
+    assert.equal(await aiJobs(), 0, "nothing to tag: no job");
+
+    await p.db.prepare("INSERT INTO rss_sources (id, name, url, created_at, updated_at) VALUES ('sched-src', 'News', 'https://n.io/feed', 0, 0)").run();
+    await p.db.batch(
+      [1, 2, 3].map((i) =>
+        p.db
+          .prepare("INSERT INTO feed_items (source_id, item_guid, title, url, content_hash, created_at) VALUES ('sched-src', ?, 't', 'https://n.io/x', 'h', 0)")
+          .bind(`sched-${i}`),
+      ),
+    );
+    await tick(p, t0 + 90 * MINUTE);
+    assert.equal(await aiJobs(), 1);
+    const job = await p.db.prepare("SELECT payload FROM jobs WHERE type = 'ai_tagging'").first();
+    assert.deepEqual(JSON.parse(job.payload), { trigger: "scheduled", untagged_count: 3 });
+    await p.db.prepare("DELETE FROM rss_sources WHERE id = 'sched-src'").run();
+  });
+
   test("fires on its ticks, once per due time, and catches up once after a gap", async () => {
     const created = await p.request("POST", "/v1/admin/schedules", {
       ...admin,

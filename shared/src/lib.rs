@@ -65,7 +65,7 @@ pub use job::payloads::{
     AiTaggingPayload, HttpPayload, LinkHealthCheckPayload, RssFeedRefreshPayload,
     ScreenshotCapturePayload,
 };
-pub use job::registry::Handler;
+pub use job::registry::{Handler, ScheduleGate};
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
 pub use retry::error_class::{classify_http_status, ErrorClass, JobError};

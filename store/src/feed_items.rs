@@ -45,6 +45,13 @@ pub struct Item {
     pub description: Option<String>,
 }
 
+/// A schedule's gate for `ScheduleGate::UntaggedFeedItems`: untagged items exist...
+pub const UNTAGGED_EXIST_SQL: &str = "EXISTS (SELECT 1 FROM feed_items WHERE ai_tagged = 0)";
+
+/// ...and how many, counted to at most 10,000 so the read stays bounded.
+pub const UNTAGGED_COUNT_SQL: &str =
+    "(SELECT COUNT(*) FROM (SELECT 1 FROM feed_items WHERE ai_tagged = 0 LIMIT 10000))";
+
 /// Takes up to `limit` untagged items no other job holds, oldest first, until `lease_until`.
 pub async fn feed_item_take_untagged(
     db: &D1Database,

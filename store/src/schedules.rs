@@ -2,12 +2,13 @@
 //! repeated tick cannot write twice): the admin API's CRUD, and the sweep's firing
 //! (`periodic_job_enqueuer`), lateness (alerts) and retention.
 
-use jobs_shared::{CatchUp, JobStatus, JobType, ScheduleSpec};
+use jobs_shared::{CatchUp, JobStatus, JobType, ScheduleGate, ScheduleSpec};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{num, opt_str};
+use crate::feed_items::{UNTAGGED_COUNT_SQL, UNTAGGED_EXIST_SQL};
 use crate::jobs::UNSENT_COLUMNS;
 
 /// A stored schedule, as D1 returns it.
@@ -245,12 +246,19 @@ pub fn schedule_fire(
     let still_due = "FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1";
     let not_run = "NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2)";
     let queued = JobStatus::Queued;
+    let (payload, gate) = match fire.job_type.schedule_gate() {
+        ScheduleGate::Always => ("payload".to_string(), "1"),
+        ScheduleGate::UntaggedFeedItems => (
+            format!("json_set(payload, '$.untagged_count', {UNTAGGED_COUNT_SQL})"),
+            UNTAGGED_EXIST_SQL,
+        ),
+    };
     let insert_job = db
         .prepare(format!(
             "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
              max_attempts, run_at, created_at, updated_at) \
-             SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6 \
-             {still_due} AND {not_run} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
+             SELECT ?3, type, ?4, '{queued}', priority, {payload}, dedup_key, 0, ?5, ?6, ?6, ?6 \
+             {still_due} AND {not_run} AND {gate} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&[
             id.clone(),

@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 use crate::budget::BudgetSpec;
 use crate::job::family::Family;
 use crate::job::payloads::FieldError;
-use crate::job::registry::{same_str, Handler, JobTypeDef, TypeSpec, TYPES};
+use crate::job::registry::{same_str, Handler, JobTypeDef, ScheduleGate, TypeSpec, TYPES};
 
 /// A registered job type. Equal when named alike.
 #[derive(Clone, Copy)]
@@ -67,6 +67,11 @@ impl JobType {
 
     pub fn handler(self) -> Handler {
         self.0.handler
+    }
+
+    /// When its schedules enqueue it.
+    pub fn schedule_gate(self) -> ScheduleGate {
+        self.0.scheduled
     }
 
     /// The monthly spend budget it runs under, if it declares one (crate::budget).

@@ -29,6 +29,8 @@ pub struct JobTypeDef {
     pub budget: Option<BudgetSpec>,
     /// Who runs it.
     pub handler: Handler,
+    /// When its schedules enqueue it.
+    pub scheduled: ScheduleGate,
 }
 
 impl JobTypeDef {
@@ -69,6 +71,16 @@ impl TypeSpec {
             timeout_ms,
         }
     }
+}
+
+/// When a type's schedules enqueue it (README "Schedules"): each time one is due, or only when
+/// there is work for it, checked in the schedule's own write (no extra round trip).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleGate {
+    Always,
+    /// Only while untagged feed items exist; the job's payload gets their count
+    /// (`untagged_count`).
+    UntaggedFeedItems,
 }
 
 /// Who runs a type. A built-in handler is the consumer's module of that name: the file
@@ -179,6 +191,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::built_in("rss_refresh"),
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "weather_refresh",
@@ -188,6 +201,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "listing_expiration",
@@ -197,6 +211,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "rank_recalculation",
@@ -206,6 +221,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "inbound_email",
@@ -215,6 +231,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "stock_refresh",
@@ -224,6 +241,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "message_relay",
@@ -233,6 +251,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: r#"{"message_id": "msg_1"}"#,
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "social_refresh",
@@ -242,6 +261,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "link_health_check",
@@ -251,6 +271,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::built_in("link_health"),
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "sitemap_generation",
@@ -260,6 +281,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "click_rollup",
@@ -269,6 +291,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "ai_tagging",
@@ -285,6 +308,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             default_limit_cents: 50_000,
         }),
         handler: Handler::built_in("ai_tagging"),
+        scheduled: ScheduleGate::UntaggedFeedItems,
     },
     JobTypeDef {
         name: "image_processing",
@@ -294,6 +318,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: r#"{"image_key": "uploads/1.jpg"}"#,
         budget: None,
         handler: Handler::Forward,
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "screenshot_capture",
@@ -303,6 +328,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: r#"{"url": "https://example.com"}"#,
         budget: None,
         handler: Handler::built_in("screenshot"),
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "http",
@@ -312,6 +338,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: r#"{"url": "https://example.com/hook"}"#,
         budget: None,
         handler: Handler::built_in("http"),
+        scheduled: ScheduleGate::Always,
     },
     JobTypeDef {
         name: "noop",
@@ -324,6 +351,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             module: "noop",
             calls_out: false,
         },
+        scheduled: ScheduleGate::Always,
     },
 ];
 
