@@ -183,7 +183,9 @@ async fn run_jobs(
                 job_events::skipped(run.delivery, family, "released", Some(1));
                 run.delivery.retry(1)
             }
-            Some(Decision::Succeed | Decision::Hold { .. }) => run.delivery.ack(),
+            Some(Decision::Succeed | Decision::Hold { .. } | Decision::Skip { .. }) => {
+                run.delivery.ack()
+            }
             Some(Decision::Retry { delay_secs, .. }) => run.delivery.retry((*delay_secs).into()),
             Some(Decision::Dead { .. }) => dead.push((
                 run.delivery,

@@ -150,13 +150,14 @@ pub fn job_run_window(
     )
 }
 
-/// Each family's attempts and failed attempts since `since_ms` (rows: shared `FamilyWindow`).
+/// Each family's attempts and failed attempts (retried or dead; a skip is no failure) since
+/// `since_ms` (rows: shared `FamilyWindow`).
 pub fn job_run_count_failed_by_family(
     db: &D1Database,
     since_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
     db.prepare(format!(
-        "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome <> '{Succeeded}') AS failed \
+        "SELECT j.family AS family, COUNT(*) AS runs, SUM(r.outcome IN ('{Retrying}', '{Dead}')) AS failed \
          FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1 \
          GROUP BY j.family"
     ))

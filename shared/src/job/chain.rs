@@ -100,12 +100,27 @@ pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
 
 /// After a step went dead: the chain stops there.
 pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove {
+    stop(
+        at,
+        format!("step {} ({job_type}) went dead: {error}", at.step),
+    )
+}
+
+/// After a step was skipped (e.g. its budget is spent): the chain stops there, as after a death.
+pub fn after_skip(at: &ChainPosition, job_type: &str, reason: &str) -> ChainMove {
+    stop(
+        at,
+        format!("step {} ({job_type}) was skipped: {reason}", at.step),
+    )
+}
+
+fn stop(at: &ChainPosition, message: String) -> ChainMove {
     if !at.in_chain() {
         return ChainMove::None;
     }
     ChainMove::Failed {
         parent_id: at.parent().to_string(),
-        message: format!("step {} ({job_type}) went dead: {error}", at.step),
+        message,
     }
 }
 
@@ -253,6 +268,13 @@ mod tests {
             ChainMove::Failed {
                 parent_id: "P".into(),
                 message: "step 2 (generate) went dead: client_error: HTTP 404".into()
+            }
+        );
+        assert_eq!(
+            after_skip(&pos(Some("p"), 1, None, None), "ai_tagging", "budget spent"),
+            ChainMove::Failed {
+                parent_id: "p".into(),
+                message: "step 1 (ai_tagging) was skipped: budget spent".into()
             }
         );
         assert_eq!(

@@ -33,6 +33,9 @@ pub enum ErrorClass {
     /// The platform's own limits, not the target: the invocation's subrequests were spent, or
     /// no connection came free before the job's deadline. Nothing was sent; retried.
     Capacity,
+    /// The type's monthly budget is spent (README "AI tagging and budgets"): the job is
+    /// `skipped`, not failed, and nothing retries it before the month rolls over.
+    BudgetHardStop,
 }
 
 impl ErrorClass {
@@ -51,6 +54,7 @@ impl ErrorClass {
             ErrorClass::NavigationTimeout => "navigation_timeout",
             ErrorClass::Dns => "dns",
             ErrorClass::Capacity => "capacity",
+            ErrorClass::BudgetHardStop => "budget_hard_stop",
         }
     }
 
@@ -70,8 +74,15 @@ impl ErrorClass {
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
             | ErrorClass::DeliveryExhausted
-            | ErrorClass::Dns => false,
+            | ErrorClass::Dns
+            | ErrorClass::BudgetHardStop => false,
         }
+    }
+
+    /// The attempt decided not to do its work, deliberately: the job ends `skipped` (with
+    /// this class as its reason) rather than `dead`.
+    pub fn skips(self) -> bool {
+        matches!(self, ErrorClass::BudgetHardStop)
     }
 }
 
@@ -241,6 +252,8 @@ mod tests {
         ];
         let platform = [C::LeaseExpired, C::NavigationTimeout, C::Capacity];
         let same_again = [C::ClientError, C::NotConfigured, C::InvalidPayload, C::Dns];
+        assert!(C::BudgetHardStop.skips() && !C::BudgetHardStop.retryable());
+        assert!(!same_again.into_iter().any(|c| c.skips()));
         let retried = transient.into_iter().chain(platform).map(|c| (c, true));
         let not_retried = same_again.into_iter().map(|c| (c, false));
         for (class, retryable) in retried
