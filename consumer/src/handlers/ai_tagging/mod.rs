@@ -42,6 +42,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         outcome,
         cost_cents,
         follow_ups_trusted: true,
+        release: None,
     }
 }
 
