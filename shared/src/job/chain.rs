@@ -3,8 +3,10 @@
 //! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
 //! the consumer writes them in the batch that records the step's outcome.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::job::lifecycle::JobStatus;
 
 /// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
 /// every step cannot grow a chain without end.
@@ -155,6 +157,43 @@ pub fn failed_chain_of_dead_step(
     }
 }
 
+/// A chain's steps by how far each got: the phases that succeeded, failed (went dead), did not
+/// run (still pending, or skipped or cancelled), and are under way. Indexes are step numbers.
+#[derive(Debug, Default, PartialEq, Serialize)]
+pub struct ChainPhases {
+    pub succeeded: Vec<u32>,
+    pub failed: Vec<u32>,
+    pub not_run: Vec<u32>,
+    pub in_progress: Vec<u32>,
+}
+
+impl ChainPhases {
+    /// From each step's number and status (`pending` for a step not yet enqueued).
+    pub fn of<'a>(steps: impl IntoIterator<Item = (u32, &'a str)>) -> ChainPhases {
+        let mut phases = ChainPhases::default();
+        for (step, status) in steps {
+            let into = match JobStatus::parse(status) {
+                Some(JobStatus::Succeeded) => &mut phases.succeeded,
+                Some(JobStatus::Dead) => &mut phases.failed,
+                Some(s) if s.is_live() => &mut phases.in_progress,
+                _ => &mut phases.not_run,
+            };
+            into.push(step);
+        }
+        phases
+    }
+
+    /// The chain's outcome: `partial` when it failed after some phases succeeded, else its
+    /// status (`running`, `succeeded`, `failed`).
+    pub fn outcome<'a>(&self, chain_status: &'a str) -> &'a str {
+        if chain_status == "failed" && !self.succeeded.is_empty() {
+            "partial"
+        } else {
+            chain_status
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +320,33 @@ mod tests {
             after_death(&pos(None, 0, None, None), "http", "x"),
             ChainMove::None
         );
+    }
+
+    #[test]
+    fn phases_say_what_succeeded_failed_and_did_not_run() {
+        let steps = [
+            (0, "succeeded"),
+            (1, "dead"),
+            (2, "pending"),
+            (3, "pending"),
+        ];
+        let phases = ChainPhases::of(steps);
+        assert_eq!(
+            phases,
+            ChainPhases {
+                succeeded: vec![0],
+                failed: vec![1],
+                not_run: vec![2, 3],
+                in_progress: vec![],
+            }
+        );
+        assert_eq!(phases.outcome("failed"), "partial");
+        let first_died = ChainPhases::of([(0, "dead"), (1, "pending")]);
+        assert_eq!(first_died.outcome("failed"), "failed");
+        let skipped = ChainPhases::of([(0, "succeeded"), (1, "skipped"), (2, "retrying")]);
+        assert_eq!((skipped.not_run, skipped.in_progress), (vec![1], vec![2]));
+        let done = ChainPhases::of([(0, "succeeded"), (1, "succeeded")]);
+        assert_eq!(done.outcome("succeeded"), "succeeded");
+        assert_eq!(done.outcome("running"), "running");
     }
 }
