@@ -27,3 +27,8 @@ DROP TABLE job_runs;
 ALTER TABLE job_runs_new RENAME TO job_runs;
 -- Stats and recent failures read the last hour of run records.
 CREATE INDEX job_runs_finished ON job_runs (finished_at);
+
+-- Why and when an RSS source was disabled: by its 5th consecutive failure (which one) or by an
+-- operator. Cleared when it is enabled again.
+ALTER TABLE rss_sources ADD COLUMN disabled_reason TEXT;
+ALTER TABLE rss_sources ADD COLUMN disabled_at INTEGER;   -- ms

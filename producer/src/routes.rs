@@ -88,7 +88,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/admin/rss-sources", Admin => |c| rss_sources::list(c.env);
     Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(c.req, c.env);
     Patch "/v1/admin/rss-sources/{id}", Admin =>
-        |c| rss_sources::set_active(c.req, c.env, c.param("id"));
+        |c| rss_sources::set_active(&c.admin(), c.req, c.param("id"));
 ];
 
 #[cfg(test)]
