@@ -41,7 +41,7 @@ describe("admin API (messages delivered by the test)", () => {
       ["GET", "/v1/admin/stats"], ["GET", "/v1/admin/jobs"], ["GET", "/v1/admin/jobs/{id}"],
       ["POST", "/v1/admin/jobs/{id}/status"], ["POST", "/v1/admin/jobs/{id}/priority"], ["POST", "/v1/admin/jobs/{id}/boost"],
       ["POST", "/v1/admin/jobs/{id}/retry"], ["POST", "/v1/admin/jobs/{id}/cancel"], ["POST", "/v1/admin/jobs/retry"],
-      ["POST", "/v1/admin/jobs/cancel"], ["GET", "/v1/admin/failures"], ["GET", "/v1/admin/dead-letters"],
+      ["POST", "/v1/admin/jobs/cancel"], ["POST", "/v1/admin/jobs/status"], ["GET", "/v1/admin/failures"], ["GET", "/v1/admin/dead-letters"],
       ["POST", "/v1/admin/dead-letters/{id}/replay"], ["POST", "/v1/admin/dead-letters/replay"], ["GET", "/v1/admin/pauses"],
       ["POST", "/v1/admin/pauses"], ["DELETE", "/v1/admin/pauses/{kind}/{name}"], ["GET", "/v1/admin/audit"],
     ];
@@ -189,6 +189,55 @@ describe("admin API (messages delivered by the test)", () => {
     assert.equal(refused.body.count, 0);
   });
 
+  test("bulk set status: by ids only the moves the state machine allows, by filter after a dry run, audited; bad input is a 422 naming the field", async () => {
+    const waiting = [];
+    for (let i = 0; i < 3; i++) waiting.push(await enqueue({ type: "noop", payload: {} }));
+    const done = await enqueue({ type: "noop", payload: {} });
+    await p.deliver("jobs-default", [jobMessage(done.id, done.type)]);
+    const ids = [...waiting.map((j) => j.id), done.id];
+
+    const dry = await api.call("POST", "/v1/admin/jobs/status", { json: { status: "skipped", ids, dry_run: true } });
+    assert.deepEqual(dry.body, { dry_run: true, count: 3, conflicts: 0 });
+    assert.equal((await status(waiting[0].id)).status, "queued", "the dry run moved nothing");
+    const skipped = await api.call("POST", "/v1/admin/jobs/status", { json: { status: "skipped", ids } });
+    assert.equal(skipped.status, 200, JSON.stringify(skipped.body));
+    assert.deepEqual(
+      [skipped.body.count, [...skipped.body.ids].sort(), skipped.body.conflicts, skipped.body.remaining],
+      [3, waiting.map((j) => j.id).sort(), [], 0],
+    );
+    for (const j of waiting) assert.equal((await status(j.id)).status, "skipped");
+    assert.equal((await status(done.id)).status, "succeeded", "a succeeded job cannot be skipped");
+    const audited = await p.db.prepare("SELECT target, affected FROM audit_log WHERE action = 'jobs.set_status'").all();
+    assert.deepEqual(audited.results.map((r) => [JSON.parse(r.target).to, r.affected]), [["skipped", 3]]);
+
+    // By filter: every dead http job back to queued, attempts reset, as a bulk retry would.
+    const dead = [await deadHttpJob(), await deadHttpJob()];
+    const filter = { type: "http", status: "dead" };
+    const matching = await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'http' AND status = 'dead'");
+    const count = await api.call("POST", "/v1/admin/jobs/status", { json: { status: "queued", filter, dry_run: true } });
+    assert.deepEqual(count.body, { dry_run: true, count: matching, conflicts: 0 });
+    const requeued = await api.call("POST", "/v1/admin/jobs/status", { json: { status: "queued", filter } });
+    assert.equal(requeued.body.count, matching);
+    for (const j of dead) assert.deepEqual([(await status(j.id)).status, (await status(j.id)).attempts], ["queued", 0]);
+    const cancelled = await api.call("POST", "/v1/admin/jobs/status", { json: { status: "cancelled", ids: dead.map((j) => j.id) } });
+    assert.equal(cancelled.body.count, 2);
+
+    const auditRows = await p.count("SELECT COUNT(*) FROM audit_log");
+    for (const [json, code, field] of [
+      [{ status: "running", ids }, "invalid_field", "status"],
+      [{ status: "succeeded", ids }, "invalid_field", "status"],
+      [{ ids }, "invalid_field", "status"],
+      [{ status: "skipped" }, "invalid_field", "ids"],
+      [{ status: "skipped", ids, why: 1 }, "unknown_field", "why"],
+      [{ status: "skipped", filter: { status: "nope" } }, "invalid_field", "filter.status"],
+    ]) {
+      const res = await api.call("POST", "/v1/admin/jobs/status", { json });
+      assert.deepEqual([res.status, res.body.error.field], [422, field], JSON.stringify(json));
+      if (code !== "invalid_field") assert.equal(res.body.error.code, code);
+    }
+    assert.equal(await p.count("SELECT COUNT(*) FROM audit_log"), auditRows, "refused calls write nothing");
+  });
+
   test("dead letters: list with filters, replay one and by filter (dry run first), only dead jobs", async () => {
     const one = await deadHttpJob();
     const two = await deadHttpJob();
@@ -306,7 +355,7 @@ describe("admin API (messages delivered by the test)", () => {
   test("the audit log names who did what, when, and to how many", async () => {
     const res = await api.call("GET", "/v1/admin/audit", { query: "?limit=200" });
     const actions = res.body.entries.map((e) => e.action);
-    for (const a of ["job.set_status", "job.priority", "job.boost", "job.cancel", "job.retry", "jobs.retry", "jobs.cancel",
+    for (const a of ["job.set_status", "job.priority", "job.boost", "job.cancel", "job.retry", "jobs.retry", "jobs.cancel", "jobs.set_status",
       "dead_letter.replay", "dead_letters.replay", "pause", "resume"]) {
       assert.ok(actions.includes(a), `${a} is audited`);
     }

@@ -172,7 +172,7 @@ describe("ai_tagging under a monthly budget", () => {
     assert.deepEqual(decisions.retryMessages, []);
     assert.equal(job.result.deferred, true);
     assert.equal(job.result.budget.action, "queue");
-    assert.equal(job.result.resumes_at, null, "the next run checks again");
+    assert.equal("resumes_at" in job.result, false, "the next run checks again (only a hard stop, now skipped, had a resume time)");
     assert.match(job.result.reason, /92 %: deferred to the next run/);
     assert.equal(llm.requests().length, 0);
     assert.ok((await items()).every((r) => r.ai_tagged === 0 && r.ai_lease_until === null));
@@ -180,14 +180,23 @@ describe("ai_tagging under a monthly budget", () => {
     assert.equal(events("budget.throttle")[0].budget_action, "queue");
   });
 
-  test("HARD_STOP (>= 100 %): nothing until the month rolls over", async () => {
+  test("HARD_STOP (>= 100 %): the job is skipped, saying why and until when, with no call and no item touched", async () => {
     await reset({ limit: 1000, spent: 1000, titles: titles(5) });
-    const { job } = await runJob();
-    assert.equal(job.status, "succeeded");
-    assert.deepEqual([job.result.deferred, job.result.budget.action], [true, "hard_stop"]);
-    assert.equal(job.result.resumes_at, nextMonthStart().replace(/\.\d+Z$/, ".000Z"));
+    const { job, decisions } = await runJob();
+    assert.equal(job.status, "skipped", JSON.stringify(job));
+    assert.equal(job.result, null);
+    assert.equal(job.error.class, "budget_hard_stop");
+    const resumes = nextMonthStart().replace(/\.\d+Z$/, ".000Z");
+    assert.match(job.error.message, /budget is at 100 % \(1000 of 1000 cents\): skipped until the month rolls over/);
+    assert.ok(job.error.message.includes(`(${resumes})`), job.error.message);
+    assert.ok(job.finished_at, "a skip ends the job");
+    assert.deepEqual(job.runs.map((r) => [r.outcome, r.error?.class, r.cost_cents]), [["skipped", "budget_hard_stop", 0]]);
+    assert.deepEqual([decisions.explicitAcks.length, decisions.retryMessages.length], [1, 0], "acked: nothing retries it");
+    const [skipped] = events("job.skipped");
+    assert.deepEqual([skipped["job.id"], skipped.reason, skipped["job.attempt"]], [job.id, "budget_hard_stop", 1]);
+    assert.equal(events("job.completed").length + events("job.failed").length, 0);
     assert.equal(llm.requests().length, 0);
-    assert.ok((await items()).every((r) => r.ai_tagged === 0));
+    assert.ok((await items()).every((r) => r.ai_tagged === 0 && r.ai_lease_until === null));
   });
 
   test("mid-batch stop: a batch that crosses the limit ends the job; alerts fire once each; raising the limit resumes", async () => {
@@ -206,7 +215,7 @@ describe("ai_tagging under a monthly budget", () => {
     assert.equal(events("budget.exhausted_mid_batch")[0].tagged_count, 20);
 
     const again = (await runJob()).job;
-    assert.deepEqual([again.status, again.result.deferred, again.result.budget.action], ["succeeded", true, "hard_stop"]);
+    assert.deepEqual([again.status, again.error.class], ["skipped", "budget_hard_stop"]);
     assert.equal(llm.requests().length, 20, "no call under a hard stop");
     assert.equal((await alertRows()).length, 3, "each alert once a month");
     assert.equal(events("budget.alert").length, 3);

@@ -32,6 +32,8 @@ describe("job chains", () => {
     assert.equal(enq.status, 202);
     const parent = await waitForChain(enq.body.id);
     assert.equal(parent.chain.status, "succeeded");
+    assert.equal(parent.chain.outcome, "succeeded");
+    assert.deepEqual(parent.chain.phases, { succeeded: [0, 1, 2], failed: [], not_run: [], in_progress: [] });
     assert.equal(parent.chain.error, null);
     assert.deepEqual(
       parent.chain.steps.map((s) => [s.step, s.type, s.status]),
@@ -67,6 +69,8 @@ describe("job chains", () => {
       ["succeeded", "dead", "pending"],
     );
     assert.equal(parent.chain.steps[2].id, null);
+    assert.equal(parent.chain.outcome, "partial", "it failed after a phase succeeded");
+    assert.deepEqual(parent.chain.phases, { succeeded: [0], failed: [1], not_run: [2], in_progress: [] });
     assert.equal(app.requests("/s2/test").length, 0, "the step after the dead one never ran");
     assert.equal(await p.count("SELECT count(*) FROM jobs WHERE parent_id = ?", parent.id), 1);
   });
@@ -106,6 +110,8 @@ describe("job chains", () => {
     assert.equal(parent.error.class, "invalid_payload");
     assert.match(parent.error.message, /follow_up\[0\]\.payload\.url/);
     assert.equal(parent.chain.status, "failed");
+    assert.equal(parent.chain.outcome, "failed", "no phase succeeded: not partial");
+    assert.deepEqual([parent.chain.phases.failed, parent.chain.phases.not_run], [[0], [1]]);
     assert.match(parent.chain.error, /^step 0 \(http\) went dead/);
   });
 

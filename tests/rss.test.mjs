@@ -187,6 +187,40 @@ describe("rss_feed_refresh", () => {
     assert.equal((await admin("PATCH", "/nope", { is_active: true })).status, 404);
     assert.equal((await admin("PATCH", `/${flaky.id}`, { is_active: "yes" })).status, 422);
   });
+
+  test("404 and 410 count and retry; the 5th failure in a row disables the source, saying why, and ends the job", async () => {
+    const missing = await addSource("Missing", "/feeds/missing.xml");
+    app.script("/feeds/missing.xml", [{ status: 404 }]);
+    const enq = await p.enqueue({ type: "rss_feed_refresh", payload: { source_id: missing.id }, max_attempts: 3 });
+    const retrying = await p.waitForStatus(enq.body.id, ["retrying", "dead"]);
+    assert.deepEqual([retrying.status, retrying.error.class, retrying.error.message], ["retrying", "gone", "HTTP 404"]);
+    assert.equal((await source(missing.id)).error_count, 1);
+    await p.request("POST", `/v1/admin/jobs/${enq.body.id}/cancel`, { token: TOKENS.admin });
+
+    const gone = await addSource("Gone410", "/feeds/410.xml");
+    app.script("/feeds/410.xml", [{ status: 410 }]);
+    for (let i = 1; i <= 4; i++) {
+      const job = await refresh({ source_id: gone.id, force_refresh: true }, { max_attempts: 1 });
+      assert.deepEqual([job.status, job.error.class], ["dead", "gone"]);
+      const s = await source(gone.id);
+      assert.deepEqual([s.error_count, s.is_active, s.disabled_reason, s.disabled_at], [i, true, null, null]);
+    }
+    // The 5th: a job that could still retry ends at once, since nothing but a re-enable helps.
+    const fifth = await refresh({ source_id: gone.id, force_refresh: true }, { max_attempts: 3 });
+    assert.deepEqual([fifth.status, fifth.attempts, fifth.error.class], ["dead", 1, "source_disabled"]);
+    assert.equal(fifth.error.message, "disabled after 5 consecutive failures; the last: HTTP 410");
+    const off = await source(gone.id);
+    assert.deepEqual([off.is_active, off.error_count, off.disabled_reason], [false, 5, "5 consecutive failures; the last: HTTP 410"]);
+    assert.ok(Date.parse(off.disabled_at) >= Date.parse(fifth.started_at));
+
+    const enabled = await admin("PATCH", `/${gone.id}`, { is_active: true, error_count: 0 });
+    assert.deepEqual([enabled.body.is_active, enabled.body.disabled_reason, enabled.body.disabled_at], [true, null, null]);
+    const byHand = await admin("PATCH", `/${gone.id}`, { is_active: false });
+    assert.match(byHand.body.disabled_reason, /^disabled by an operator \(token:[0-9a-f]+\)$/);
+    assert.ok(byHand.body.disabled_at);
+    const twice = await admin("PATCH", `/${gone.id}`, { is_active: false });
+    assert.equal(twice.body.disabled_at, byHand.body.disabled_at, "disabling a disabled source keeps why and when");
+  });
 });
 
 describe("rss_feed_refresh under hostile feeds", () => {

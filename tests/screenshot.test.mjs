@@ -1,15 +1,15 @@
 // screenshot_capture (README "Screenshots"): the built consumer drives a real headless Chromium
 // over CDP through the BROWSER binding - here the stand-in worker dev/browser-standin, bound by
 // the consumer's local config - captures pages served by the test's own HTTP server, and stores
-// the image in local R2. Failures are classified (target 404, navigation timeout, DNS, the
-// binding's 429), the screenshot family's browser slots show in the admin stats, and the REST
+// the image in local R2. Failures are classified (target 404, navigation timeout, DNS), the
+// binding's 429 (every browser busy) makes the job wait for a slot without spending an attempt, the screenshot family's browser slots show in the admin stats, and the REST
 // mode posts to a local stand-in of the API.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { chromium as playwright } from "playwright-core";
 import { unstable_readConfig } from "wrangler";
-import { jobMessage, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, logCollector, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { startChromium } from "../dev/browser-standin/chromium.mjs";
 
@@ -42,8 +42,22 @@ function dimensions(bytes) {
 async function capture(p, payload) {
   const enq = await p.enqueue({ type: "screenshot_capture", payload });
   assert.equal(enq.status, 202, JSON.stringify(enq.body));
-  const decisions = await p.deliver(QUEUE, [jobMessage(enq.body.id, "screenshot_capture")]);
-  return { job: (await p.getJob(enq.body.id)).body, decisions };
+  return deliverAgain(p, enq.body.id);
+}
+
+/** Delivers a message of job `id` once more; returns the job and the decisions. */
+async function deliverAgain(p, id) {
+  const decisions = await p.deliver(QUEUE, [jobMessage(id, "screenshot_capture")]);
+  return { job: (await p.getJob(id)).body, decisions };
+}
+
+/** A job the browser service turned away: still queued, no attempt, no run, no error. */
+function waitingForSlot(job) {
+  assert.deepEqual(
+    [job.status, job.attempts, job.runs, job.error, job.finished_at],
+    ["queued", 0, [], null, null],
+    JSON.stringify(job),
+  );
 }
 
 let chromium, app;
@@ -59,8 +73,9 @@ after(async () => {
 
 describe("screenshot_capture through the Browser Rendering binding", () => {
   let p, bucket, standin;
+  const logs = logCollector();
   before(async () => {
-    p = await startPlatform({ manualDelivery: true, standinBindings: { CHROMIUM_URL: chromium.url } });
+    p = await startPlatform({ manualDelivery: true, standinBindings: { CHROMIUM_URL: chromium.url }, onLog: logs.onLog });
     bucket = await p.mf.getR2Bucket("SCREENSHOTS", p.consumerName);
     standin = await p.mf.getWorker("browser-standin");
   });
@@ -156,7 +171,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.match(dns.job.error.message, /ERR_NAME_NOT_RESOLVED/);
   });
 
-  test("the binding's 429 (every browser busy) retries after its Retry-After", async () => {
+  test("the binding's 429 (every browser busy): the job waits for a slot after its Retry-After, spending no attempt", async () => {
     const acquire = () => standin.fetch("http://browser/v1/devtools/browser?keep_alive=60000", { method: "POST" });
     const held = [];
     for (let i = 0; i < 3; i++) held.push((await (await acquire()).json()).sessionId);
@@ -164,15 +179,21 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.equal(busy.status, 429);
     await busy.text();
 
+    logs.lines.length = 0;
     const { job, decisions } = await capture(p, { url: app.url("/page") });
-    assert.equal(job.status, "retrying");
-    assert.equal(job.error.class, "rate_limited");
-    assert.match(job.error.message, /browser binding.*HTTP 429/);
-    assert.deepEqual(decisions.retryMessages.map((m) => m.delaySeconds), [30]);
+    waitingForSlot(job);
+    assert.deepEqual(decisions.retryMessages.map((m) => m.delaySeconds), [30], "the stand-in's Retry-After");
+    assert.deepEqual(decisions.explicitAcks, []);
+    const [skipped] = logs.events("job.skipped");
+    assert.deepEqual([skipped["job.id"], skipped.reason, skipped["message.retry_secs"]], [job.id, "browser_busy", 30]);
+    assert.equal(logs.events("job.failed").length, 0);
+    const again = await deliverAgain(p, job.id);
+    waitingForSlot(again.job);
 
     for (const id of held) await (await standin.fetch(`http://browser/v1/devtools/browser/${id}`, { method: "DELETE" })).text();
-    const again = await capture(p, { url: app.url("/page") });
-    assert.equal(again.job.status, "succeeded", "released sessions free their slots");
+    const freed = await deliverAgain(p, job.id);
+    assert.equal(freed.job.status, "succeeded", "released sessions free their slots");
+    assert.deepEqual([freed.job.attempts, freed.job.runs.length], [1, 1], "the waits spent no attempt");
   });
 
   test("browser slots in use show in the admin stats (running / 3)", async () => {
@@ -251,18 +272,21 @@ describe("screenshot_capture through the REST endpoint (SCREENSHOT_MODE=rest)", 
     assert.equal(object.size, png.length);
   });
 
-  test("the API's 429 retries after its Retry-After; a 4xx is dead", async () => {
+  test("the API's 429 waits for a slot (its Retry-After, else 10 s) spending no attempt; a 4xx is dead", async () => {
+    const limit = { status: 429, body: { success: false, errors: [{ code: 2001, message: "Rate limit exceeded" }] } };
     app.script(endpoint, [
-      { status: 429, headers: { "retry-after": "45" }, body: { success: false, errors: [{ code: 2001, message: "Rate limit exceeded" }] } },
+      { ...limit, headers: { "retry-after": "45" } },
+      limit,
       { status: 400, body: { success: false, errors: [{ code: 5006, message: "invalid url" }] } },
     ]);
     const limited = await capture(p, { url: "https://example.com/" });
-    assert.equal(limited.job.status, "retrying");
-    assert.equal(limited.job.error.class, "rate_limited");
-    assert.match(limited.job.error.message, /Rate limit exceeded/);
+    waitingForSlot(limited.job);
     assert.deepEqual(limited.decisions.retryMessages.map((m) => m.delaySeconds), [45]);
-    const refused = await capture(p, { url: "https://example.com/" });
-    assert.equal(refused.job.status, "dead");
+    const unsaid = await deliverAgain(p, limited.job.id);
+    waitingForSlot(unsaid.job);
+    assert.deepEqual(unsaid.decisions.retryMessages.map((m) => m.delaySeconds), [10], "no Retry-After: the default wait");
+    const refused = await deliverAgain(p, limited.job.id);
+    assert.deepEqual([refused.job.status, refused.job.attempts], ["dead", 1]);
     assert.match(refused.job.error.message, /HTTP 400: invalid url/);
   });
 });

@@ -21,13 +21,19 @@ use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
-use crate::job_context::{HandlerRun, JobContext};
+use crate::job_context::{HandlerRun, JobContext, Release};
 use crate::job_events::{self, Recorded};
 use crate::outbound::BatchGate;
 use crate::{chain, dead_letters, handlers, now_ms};
 
 /// How far past its deadline a job may run before the batch ends it.
 const DEADLINE_SLACK_MS: i64 = 1_000;
+
+/// A claimed job the invocation had no wall time or subrequests left to start: back in 1 s.
+const NOT_STARTED: Release = Release {
+    retry_secs: 1,
+    reason: "released",
+};
 
 pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
@@ -135,8 +141,11 @@ async fn run_jobs(
     let (attempts, heartbeat_stats) =
         execute_all(db, &runs, env, &gate, &limits, batch_started, lease).await;
     stats.merge(&heartbeat_stats);
-    for (run, attempt) in runs.iter_mut().zip(attempts) {
-        run.finish(attempt);
+    for (run, ran) in runs.iter_mut().zip(attempts) {
+        match ran {
+            Ok(attempt) => run.finish(attempt),
+            Err(release) => run.release = Some(release),
+        }
     }
     let (ran, released): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| r.attempt.is_some());
     let released: Vec<&Claimed> = released.iter().map(|r| r.job).collect();
@@ -178,12 +187,15 @@ async fn run_jobs(
     job_events::recorded(family, &recorded, env);
     for run in &runs {
         match &run.decision {
-            // Released unstarted: it comes back at once, with no attempt spent.
+            // Released unstarted: it comes back, with no attempt spent.
             None => {
-                job_events::skipped(run.delivery, family, "released", Some(1));
-                run.delivery.retry(1)
+                let Release { retry_secs, reason } = run.release.unwrap_or(NOT_STARTED);
+                job_events::skipped(run.delivery, family, reason, Some(retry_secs));
+                run.delivery.retry(retry_secs)
             }
-            Some(Decision::Succeed | Decision::Hold { .. }) => run.delivery.ack(),
+            Some(Decision::Succeed | Decision::Hold { .. } | Decision::Skip { .. }) => {
+                run.delivery.ack()
+            }
             Some(Decision::Retry { delay_secs, .. }) => run.delivery.retry((*delay_secs).into()),
             Some(Decision::Dead { .. }) => dead.push((
                 run.delivery,
@@ -209,6 +221,8 @@ struct Run<'a> {
     job: &'a Claimed,
     /// `None` until run, and for a job released unstarted.
     attempt: Option<Attempt>,
+    /// Why and for how long a job was released unstarted.
+    release: Option<Release>,
     decision: Option<Decision>,
     chain: Option<chain::Planned>,
 }
@@ -219,16 +233,14 @@ impl<'a> Run<'a> {
             delivery,
             job,
             attempt: None,
+            release: None,
             decision: None,
             chain: None,
         }
     }
 
     /// Decides what follows the attempt and plans the chain's move.
-    fn finish(&mut self, attempt: Option<Attempt>) {
-        let Some(mut attempt) = attempt else {
-            return;
-        };
+    fn finish(&mut self, mut attempt: Attempt) {
         let outcome = attempt.outcome.as_ref().map(|_| ()).map_err(Clone::clone);
         self.set_decision(
             decide(
@@ -333,7 +345,8 @@ async fn record_one_by_one(
 /// while a heartbeat extends the leases of every job the batch holds (waiting, running, or run
 /// and not yet recorded) until the record. A job that could no longer end inside the
 /// invocation's wall time, or that would call out when the invocation's subrequests are spent,
-/// is not started (`None`): its claim is undone. Returns the heartbeat's D1 work.
+/// is not started, and a handler may hand its job back unstarted (`Err`): its claim is undone.
+/// Returns the heartbeat's D1 work.
 async fn execute_all(
     db: &D1Database,
     runs: &[Run<'_>],
@@ -342,7 +355,7 @@ async fn execute_all(
     limits: &ConsumerLimits,
     batch_started: i64,
     lease: i64,
-) -> (Vec<Option<Attempt>>, D1Stats) {
+) -> (Vec<Result<Attempt, Release>>, D1Stats) {
     let work = stream::iter(runs)
         .map(|run| async move {
             let job = run.job;
@@ -352,9 +365,9 @@ async fn execute_all(
             if !limits.may_start(batch_started, now_ms(), deadline)
                 || (calls_out && !gate.has_subrequests_left())
             {
-                return None;
+                return Err(NOT_STARTED);
             }
-            Some(execute(job, job_type, env, gate, deadline).await)
+            execute(job, job_type, env, gate, deadline).await
         })
         .buffered(limits.connections)
         .collect::<Vec<_>>();
@@ -409,14 +422,15 @@ struct Attempt {
 
 /// Runs one job within its deadline (a little over it, so a handler's own timeout, with its
 /// more precise message, ends it first). Its requests must end WRITE_RESERVE_MS before the
-/// deadline, leaving the handler time to write what they returned.
+/// deadline, leaving the handler time to write what they returned. `Err`: the handler released
+/// the job unstarted.
 async fn execute(
     job: &Claimed,
     job_type: Option<JobType>,
     env: &Env,
     gate: &BatchGate,
     deadline_ms: i64,
-) -> Attempt {
+) -> Result<Attempt, Release> {
     let started_at = now_ms();
     let outbound = gate.for_job(started_at + deadline_ms - lease::WRITE_RESERVE_MS);
     let ran = match job_type {
@@ -444,20 +458,23 @@ async fn execute(
             format!("unknown job type {}", job.job_type),
         ))),
     };
+    if let Some(release) = ran.release {
+        return Err(release);
+    }
     let finished_at = now_ms();
     let (outcome, follow_ups) = if ran.follow_ups_trusted {
         chain::take_follow_ups(ran.outcome, finished_at)
     } else {
         (ran.outcome, Vec::new())
     };
-    Attempt {
+    Ok(Attempt {
         started_at,
         finished_at,
         outcome,
         cost_cents: ran.cost_cents,
         follow_ups,
         policy: job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry),
-    }
+    })
 }
 
 /// A message whose job was not claimed: say why, and ack or retry it accordingly.

@@ -8,9 +8,9 @@
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
 use jobs_shared::{
-    after_death, after_success, failed_chain_of_dead_step, follow_ups, job_id, validate_enqueue,
-    validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, JobError, NewJob,
-    QueueDelayLimit,
+    after_death, after_skip, after_success, failed_chain_of_dead_step, follow_ups, job_id,
+    validate_enqueue, validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, JobError,
+    NewJob, QueueDelayLimit,
 };
 use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
@@ -66,6 +66,7 @@ pub fn plan(
     let chain = match decision {
         Decision::Succeed => after_success(&at, follow_ups),
         Decision::Dead { error } => after_death(&at, &job.job_type, &error.to_string()),
+        Decision::Skip { error } => after_skip(&at, &job.job_type, &error.to_string()),
         Decision::Retry { .. } | Decision::Hold { .. } => ChainMove::None,
     };
     let ChainMove::Next { step, index, .. } = &chain else {

@@ -12,11 +12,22 @@ use jobs_store::jobs::Claimed;
 /// A handler's outcome (`Ok` carries the result JSON stored on the job), what the attempt
 /// cost, in cents, recorded on its run (LLM calls; 0 for most types), failed or not, and
 /// whether follow-up jobs in its result may be enqueued: built-in handlers and the team's own
-/// app endpoints are trusted, an `http` target only when its job allows it.
+/// app endpoints are trusted, an `http` target only when its job allows it. A handler that
+/// could not start its work for want of a shared resource (a browser) gives `release`
+/// instead: no attempt is spent and the outcome is ignored.
 pub struct HandlerRun {
     pub outcome: Result<Option<Value>, JobError>,
     pub cost_cents: f64,
     pub follow_ups_trusted: bool,
+    pub release: Option<Release>,
+}
+
+/// A job handed back unstarted: its claim is undone (queued, no attempt, no run record) and its
+/// message comes back after `retry_secs`; `reason` goes on the `job.skipped` line.
+#[derive(Clone, Copy, Debug)]
+pub struct Release {
+    pub retry_secs: u64,
+    pub reason: &'static str,
 }
 
 impl HandlerRun {
@@ -26,6 +37,15 @@ impl HandlerRun {
             outcome,
             cost_cents: 0.0,
             follow_ups_trusted: true,
+            release: None,
+        }
+    }
+
+    /// The job did not start (see [`Release`]).
+    pub fn released(release: Release) -> HandlerRun {
+        HandlerRun {
+            release: Some(release),
+            ..HandlerRun::of(Ok(None))
         }
     }
 }

@@ -1,6 +1,8 @@
 //! A job's place in a chain, for GET /v1/jobs/{id}: a step shows its parent; a parent shows the
-//! chain's status, why it failed, and every step (run, running, or still pending).
+//! chain's status, why it failed, every step (run, running, or still pending), which phases
+//! succeeded, failed or did not run, and the outcome (`partial` when it failed part way).
 
+use jobs_shared::ChainPhases;
 use jobs_store::jobs::{ChainStep, JobRow};
 use serde_json::{json, Map, Value};
 
@@ -31,9 +33,17 @@ pub fn fields(job: &JobRow, children: &[ChainStep]) -> Map<String, Value> {
     steps.extend(pending.iter().zip(last_step + 1..).map(|(spec, step)| {
         json!({ "step": step, "id": null, "type": spec.get("type"), "status": "pending" })
     }));
+    let phases = ChainPhases::of(
+        steps
+            .iter()
+            .filter_map(|s| Some((s["step"].as_u64()? as u32, s["status"].as_str()?))),
+    );
     out.insert(
         "chain".into(),
-        json!({ "status": chain_status, "error": job.chain_error, "steps": steps }),
+        json!({
+            "status": chain_status, "outcome": phases.outcome(chain_status),
+            "error": job.chain_error, "steps": steps, "phases": phases,
+        }),
     );
     out
 }

@@ -44,6 +44,7 @@ pub static ROUTES: &[Route<Target>] = routes![
         |c| job_actions::bulk(&c.admin(), c.req, Move::to(Queued, "jobs.retry"));
     Post "/v1/admin/jobs/cancel", Admin =>
         |c| job_actions::bulk(&c.admin(), c.req, Move::to(Cancelled, "jobs.cancel"));
+    Post "/v1/admin/jobs/status", Admin => |c| job_actions::bulk_set_status(&c.admin(), c.req);
     Get "/v1/admin/jobs/{id}", Admin => |c| job_view::get(c.env, c.param("id"));
     Post "/v1/admin/jobs/{id}/status", Admin =>
         |c| job_actions::set_status(&c.admin(), c.req, c.param("id"));
@@ -87,7 +88,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/admin/rss-sources", Admin => |c| rss_sources::list(c.env);
     Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(c.req, c.env);
     Patch "/v1/admin/rss-sources/{id}", Admin =>
-        |c| rss_sources::set_active(c.req, c.env, c.param("id"));
+        |c| rss_sources::set_active(&c.admin(), c.req, c.param("id"));
 ];
 
 #[cfg(test)]

@@ -48,8 +48,8 @@ pub use handlers::screenshot::{
     DocumentResponse, PageWatch, WATCHED_EVENTS,
 };
 pub use job::chain::{
-    after_death, after_success, failed_chain_of_dead_step, follow_ups, ChainMove, ChainPosition,
-    FOLLOW_UP_KEY,
+    after_death, after_skip, after_success, failed_chain_of_dead_step, follow_ups, ChainMove,
+    ChainPhases, ChainPosition, FOLLOW_UP_KEY,
 };
 pub use job::enqueue::{
     check_stored_size, validate_batch, validate_enqueue, validate_steps, NewJob, MAX_PRIORITY,

@@ -151,7 +151,7 @@ pub fn job_run_window(
 }
 
 /// Each family's attempts since `since_ms`, as the alert rules judge them (rows: shared
-/// `FamilyWindow`): failed and rate-limited ones, the average duration, the p95 latency of
+/// `FamilyWindow`): failed ones (retried or dead; a skip is no failure) and rate-limited ones, the average duration, the p95 latency of
 /// those that ended their job (from the job's due time, `run_at`, which is that attempt's),
 /// and the p95 duration of those since `recent_ms` beside the rest's. Nearest-rank
 /// percentiles, as in [`job_run_window`].

@@ -47,9 +47,10 @@ pub async fn rss_source_list_to_refresh(
 /// What happened to one source, to be written.
 pub enum Refreshed<'a> {
     Fetched(&'a SortedEntries),
+    /// `disabled_reason`: set when this failure disables the source.
     Failed {
         error_count: u32,
-        active: bool,
+        disabled_reason: Option<&'a str>,
         message: &'a str,
         retry_after_until: Option<i64>,
     },
@@ -81,20 +82,21 @@ pub fn rss_source_record_refresh(
         }
         Refreshed::Failed {
             error_count,
-            active,
+            disabled_reason,
             message,
             retry_after_until,
         } => Ok(SourceStatements {
             statements: vec![db
                 .prepare(
-                    "UPDATE rss_sources SET error_count = ?2, is_active = ?3, \
+                    "UPDATE rss_sources SET error_count = ?2, is_active = ?3 IS NULL, \
                      last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
-                     updated_at = ?6 WHERE id = ?1",
+                     updated_at = ?6, disabled_reason = ?3, \
+                     disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END WHERE id = ?1",
                 )
                 .bind(&[
                     JsValue::from_str(source_id),
                     JsValue::from_f64((*error_count).into()),
-                    JsValue::from_f64(if *active { 1.0 } else { 0.0 }),
+                    opt_str(*disabled_reason),
                     JsValue::from_str(message),
                     retry_after_until.map_or(JsValue::NULL, num),
                     num(now_ms),
@@ -145,12 +147,14 @@ pub struct RssSource {
     pub items_new: i64,
     pub items_duplicate: i64,
     pub items_skipped: i64,
+    pub disabled_reason: Option<String>,
+    pub disabled_at: Option<i64>,
     pub created_at: i64,
 }
 
 const COLUMNS: &str = "id, name, url, refresh_interval_minutes, is_active, error_count, \
      last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, items_duplicate, \
-     items_skipped, created_at";
+     items_skipped, disabled_reason, disabled_at, created_at";
 
 /// Every source, oldest first.
 pub async fn rss_source_list(db: &D1Database) -> worker::Result<Vec<RssSource>> {
@@ -185,18 +189,25 @@ pub async fn rss_source_insert(
 }
 
 /// Enables or disables a source; enabling it (or the patch's `error_count: 0`) clears its error
-/// streak, and enabling it a feed's Retry-After wait. `None` when there is no such source.
+/// streak, and enabling it a feed's Retry-After wait and why it was disabled. Disabling an
+/// active source records `disabled_reason` (an already disabled one keeps its own). `None`
+/// when there is no such source.
 pub async fn rss_source_set_active(
     db: &D1Database,
     id: &str,
     patch: SourcePatch,
+    disabled_reason: &str,
     now_ms: i64,
 ) -> worker::Result<Option<RssSource>> {
     db.prepare(format!(
         "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
          error_count = CASE WHEN ?4 = 1 THEN 0 ELSE error_count END, \
          last_error_message = CASE WHEN ?4 = 1 THEN NULL ELSE last_error_message END, \
-         retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END \
+         retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END, \
+         disabled_reason = CASE WHEN ?2 = 1 THEN NULL \
+           WHEN ?2 = 0 AND is_active = 1 THEN ?5 ELSE disabled_reason END, \
+         disabled_at = CASE WHEN ?2 = 1 THEN NULL \
+           WHEN ?2 = 0 AND is_active = 1 THEN ?3 ELSE disabled_at END \
          WHERE id = ?1 RETURNING {COLUMNS}"
     ))
     .bind(&[
@@ -206,6 +217,7 @@ pub async fn rss_source_set_active(
             .map_or(JsValue::NULL, |active| i32::from(active).into()),
         num(now_ms),
         i32::from(patch.resets_errors()).into(),
+        disabled_reason.into(),
     ])?
     .first(None)
     .await

@@ -36,5 +36,6 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         outcome: signed_request::send(ctx, out).await,
         cost_cents: 0.0,
         follow_ups_trusted: payload.allow_follow_ups,
+        release: None,
     }
 }

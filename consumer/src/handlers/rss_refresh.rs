@@ -6,7 +6,9 @@
 //! are counted. Bounds (README "rss_feed_refresh"): jobs_shared::RssLimits for time,
 //! jobs_shared::MAX_FEED_BYTES and the entry bounds of jobs_shared::sort_entries for size.
 //!
-//! One source: its fetch failure is the job's (a 429's Retry-After sets the retry delay).
+//! One source: its fetch failure is the job's (a 429's Retry-After sets the retry delay; a 404
+//! or 410 is retried too, `gone`), until the failure that disables the source, which ends the
+//! job (`source_disabled`).
 //! All due: the job succeeds with a per-source summary; failing sources wait for the next run
 //! (and a 429's Retry-After keeps the source out of it until then), as do the sources the time
 //! budget did not reach (`not_reached`).
@@ -193,19 +195,20 @@ impl<'a> Writer<'a> {
         source: &'a SourceRow,
         outcome: Result<SortedEntries, JobError>,
     ) -> Result<(), JobError> {
-        let writes = match &outcome {
+        let (outcome, writes) = match outcome {
             Ok(sorted) => {
                 self.pending_bytes += sorted.items.iter().map(|i| i.stored_len()).sum::<usize>();
-                rss_sources::rss_source_record_refresh(
-                    self.db,
-                    &source.id,
-                    &Refreshed::Fetched(sorted),
-                    self.now,
-                )
+                let fetched = Refreshed::Fetched(&sorted);
+                let writes =
+                    rss_sources::rss_source_record_refresh(self.db, &source.id, &fetched, self.now)
+                        .map_err(job_context::d1_error)?;
+                (Ok(sorted), writes)
             }
-            Err(e) => self.failure(source, e),
-        }
-        .map_err(job_context::d1_error)?;
+            Err(e) => {
+                let (writes, e) = self.failure(source, e).map_err(job_context::d1_error)?;
+                (Err(e), writes)
+            }
+        };
         self.pending.push(Pending {
             source,
             outcome,
@@ -214,28 +217,41 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// The source's failure record: its streak grows; at MAX_CONSECUTIVE_ERRORS it is disabled
-    /// and its last error says why.
-    fn failure(&self, source: &SourceRow, e: &JobError) -> worker::Result<SourceStatements> {
+    /// The source's failure record: its streak grows; at MAX_CONSECUTIVE_ERRORS it is disabled,
+    /// its last error and `disabled_reason` saying why, and the failure it reports becomes
+    /// `source_disabled` (nothing but an operator's re-enable can help).
+    fn failure(
+        &self,
+        source: &SourceRow,
+        e: JobError,
+    ) -> worker::Result<(SourceStatements, JobError)> {
         let (error_count, active) = after_refresh_failure(source.error_count);
-        let message = if active {
-            e.message.clone()
-        } else {
+        let reason = (!active).then(|| {
             format!(
-                "disabled after {MAX_CONSECUTIVE_ERRORS} consecutive failures; the last: {}",
+                "{MAX_CONSECUTIVE_ERRORS} consecutive failures; the last: {}",
                 e.message
             )
+        });
+        let message = match &reason {
+            Some(reason) => format!("disabled after {reason}"),
+            None => e.message.clone(),
         };
         let refreshed = Refreshed::Failed {
             error_count,
-            active,
+            disabled_reason: reason.as_deref(),
             message: &message,
             retry_after_until: e.retry_after_secs.map(|s| {
                 self.now
                     .saturating_add(i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000))
             }),
         };
-        rss_sources::rss_source_record_refresh(self.db, &source.id, &refreshed, self.now)
+        let writes =
+            rss_sources::rss_source_record_refresh(self.db, &source.id, &refreshed, self.now)?;
+        let reported = match reason {
+            Some(_) => JobError::new(ErrorClass::SourceDisabled, message),
+            None => e,
+        };
+        Ok((writes, reported))
     }
 
     async fn flush(&mut self) -> Result<(), JobError> {
@@ -281,7 +297,9 @@ impl<'a> Writer<'a> {
                 format!("D1 refused the feed's rows: {e}"),
             ),
         };
-        let record = self.failure(p.source, &refused).map_err(job_context::d1_error)?;
+        let (record, refused) = self
+            .failure(p.source, refused)
+            .map_err(job_context::d1_error)?;
         self.db
             .batch(record.statements)
             .await
@@ -348,6 +366,10 @@ async fn request<'a>(
     let request = Request::new_with_init(url, &init)
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad feed URL: {e}")))?;
     let response = fetch_timeout::fetch(outbound, request, timeout_ms).await?;
+    let status = response.status_code();
+    if matches!(status, 404 | 410) {
+        return Err(JobError::new(ErrorClass::Gone, format!("HTTP {status}")));
+    }
     fetch_timeout::check_status(&response)?;
     Ok(response)
 }

@@ -179,6 +179,24 @@ fn answer(
 pub async fn bulk(admin: &Admin<'_>, req: &mut Request, mv: Move) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let request = BulkRequest::parse(&body)?;
+    bulk_move(admin, &body, request, mv).await
+}
+
+/// POST /v1/admin/jobs/status: bulk set status, `{"status": "queued" | "cancelled" |
+/// "skipped"}` plus a bulk selection; answered as [`bulk`] is.
+pub async fn bulk_set_status(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
+    let body = body::json(req).await?;
+    let request = BulkRequest::parse_with(&body, &["status"])?;
+    let to = parse_target(&body)?;
+    bulk_move(admin, &body, request, Move::to(to, "jobs.set_status")).await
+}
+
+async fn bulk_move(
+    admin: &Admin<'_>,
+    body: &serde_json::Value,
+    request: BulkRequest,
+    mv: Move,
+) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     if request.dry_run {
         let (count, conflicts) = jobs::job_count_movable(&db, &request.selection, &mv.sources)

@@ -1,6 +1,7 @@
 //! /v1/admin/rss-sources: the RSS sources the `rss_feed_refresh` handler reads. List them with
 //! their counters and errors, add one, and re-enable (or disable) one; re-enabling (or
-//! `error_count: 0`) clears the error streak that disabled it, in one call.
+//! `error_count: 0`) clears the error streak that disabled it, in one call. A disabled source
+//! says why and since when (`disabled_reason`, `disabled_at`).
 
 use jobs_shared::{rfc3339, uuid_v4, validate_new_source, validate_source_patch, ApiError};
 use jobs_store::rss_sources::{
@@ -9,7 +10,7 @@ use jobs_store::rss_sources::{
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
-use crate::admin::d1;
+use crate::admin::{d1, Admin};
 use crate::{body, env_config, random, respond};
 
 /// GET /v1/admin/rss-sources
@@ -41,10 +42,15 @@ pub async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
 }
 
 /// PATCH /v1/admin/rss-sources/{id} `{"is_active"?: true|false, "error_count"?: 0}`.
-pub async fn set_active(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+pub async fn set_active(
+    admin: &Admin<'_>,
+    req: &mut Request,
+    id: &str,
+) -> Result<Response, ApiError> {
     let patch = validate_source_patch(&body::json(req).await?)?;
-    let db = d1::database(env)?;
-    let row = rss_source_set_active(&db, id, patch, env_config::now_ms())
+    let db = d1::database(admin.env)?;
+    let reason = format!("disabled by an operator ({})", admin.actor);
+    let row = rss_source_set_active(&db, id, patch, &reason, env_config::now_ms())
         .await
         .map_err(|e| respond::internal(&e))?;
     match row {
@@ -67,6 +73,8 @@ fn view(row: &RssSource) -> Value {
         "last_fetched_at": row.last_fetched_at.map(rfc3339),
         "last_attempt_at": row.last_attempt_at.map(rfc3339),
         "retry_after_until": row.retry_after_until.map(rfc3339),
+        "disabled_reason": row.disabled_reason,
+        "disabled_at": row.disabled_at.map(rfc3339),
         "items": { "new": row.items_new, "duplicate": row.items_duplicate, "skipped": row.items_skipped },
         "created_at": rfc3339(row.created_at),
     })

@@ -87,7 +87,7 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
         }
         Decision::Hold { error, until_ms } => (JobStatus::Scheduled, *until_ms, None, error),
         Decision::Dead { error } => (JobStatus::Dead, now, Some(now), error),
-        Decision::Succeed => unreachable!("a lost attempt is a failure"),
+        Decision::Succeed | Decision::Skip { .. } => unreachable!("a lost attempt is a failure"),
     };
     LostMove {
         id: &job.id,

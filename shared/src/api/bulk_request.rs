@@ -25,7 +25,18 @@ pub struct BulkRequest {
 impl BulkRequest {
     /// `{"ids": [...]}` or `{"filter": {...}}`, plus `"dry_run": bool`.
     pub fn parse(body: &Value) -> Result<BulkRequest, ApiError> {
-        only_fields(body, &["ids", "filter", "dry_run"])?;
+        BulkRequest::parse_with(body, &[])
+    }
+
+    /// As [`BulkRequest::parse`], allowing the action's own fields `extra` too (e.g. the bulk
+    /// set-status's `status`), which the caller reads.
+    pub fn parse_with(body: &Value, extra: &[&str]) -> Result<BulkRequest, ApiError> {
+        let allowed: Vec<&str> = ["ids", "filter", "dry_run"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        only_fields(body, &allowed)?;
         let dry_run = match body.get("dry_run") {
             None => false,
             Some(v) => v.as_bool().ok_or_else(|| {
@@ -97,6 +108,14 @@ mod tests {
         let r = BulkRequest::parse(&json!({"filter": {"family": "low"}})).unwrap();
         assert!(matches!(r.selection, Selection::Filter(_)));
         assert!(!r.dry_run);
+    }
+
+    #[test]
+    fn an_action_may_allow_its_own_fields() {
+        let body = json!({"ids": ["a"], "status": "skipped"});
+        assert!(BulkRequest::parse_with(&body, &["status"]).is_ok());
+        let refused = BulkRequest::parse(&body).unwrap_err();
+        assert_eq!(refused.field.as_deref(), Some("status"));
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
 //! the consumer writes them in the batch that records the step's outcome.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::job::lifecycle::JobStatus;
 
 /// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
 /// every step cannot grow a chain without end.
@@ -100,12 +102,27 @@ pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
 
 /// After a step went dead: the chain stops there.
 pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove {
+    stop(
+        at,
+        format!("step {} ({job_type}) went dead: {error}", at.step),
+    )
+}
+
+/// After a step was skipped (e.g. its budget is spent): the chain stops there, as after a death.
+pub fn after_skip(at: &ChainPosition, job_type: &str, reason: &str) -> ChainMove {
+    stop(
+        at,
+        format!("step {} ({job_type}) was skipped: {reason}", at.step),
+    )
+}
+
+fn stop(at: &ChainPosition, message: String) -> ChainMove {
     if !at.in_chain() {
         return ChainMove::None;
     }
     ChainMove::Failed {
         parent_id: at.parent().to_string(),
-        message: format!("step {} ({job_type}) went dead: {error}", at.step),
+        message,
     }
 }
 
@@ -137,6 +154,43 @@ pub fn failed_chain_of_dead_step(
     match after_death(&at, job_type, error) {
         ChainMove::Failed { parent_id, message } => Some((parent_id, message)),
         _ => None,
+    }
+}
+
+/// A chain's steps by how far each got: the phases that succeeded, failed (went dead), did not
+/// run (still pending, or skipped or cancelled), and are under way. Indexes are step numbers.
+#[derive(Debug, Default, PartialEq, Serialize)]
+pub struct ChainPhases {
+    pub succeeded: Vec<u32>,
+    pub failed: Vec<u32>,
+    pub not_run: Vec<u32>,
+    pub in_progress: Vec<u32>,
+}
+
+impl ChainPhases {
+    /// From each step's number and status (`pending` for a step not yet enqueued).
+    pub fn of<'a>(steps: impl IntoIterator<Item = (u32, &'a str)>) -> ChainPhases {
+        let mut phases = ChainPhases::default();
+        for (step, status) in steps {
+            let into = match JobStatus::parse(status) {
+                Some(JobStatus::Succeeded) => &mut phases.succeeded,
+                Some(JobStatus::Dead) => &mut phases.failed,
+                Some(s) if s.is_live() => &mut phases.in_progress,
+                _ => &mut phases.not_run,
+            };
+            into.push(step);
+        }
+        phases
+    }
+
+    /// The chain's outcome: `partial` when it failed after some phases succeeded, else its
+    /// status (`running`, `succeeded`, `failed`).
+    pub fn outcome<'a>(&self, chain_status: &'a str) -> &'a str {
+        if chain_status == "failed" && !self.succeeded.is_empty() {
+            "partial"
+        } else {
+            chain_status
+        }
     }
 }
 
@@ -256,8 +310,43 @@ mod tests {
             }
         );
         assert_eq!(
+            after_skip(&pos(Some("p"), 1, None, None), "ai_tagging", "budget spent"),
+            ChainMove::Failed {
+                parent_id: "p".into(),
+                message: "step 1 (ai_tagging) was skipped: budget spent".into()
+            }
+        );
+        assert_eq!(
             after_death(&pos(None, 0, None, None), "http", "x"),
             ChainMove::None
         );
+    }
+
+    #[test]
+    fn phases_say_what_succeeded_failed_and_did_not_run() {
+        let steps = [
+            (0, "succeeded"),
+            (1, "dead"),
+            (2, "pending"),
+            (3, "pending"),
+        ];
+        let phases = ChainPhases::of(steps);
+        assert_eq!(
+            phases,
+            ChainPhases {
+                succeeded: vec![0],
+                failed: vec![1],
+                not_run: vec![2, 3],
+                in_progress: vec![],
+            }
+        );
+        assert_eq!(phases.outcome("failed"), "partial");
+        let first_died = ChainPhases::of([(0, "dead"), (1, "pending")]);
+        assert_eq!(first_died.outcome("failed"), "failed");
+        let skipped = ChainPhases::of([(0, "succeeded"), (1, "skipped"), (2, "retrying")]);
+        assert_eq!((skipped.not_run, skipped.in_progress), (vec![1], vec![2]));
+        let done = ChainPhases::of([(0, "succeeded"), (1, "succeeded")]);
+        assert_eq!(done.outcome("succeeded"), "succeeded");
+        assert_eq!(done.outcome("running"), "running");
     }
 }

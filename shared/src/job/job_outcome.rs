@@ -22,6 +22,11 @@ pub enum Decision {
     Dead {
         error: JobError,
     },
+    /// The attempt chose not to run its work (its error's class `skips()`): the job ends
+    /// `skipped`, its reason in `error`, and no retry follows.
+    Skip {
+        error: JobError,
+    },
 }
 
 /// Decides after attempt `attempt` (1-indexed) of `max_attempts` ended with `outcome`.
@@ -42,6 +47,11 @@ pub fn decide(
         Ok(()) => return Decision::Succeed,
         Err(error) => error,
     };
+    if error.class.skips() {
+        return Decision::Skip {
+            error: error.clone(),
+        };
+    }
     if !error.class.retryable() {
         return Decision::Dead {
             error: error.clone(),
@@ -107,6 +117,20 @@ mod tests {
                 error: JobError::new(ErrorClass::ClientError, "boom")
             }
         );
+    }
+
+    #[test]
+    fn a_skipping_class_skips_whatever_attempts_are_left() {
+        let error = JobError::new(ErrorClass::BudgetHardStop, "budget spent");
+        for attempt in [1, 5] {
+            let d = decide_now(&Err(error.clone()), attempt, 5, RetryPolicy::DEFAULT, LIMIT);
+            assert_eq!(
+                d,
+                Decision::Skip {
+                    error: error.clone()
+                }
+            );
+        }
     }
 
     #[test]
@@ -238,6 +262,7 @@ mod tests {
             ErrorClass::InvalidPayload,
             ErrorClass::Internal,
             ErrorClass::DeliveryExhausted,
+            ErrorClass::BudgetHardStop,
         ])
     }
 
@@ -259,8 +284,10 @@ mod tests {
             prop_assert_eq!(retried, class.retryable() && attempt < max_attempts);
             match d {
                 Decision::Retry { error, .. } | Decision::Hold { error, .. } | Decision::Dead { error } => {
+                    prop_assert!(!class.skips());
                     prop_assert_eq!(error.class, class);
                 }
+                Decision::Skip { error } => prop_assert!(error.class.skips() && error.class == class),
                 Decision::Succeed => prop_assert!(false, "a failure never succeeds"),
             }
         }

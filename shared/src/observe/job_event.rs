@@ -21,7 +21,8 @@ pub enum JobEventKind {
     Exhausted,
     /// The attempt never reported: its lease ran out (the worker died or hung).
     Interrupted,
-    /// A delivered message ran nothing (superseded, duplicate, finished, paused, not due).
+    /// A delivered message ran nothing (superseded, duplicate, finished, paused, not due), or
+    /// an attempt decided not to do its work (budget hard stop).
     Skipped,
 }
 
@@ -102,6 +103,7 @@ pub fn run_outcome(decision: &Decision) -> &'static str {
         Decision::Succeed => "succeeded",
         Decision::Retry { .. } | Decision::Hold { .. } => "retrying",
         Decision::Dead { .. } => "dead",
+        Decision::Skip { .. } => "skipped",
     }
 }
 
@@ -109,14 +111,16 @@ pub fn run_outcome(decision: &Decision) -> &'static str {
 pub fn decision_error(decision: &Decision) -> Option<&JobError> {
     match decision {
         Decision::Succeed => None,
-        Decision::Retry { error, .. } | Decision::Hold { error, .. } | Decision::Dead { error } => {
-            Some(error)
-        }
+        Decision::Retry { error, .. }
+        | Decision::Hold { error, .. }
+        | Decision::Dead { error }
+        | Decision::Skip { error } => Some(error),
     }
 }
 
 /// The lines an attempt's recorded decision produces: completed; or failed then
-/// retry_scheduled (with the wait); or failed then exhausted. `attempt_extra` goes on the
+/// retry_scheduled (with the wait); or failed then exhausted; or skipped (`reason`: the error's
+/// class, e.g. `budget_hard_stop`). `attempt_extra` goes on the
 /// attempt's own line (completed or failed). There is no separate line for the start: as a
 /// tracing span would, the attempt's line carries it (a lost attempt is `job.interrupted`), which
 /// keeps Workers Logs at one line per successful job.
@@ -136,6 +140,18 @@ pub fn outcome_events(
         );
         return vec![completed];
     };
+    if let Decision::Skip { .. } = decision {
+        let mut extra = vec![("reason", json!(error.class.as_str()))];
+        extra.extend(attempt_extra.iter().cloned());
+        let skipped = job_event(
+            JobEventKind::Skipped,
+            job,
+            Some(duration_ms),
+            Some(error),
+            &extra,
+        );
+        return vec![skipped];
+    }
     let (next, extra) = match decision {
         Decision::Retry { delay_secs, .. } => (
             JobEventKind::RetryScheduled,
@@ -208,6 +224,24 @@ mod tests {
         assert_eq!(names(&hold), ["job.failed", "job.retry_scheduled"]);
         let dead = Decision::Dead { error };
         assert_eq!(names(&dead), ["job.failed", "job.exhausted"]);
+        let skip = Decision::Skip {
+            error: JobError::new(ErrorClass::BudgetHardStop, "budget spent"),
+        };
+        let skipped = &outcome_events(&JOB, &skip, 7, &[("delivery.attempts", json!(1))])[0];
+        assert_eq!(names(&skip), ["job.skipped"]);
+        assert_eq!(
+            [
+                &skipped["reason"],
+                &skipped["error.message"],
+                &skipped["level"]
+            ],
+            [
+                &json!("budget_hard_stop"),
+                &json!("budget spent"),
+                &json!("info")
+            ]
+        );
+        assert_eq!(run_outcome(&skip), "skipped");
 
         let extra = [("delivery.attempts", json!(3))];
         let lines = outcome_events(&JOB, &retry, 12, &extra);

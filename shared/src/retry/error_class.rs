@@ -33,6 +33,15 @@ pub enum ErrorClass {
     /// The platform's own limits, not the target: the invocation's subrequests were spent, or
     /// no connection came free before the job's deadline. Nothing was sent; retried.
     Capacity,
+    /// The type's monthly budget is spent (README "AI tagging and budgets"): the job is
+    /// `skipped`, not failed, and nothing retries it before the month rolls over.
+    BudgetHardStop,
+    /// A feed answered 404 or 410. Retried, unlike another 4xx: feeds come back, and each
+    /// failure counts toward its source's auto-disable (README "rss_feed_refresh").
+    Gone,
+    /// The failure disabled its RSS source (its 5th in a row): only an operator's re-enable
+    /// helps, so not retried.
+    SourceDisabled,
 }
 
 impl ErrorClass {
@@ -51,6 +60,9 @@ impl ErrorClass {
             ErrorClass::NavigationTimeout => "navigation_timeout",
             ErrorClass::Dns => "dns",
             ErrorClass::Capacity => "capacity",
+            ErrorClass::BudgetHardStop => "budget_hard_stop",
+            ErrorClass::Gone => "gone",
+            ErrorClass::SourceDisabled => "source_disabled",
         }
     }
 
@@ -65,13 +77,22 @@ impl ErrorClass {
             | ErrorClass::Internal
             | ErrorClass::LeaseExpired
             | ErrorClass::NavigationTimeout
-            | ErrorClass::Capacity => true,
+            | ErrorClass::Capacity
+            | ErrorClass::Gone => true,
             ErrorClass::ClientError
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
             | ErrorClass::DeliveryExhausted
-            | ErrorClass::Dns => false,
+            | ErrorClass::Dns
+            | ErrorClass::BudgetHardStop
+            | ErrorClass::SourceDisabled => false,
         }
+    }
+
+    /// The attempt decided not to do its work, deliberately: the job ends `skipped` (with
+    /// this class as its reason) rather than `dead`.
+    pub fn skips(self) -> bool {
+        matches!(self, ErrorClass::BudgetHardStop)
     }
 }
 
@@ -238,9 +259,18 @@ mod tests {
             C::ServerError,
             C::Network,
             C::Internal,
+            C::Gone,
         ];
         let platform = [C::LeaseExpired, C::NavigationTimeout, C::Capacity];
-        let same_again = [C::ClientError, C::NotConfigured, C::InvalidPayload, C::Dns];
+        let same_again = [
+            C::ClientError,
+            C::NotConfigured,
+            C::InvalidPayload,
+            C::Dns,
+            C::SourceDisabled,
+        ];
+        assert!(C::BudgetHardStop.skips() && !C::BudgetHardStop.retryable());
+        assert!(!same_again.into_iter().any(|c| c.skips()));
         let retried = transient.into_iter().chain(platform).map(|c| (c, true));
         let not_retried = same_again.into_iter().map(|c| (c, false));
         for (class, retryable) in retried

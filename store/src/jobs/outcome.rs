@@ -75,7 +75,9 @@ pub async fn job_set_outcome_many(
             Decision::Hold { error, until_ms } => {
                 failed.push(row(&FailedRow::of(f, error, Some(*until_ms), false)))
             }
-            Decision::Dead { error } => failed.push(row(&FailedRow::of(f, error, None, true))),
+            Decision::Dead { error } | Decision::Skip { error } => {
+                failed.push(row(&FailedRow::of(f, error, None, true)))
+            }
         }
     }
     let mut statements = Vec::new();
@@ -141,7 +143,7 @@ impl OutcomeSql {
 
     /// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
     /// error_message, run_at, sent_at, finished_at or null]. The run's outcome is also the
-    /// job's new status (retrying or dead).
+    /// job's new status (retrying, dead, or skipped: a skip's reason is its error class).
     fn failed() -> OutcomeSql {
         OutcomeSql {
             run_columns: "cost_cents, outcome, error_class, error_message",
@@ -231,7 +233,8 @@ impl<'a> FailedRow<'a> {
         run_at: Option<i64>,
         message_in_queue: bool,
     ) -> Self {
-        let finished = matches!(f.decision, Decision::Dead { .. }).then_some(f.finished_at);
+        let ended = matches!(f.decision, Decision::Dead { .. } | Decision::Skip { .. });
+        let finished = ended.then_some(f.finished_at);
         FailedRow(
             &f.job.id,
             f.job.runs,

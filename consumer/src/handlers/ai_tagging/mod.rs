@@ -1,6 +1,7 @@
 //! `ai_tagging`: tags untagged feed items with an LLM, in batches sized by
-//! the type's monthly budget. NORMAL: batches of 20; REDUCE: 10; QUEUE and HARD_STOP: nothing,
-//! and the job succeeds saying it deferred. The budget is re-read with every batch's write, so
+//! the type's monthly budget. NORMAL: batches of 20; REDUCE: 10; QUEUE: nothing, and the job
+//! succeeds saying it deferred; HARD_STOP: nothing, and the job is `skipped` (class
+//! `budget_hard_stop`). The budget is re-read with every batch's write, so
 //! a batch that pushes spend over a threshold changes the next batch or stops the job.
 //!
 //! An item the model answers badly (or not at all) is skipped and counted, and stays untagged
@@ -41,6 +42,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         outcome,
         cost_cents,
         follow_ups_trusted: true,
+        release: None,
     }
 }
 
@@ -67,7 +69,10 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
             "event": "budget.throttle", "job.id": job.id, "job_type": TYPE.as_str(),
             "budget_action": budget.action().as_str(),
         }));
-        return Ok(Some(deferred(&month, &budget, now_ms)));
+        if budget.action() == BudgetAction::HardStop {
+            return Err(hard_stop(&budget, now_ms));
+        }
+        return Ok(Some(deferred(&month, &budget)));
     }
 
     let max_items = MAX_BATCHES * budget.action().batch_size();
@@ -257,28 +262,35 @@ impl Report {
     }
 }
 
-/// The result of a run the budget did not allow: a success, so no attempt is spent on it.
-fn deferred(month: &str, budget: &Budget, now_ms: i64) -> Value {
-    let action = budget.action();
-    let resumes_at = match action {
-        BudgetAction::HardStop => Some(rfc3339(next_month_start_ms(now_ms))),
-        _ => None,
-    };
+/// The result of a run the budget deferred (QUEUE): a success, so no attempt is spent on it.
+fn deferred(month: &str, budget: &Budget) -> Value {
     json!({
         "deferred": true,
         "month": month,
         "reason": format!(
-            "the {} budget is at {} %: {}",
+            "the {} budget is at {} %: deferred to the next run",
             TYPE.as_str(),
             percent_used(budget.spent_cents, budget.limit_cents),
-            match action {
-                BudgetAction::HardStop => "stopped until the month rolls over or the limit is raised",
-                _ => "deferred to the next run",
-            }
         ),
-        "resumes_at": resumes_at,
         "budget": budget_view(budget),
     })
+}
+
+/// Why a run under a spent budget (HARD_STOP) is skipped: its class makes the job `skipped`,
+/// and its message, the job's `error.message`, says until when.
+fn hard_stop(budget: &Budget, now_ms: i64) -> JobError {
+    JobError::new(
+        ErrorClass::BudgetHardStop,
+        format!(
+            "the {} budget is at {} % ({} of {} cents): skipped until the month rolls over ({}) \
+             or the limit is raised",
+            TYPE.as_str(),
+            percent_used(budget.spent_cents, budget.limit_cents),
+            cents(budget.spent_cents),
+            budget.limit_cents,
+            rfc3339(next_month_start_ms(now_ms)),
+        ),
+    )
 }
 
 fn budget_view(budget: &Budget) -> Value {

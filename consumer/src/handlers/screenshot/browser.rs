@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use worker::{Delay, Env};
 
 use super::cdp_session::{BrowserSession, Cdp};
+use super::Stop;
 use crate::now_ms;
 
 /// Any command but the navigation and the wait gets this long.
@@ -29,20 +30,23 @@ pub struct Shot {
     pub final_url: String,
 }
 
-pub async fn capture(capture: &Capture, env: &Env) -> Result<Shot, JobError> {
+/// `Stop::Busy` when the binding has no browser free (its 429 on acquiring or connecting).
+pub(super) async fn capture(capture: &Capture, env: &Env) -> Result<Shot, Stop> {
     let browser = env.service("BROWSER").map_err(|_| {
         JobError::new(
             ErrorClass::NotConfigured,
             "no BROWSER binding (browser = { binding = \"BROWSER\" } in wrangler.toml)",
         )
     })?;
-    let session = BrowserSession::open(browser, capture.keep_alive_ms()).await?;
+    let session = BrowserSession::open(browser, capture.keep_alive_ms())
+        .await
+        .map_err(Stop::of_service)?;
     let shot = match session.cdp(&WATCHED_EVENTS) {
         Ok(mut cdp) => in_tab(&mut cdp, capture).await,
         Err(e) => Err(e),
     };
     session.close().await;
-    shot
+    Ok(shot?)
 }
 
 /// Opens a tab in a browser context of its own (no cookies or cache shared with another

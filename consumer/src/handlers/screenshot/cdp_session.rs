@@ -114,8 +114,9 @@ async fn send(
     })
 }
 
-/// The binding's own answer: a 429 is the account's browser limit (retried, honouring
-/// Retry-After), 5xx a fault of the service (retried), another 4xx our request's (final).
+/// The binding's own answer: a 429 is the account's browser limit (the job waits for a slot,
+/// see `Stop::of_service`), 5xx a fault of the service (retried), another 4xx our request's
+/// (final).
 fn check_status(response: &Response, what: &str) -> Result<(), JobError> {
     let status = response.status_code();
     if status == 101 {

@@ -2,7 +2,9 @@
 //! (`SCREENSHOT_MODE=binding`, the default) or its REST endpoint (`rest`), stored in the R2
 //! bucket `SCREENSHOTS` under `screenshots/<job id>.<png|jpg>`; the result names the object,
 //! its size and the pixel dimensions read from the image's own header. At most 3 run at once:
-//! the screenshot family's queue consumer has batch size 1 and max_concurrency 3.
+//! the screenshot family's queue consumer has batch size 1 and max_concurrency 3. When the
+//! browser service answers 429 (every browser of the account busy) the job waits for a slot:
+//! released unstarted, no attempt spent (README "Screenshots").
 
 mod browser;
 mod cdp_session;
@@ -17,14 +19,47 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::HttpMetadata;
 
-use crate::job_context::{self, HandlerRun, JobContext};
+use crate::job_context::{self, HandlerRun, JobContext, Release};
 use crate::config;
 
+/// The wait for a browser slot when the service's 429 names none (Retry-After wins).
+const BROWSER_BUSY_RETRY_SECS: u64 = 10;
+
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    HandlerRun::of(capture(ctx).await)
+    match capture(ctx).await {
+        Ok(result) => HandlerRun::of(Ok(result)),
+        Err(Stop::Failed(e)) => HandlerRun::of(Err(e)),
+        Err(Stop::Busy(e)) => HandlerRun::released(Release {
+            retry_secs: e.retry_after_secs.unwrap_or(BROWSER_BUSY_RETRY_SECS),
+            reason: "browser_busy",
+        }),
+    }
 }
 
-async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+/// Why a capture stopped: it failed (an attempt), or no browser was free to start it (not one).
+enum Stop {
+    Failed(JobError),
+    Busy(JobError),
+}
+
+impl From<JobError> for Stop {
+    fn from(e: JobError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+impl Stop {
+    /// An error of the browser service itself (never the target page's): its 429 means no
+    /// browser is free.
+    fn of_service(e: JobError) -> Stop {
+        match e.class {
+            ErrorClass::RateLimited => Stop::Busy(e),
+            _ => Stop::Failed(e),
+        }
+    }
+}
+
+async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let payload: ScreenshotCapturePayload = job_context::payload(job)?;
     let capture = Capture::new(payload, job_type.spec().timeout_ms);
@@ -41,7 +76,9 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
             (shot.bytes, Some((shot.status, shot.final_url)))
         }
         CaptureMode::Rest => (
-            rest::capture(&capture, env, outbound).await?,
+            rest::capture(&capture, env, outbound)
+                .await
+                .map_err(Stop::of_service)?,
             None,
         ),
     };
