@@ -233,9 +233,10 @@ pub struct Fire<'a> {
     pub catch_up: CatchUp,
 }
 
-/// The run due at `fire.due_at`: its job (returning it, rows: `jobs::Unsent`), its record, and
-/// the schedule's next due time, each guarded by the schedule still being due at that time
-/// (the compare-and-set) and the job's insert by the run having no record yet.
+/// The run due at `fire.due_at`: its job (returning it, rows: `jobs::Unsent`; enqueued by
+/// `schedule:<name>`), its record, and the schedule's next due time, each guarded by the
+/// schedule still being due at that time (the compare-and-set) and the job's insert by the run
+/// having no record yet.
 pub fn schedule_fire(
     db: &D1Database,
     fire: &Fire,
@@ -248,8 +249,9 @@ pub fn schedule_fire(
     let insert_job = db
         .prepare(format!(
             "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-             max_attempts, run_at, created_at, updated_at) \
-             SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6 \
+             max_attempts, run_at, created_at, updated_at, enqueued_by) \
+             SELECT ?3, type, ?4, '{queued}', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6, \
+             'schedule:' || name \
              {still_due} AND {not_run} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&[

@@ -33,6 +33,8 @@ pub enum ErrorClass {
     /// The platform's own limits, not the target: the invocation's subrequests were spent, or
     /// no connection came free before the job's deadline. Nothing was sent; retried.
     Capacity,
+    /// The job's `expires_at` passed before it ran: skipped, never run (README "Lifecycle").
+    Expired,
 }
 
 impl ErrorClass {
@@ -51,6 +53,7 @@ impl ErrorClass {
             ErrorClass::NavigationTimeout => "navigation_timeout",
             ErrorClass::Dns => "dns",
             ErrorClass::Capacity => "capacity",
+            ErrorClass::Expired => "expired",
         }
     }
 
@@ -70,7 +73,8 @@ impl ErrorClass {
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
             | ErrorClass::DeliveryExhausted
-            | ErrorClass::Dns => false,
+            | ErrorClass::Dns
+            | ErrorClass::Expired => false,
         }
     }
 }
@@ -245,7 +249,7 @@ mod tests {
         let not_retried = same_again.into_iter().map(|c| (c, false));
         for (class, retryable) in retried
             .chain(not_retried)
-            .chain([(C::DeliveryExhausted, false)])
+            .chain([(C::DeliveryExhausted, false), (C::Expired, false)])
         {
             assert_eq!(class.retryable(), retryable, "{class}");
             assert_eq!(
