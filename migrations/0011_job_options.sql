@@ -7,3 +7,5 @@ ALTER TABLE jobs ADD COLUMN expires_at INTEGER;
 -- enqueued_by: who enqueued the job, by name, never by token value: a token's name,
 -- token:<fingerprint> for an unnamed token, or schedule:<name> (README "Configuration").
 ALTER TABLE jobs ADD COLUMN enqueued_by TEXT;
+-- A schedule's runs take its retry policy the same way (NULL = the type's).
+ALTER TABLE schedules ADD COLUMN retry_policy TEXT;

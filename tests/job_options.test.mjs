@@ -201,13 +201,6 @@ describe("who enqueued a job", () => {
     const bad = await admin("GET", "/v1/admin/jobs?enqueued_by=");
     assert.deepEqual([bad.status, bad.body.error.field], [422, "enqueued_by"]);
 
-    // Scheduled runs are enqueued by their schedule.
-    const created = await admin("POST", "/v1/admin/schedules", { name: "opt_every_minute", type: "noop", cron_expression: "* * * * *" });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    await tick(p, Date.parse(created.body.next_run_at));
-    const fired = await p.db.prepare("SELECT job_id FROM schedule_runs WHERE schedule_id = ?").bind(created.body.id).first();
-    assert.equal((await getJob(fired.job_id)).enqueued_by, "schedule:opt_every_minute");
-
     // Never the token's value, in any table.
     for (const token of [WEB, ANON, OPS]) {
       const dump = JSON.stringify([
@@ -218,5 +211,23 @@ describe("who enqueued a job", () => {
       assert.ok(!JSON.stringify(listed.body).includes(token));
     }
     assert.ok(!logs.lines.some((l) => [WEB, ANON, OPS].some((t) => JSON.stringify(l).includes(t))), "nor logged");
+  });
+});
+
+describe("schedules", () => {
+  test("a schedule's runs take its retry policy and are enqueued by schedule:<name>", async () => {
+    const bad = await admin("POST", "/v1/admin/schedules", { name: "opt_bad", type: "noop", cron_expression: "* * * * *", retry: { policy: "fixed" } });
+    assert.deepEqual([bad.status, bad.body.error.field], [422, "retry.table"]);
+    const created = await admin("POST", "/v1/admin/schedules", { name: "opt_every_minute", type: "noop", cron_expression: "* * * * *", retry: "quick" });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.deepEqual([created.body.retry?.base_secs, created.body.max_attempts], [2, 3]);
+    // A PATCH of another field keeps the policy.
+    const patched = await admin("PATCH", `/v1/admin/schedules/${created.body.id}`, { priority: 4 });
+    assert.deepEqual(patched.body.retry, created.body.retry);
+    await tick(p, Date.parse(created.body.next_run_at));
+    const fired = await p.db.prepare("SELECT job_id FROM schedule_runs WHERE schedule_id = ?").bind(created.body.id).first();
+    const job = await getJob(fired.job_id);
+    assert.equal(job.enqueued_by, "schedule:opt_every_minute");
+    assert.deepEqual([job.retry, job.max_attempts], [created.body.retry, 3]);
   });
 });

@@ -197,13 +197,7 @@ fn due_at(req: &EnqueueRequest, now_ms: i64) -> Result<i64, ApiError> {
             Ok(now_ms.saturating_add(delay * 1000))
         }
         (None, Some(run_at)) => {
-            let at = parse_rfc3339(run_at).ok_or_else(|| {
-                invalid(
-                    "invalid_field",
-                    "run_at",
-                    "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z",
-                )
-            })?;
+            let at = timestamp("run_at", run_at)?;
             if at.saturating_sub(now_ms) > MAX_SCHEDULE_AHEAD_SECS * 1000 {
                 return Err(invalid(
                     "out_of_range",
@@ -215,6 +209,14 @@ fn due_at(req: &EnqueueRequest, now_ms: i64) -> Result<i64, ApiError> {
         }
         (None, None) => Ok(now_ms),
     }
+}
+
+/// The RFC 3339 timestamp `text` of `field` as Unix ms.
+fn timestamp(field: &str, text: &str) -> Result<i64, ApiError> {
+    parse_rfc3339(text).ok_or_else(|| {
+        let message = "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z";
+        invalid("invalid_field", field, message)
+    })
 }
 
 /// When the job expires, from `expires_at` or `expires_in_seconds` (at most one): after it is
@@ -233,16 +235,7 @@ fn expires_at(req: &EnqueueRequest, now_ms: i64, run_at_ms: i64) -> Result<Optio
             in_range("expires_in_seconds", Some(secs), 1..=most)?;
             ("expires_in_seconds", now_ms.saturating_add(secs * 1000))
         }
-        (None, Some(text)) => {
-            let at = parse_rfc3339(text).ok_or_else(|| {
-                invalid(
-                    "invalid_field",
-                    "expires_at",
-                    "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z",
-                )
-            })?;
-            ("expires_at", at)
-        }
+        (None, Some(text)) => ("expires_at", timestamp("expires_at", text)?),
         (None, None) => return Ok(None),
     };
     if at <= run_at_ms {

@@ -102,9 +102,9 @@ struct Exponential {
     /// Read before the object is decoded; listed so that it is allowed.
     #[serde(rename = "policy")]
     _policy: IgnoredAny,
-    base_secs: Option<i64>,
-    jitter_min: Option<f64>,
-    jitter_max: Option<f64>,
+    base_secs: i64,
+    jitter_min: f64,
+    jitter_max: f64,
 }
 
 #[derive(Deserialize)]
@@ -112,9 +112,9 @@ struct Exponential {
 struct Capped {
     #[serde(rename = "policy")]
     _policy: IgnoredAny,
-    base_secs: Option<i64>,
-    cap_secs: Option<i64>,
-    jitter: Option<f64>,
+    base_secs: i64,
+    cap_secs: i64,
+    jitter: f64,
 }
 
 #[derive(Deserialize)]
@@ -126,25 +126,20 @@ struct Fixed {
 }
 
 /// A policy object; omitted parameters take the matching preset's (`exponential` the
-/// default's, `capped` the crawler's).
+/// default's, `capped` the crawler's): the object is laid over the preset's own object form.
 fn policy_object(object: &Map<String, Value>, at: &str) -> Result<RetryPolicy, ApiError> {
     let field = |name: &str| join(at, name);
-    let whole = Value::Object(object.clone());
+    let over = |preset: &RetryPolicy| {
+        let mut merged = to_stored(preset);
+        for (key, value) in object {
+            merged[key] = value.clone();
+        }
+        merged
+    };
     match object.get("policy").and_then(Value::as_str) {
         Some("exponential") => {
-            let spec: Exponential = decoded(&whole, at)?;
-            let RetryPolicy::Exponential {
-                base_secs,
-                jitter_min,
-                jitter_max,
-            } = RetryPolicy::DEFAULT
-            else {
-                unreachable!("the default policy is exponential")
-            };
-            let (min, max) = (
-                spec.jitter_min.unwrap_or(jitter_min),
-                spec.jitter_max.unwrap_or(jitter_max),
-            );
+            let spec: Exponential = decoded(&over(&RetryPolicy::DEFAULT), at)?;
+            let (min, max) = (spec.jitter_min, spec.jitter_max);
             within_f64(&field("jitter_min"), min, JITTER_FACTOR)?;
             within_f64(&field("jitter_max"), max, JITTER_FACTOR)?;
             if min > max {
@@ -152,47 +147,32 @@ fn policy_object(object: &Map<String, Value>, at: &str) -> Result<RetryPolicy, A
                 return Err(invalid("out_of_range", field("jitter_min"), message));
             }
             Ok(RetryPolicy::Exponential {
-                base_secs: within(&field("base_secs"), spec.base_secs, base_secs, BASE_SECS)?,
+                base_secs: within(&field("base_secs"), spec.base_secs, BASE_SECS)?,
                 jitter_min: min,
                 jitter_max: max,
             })
         }
         Some("capped") => {
-            let spec: Capped = decoded(&whole, at)?;
-            let RetryPolicy::ExponentialCapped {
+            let spec: Capped = decoded(&over(&RetryPolicy::CRAWLER), at)?;
+            let base_secs = within(&field("base_secs"), spec.base_secs, BASE_SECS)?;
+            let caps = i64::from(base_secs)..=CAP_SECS_MAX;
+            let cap_secs = within(&field("cap_secs"), spec.cap_secs, caps)?;
+            within_f64(&field("jitter"), spec.jitter, JITTER_FRACTION)?;
+            Ok(RetryPolicy::ExponentialCapped {
                 base_secs,
                 cap_secs,
-                jitter,
-            } = RetryPolicy::CRAWLER
-            else {
-                unreachable!("the crawler policy is capped")
-            };
-            let base = within(&field("base_secs"), spec.base_secs, base_secs, BASE_SECS)?;
-            let cap = within(
-                &field("cap_secs"),
-                spec.cap_secs,
-                cap_secs.max(base),
-                i64::from(base)..=CAP_SECS_MAX,
-            )?;
-            let jitter = spec.jitter.unwrap_or(jitter);
-            within_f64(&field("jitter"), jitter, JITTER_FRACTION)?;
-            Ok(RetryPolicy::ExponentialCapped {
-                base_secs: base,
-                cap_secs: cap,
-                jitter,
+                jitter: spec.jitter,
             })
         }
         Some("fixed") => {
-            let spec: Fixed = decoded(&whole, at)?;
+            let spec: Fixed = decoded(&Value::Object(object.clone()), at)?;
             if spec.table.is_empty() || spec.table.len() > MAX_FIXED_ENTRIES {
                 let message = format!("must hold 1 to {MAX_FIXED_ENTRIES} delays");
                 return Err(invalid("out_of_range", field("table"), message));
             }
-            let mut secs = Vec::with_capacity(spec.table.len());
-            for (i, entry) in spec.table.iter().enumerate() {
-                let at = field(&format!("table[{i}]"));
-                secs.push(within(&at, Some(*entry), 0, TABLE_ENTRY_SECS)?);
-            }
+            let secs = (spec.table.iter().enumerate())
+                .map(|(i, entry)| within(&field(&format!("table[{i}]")), *entry, TABLE_ENTRY_SECS))
+                .collect::<Result<Vec<u32>, ApiError>>()?;
             Ok(RetryPolicy::Fixed(FixedTable::new(&secs)))
         }
         _ => Err(invalid(
@@ -210,14 +190,8 @@ fn decoded<T: DeserializeOwned>(value: &Value, at: &str) -> Result<T, ApiError> 
     })
 }
 
-/// `value` (or `default` when absent) as whole seconds within `range`.
-fn within(
-    field: &str,
-    value: Option<i64>,
-    default: u32,
-    range: RangeInclusive<i64>,
-) -> Result<u32, ApiError> {
-    let value = value.unwrap_or_else(|| i64::from(default));
+/// `value`, whole seconds within `range`.
+fn within(field: &str, value: i64, range: RangeInclusive<i64>) -> Result<u32, ApiError> {
     if !range.contains(&value) {
         let message = format!("must be between {} and {}", range.start(), range.end());
         return Err(invalid("out_of_range", field, message));
@@ -288,7 +262,7 @@ mod tests {
         assert_eq!(delays(capped.policy, 5), [60, 120, 240, 480, 600]);
         let fixed = accept(json!({"policy": "fixed", "table": [5, 7]}));
         assert_eq!(delays(fixed.policy, 3), [5, 7, 7]);
-        // A base above the crawler's cap raises the default cap to it.
+        // The crawler's cap stays the default whatever the base.
         let high = accept(json!({"policy": "capped", "base_secs": 3600}));
         assert_eq!(
             high.policy,
