@@ -109,15 +109,10 @@ fn ended_ref(family: Family, job: &Exhausted) -> JobRef<'_> {
 /// `job.interrupted` then `job.exhausted`: the claim found the job's last attempt lost (its
 /// lease ran out) and ended the job `dead`.
 pub fn exhausted_on_claim(family: Family, job: &Exhausted) {
+    let job = ended_ref(family, job);
     let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     for kind in [JobEventKind::Interrupted, JobEventKind::Exhausted] {
-        emit(job_event(
-            kind,
-            &ended_ref(family, job),
-            None,
-            Some(&error),
-            &[],
-        ));
+        emit(job_event(kind, &job, None, Some(&error), &[]));
     }
 }
 
@@ -129,14 +124,8 @@ pub fn expired_on_claim(family: Family, expired: &PastExpiry) {
         ("reason", json!("expired")),
         ("job.expires_at", json!(rfc3339(expired.expires_at))),
     ];
-    let job = ended_ref(family, &expired.job);
-    emit(job_event(
-        JobEventKind::Skipped,
-        &job,
-        None,
-        Some(&error),
-        &extra,
-    ));
+    let (job, kind) = (ended_ref(family, &expired.job), JobEventKind::Skipped);
+    emit(job_event(kind, &job, None, Some(&error), &extra));
 }
 
 /// One line per batch: its size, wall time and D1 work (what the benchmark counts).
