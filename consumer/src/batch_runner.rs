@@ -12,10 +12,12 @@ use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::{
-    decide, D1Stats, Decision, ErrorClass, Family, HttpPayload, JobError, JobMessage, JobStatus,
-    JobType, RetryPolicy,
+    decide, D1Stats, Decision, ErrorClass, Family, HttpPayload, JobError, JobMessage, JobRetry,
+    JobStatus, JobType, RetryPolicy,
 };
-use jobs_store::jobs::{self, Claimed, Exhausted, FailedChain, Finished, Leftovers, Seen};
+use jobs_store::jobs::{
+    self, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
+};
 use serde_json::Value;
 use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
@@ -98,6 +100,11 @@ async fn run_jobs(
     let held: HashSet<&str> = claim.held.iter().map(|h| h.id.as_str()).collect();
     let exhausted: HashMap<&str, &Exhausted> =
         claim.exhausted.iter().map(|e| (e.id.as_str(), e)).collect();
+    let expired: HashMap<&str, &PastExpiry> = claim
+        .expired
+        .iter()
+        .map(|e| (e.job.id.as_str(), e))
+        .collect();
     let mut runs: Vec<Run> = Vec::new();
     let mut started: HashSet<&str> = HashSet::new();
     let mut unclaimed: Vec<&Delivery> = Vec::new();
@@ -121,6 +128,11 @@ async fn run_jobs(
                 let cid = job.correlation_id.as_deref();
                 dead.push((*delivery, JobMessage::stored(&job.id, &job.job_type, cid)));
             }
+            // Past its expires_at: skipped, never run.
+            None if expired.contains_key(id) => {
+                job_events::expired_on_claim(family, expired[id]);
+                delivery.ack()
+            }
             // A second message for a job an earlier message of this batch claimed: nothing to
             // read.
             None if started.contains(id) => {
@@ -135,6 +147,9 @@ async fn run_jobs(
         .exhausted
         .iter()
         .filter_map(|job| chain::failed_by_lost_attempt(job, batch_started))
+        .chain(
+            (claim.expired.iter()).filter_map(|e| chain::failed_by_expiry(&e.job, batch_started)),
+        )
         .collect();
 
     let gate = BatchGate::new(&limits);
@@ -416,7 +431,8 @@ struct Attempt {
     cost_cents: f64,
     /// Checked follow-up jobs the handler returned (see crate::chain).
     follow_ups: Vec<Value>,
-    /// The type's retry policy (the default one for a type this build does not know).
+    /// The job's own retry policy, else its type's (the default one for a type this build
+    /// does not know).
     policy: RetryPolicy,
 }
 
@@ -473,7 +489,9 @@ async fn execute(
         outcome,
         cost_cents: ran.cost_cents,
         follow_ups,
-        policy: job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry),
+        policy: (job.retry_policy.as_deref())
+            .and_then(JobRetry::from_stored)
+            .unwrap_or_else(|| job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry)),
     })
 }
 

@@ -5,12 +5,13 @@
 //! A send that fails leaves the step in the outbox (`sent_at` NULL) for the maintenance sweep,
 //! like any enqueue.
 
+use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
 use jobs_shared::{
-    after_death, after_skip, after_success, failed_chain_of_dead_step, follow_ups, job_id,
-    validate_enqueue, validate_steps, ChainMove, ChainPosition, Decision, ErrorClass, JobError,
-    NewJob, QueueDelayLimit,
+    after_death, after_skip, after_success, failed_chain_of_dead_step, failed_chain_of_ended_step,
+    follow_ups, job_id, validate_enqueue, validate_steps, ChainMove, ChainPosition, Decision,
+    ErrorClass, JobError, NewJob, QueueDelayLimit,
 };
 use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
@@ -103,6 +104,15 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
 pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
     let (parent_id, message) =
         failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain, LOST_ATTEMPT)?;
+    Some((parent_id, message, now_ms))
+}
+
+/// The chain a step skipped at the claim for its expiry belongs to, failed; `None` outside
+/// a chain.
+pub fn failed_by_expiry(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
+    let ended = format!("was skipped: {EXPIRED_UNRUN}");
+    let (parent_id, message) =
+        failed_chain_of_ended_step(&job.id, &job.job_type, &job.chain, &ended)?;
     Some((parent_id, message, now_ms))
 }
 

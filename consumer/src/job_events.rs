@@ -3,12 +3,13 @@
 //! data point per recorded attempt, and the per-batch `batch.completed` line the benchmark
 //! reads. Nothing here touches D1.
 
+use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::observe::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
-use jobs_shared::{D1Stats, Decision, ErrorClass, Family, JobError};
-use jobs_store::jobs::{Claimed, Exhausted};
+use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
+use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
 use worker::{
     console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
@@ -94,20 +95,37 @@ pub fn skipped(delivery: &Delivery, family: Family, reason: &str, retry_secs: Op
     emit(job_event(JobEventKind::Skipped, &job, None, None, &extra));
 }
 
-/// `job.interrupted` then `job.exhausted`: the claim found the job's last attempt lost (its
-/// lease ran out) and ended the job `dead`.
-pub fn exhausted_on_claim(family: Family, job: &Exhausted) {
-    let job = JobRef {
+/// A job the claim ended without running it.
+fn ended_ref(family: Family, job: &Exhausted) -> JobRef<'_> {
+    JobRef {
         id: &job.id,
         job_type: &job.job_type,
         queue: family.as_str(),
         attempt: job.attempts,
         correlation_id: job.correlation_id.as_deref().unwrap_or(&job.id),
-    };
+    }
+}
+
+/// `job.interrupted` then `job.exhausted`: the claim found the job's last attempt lost (its
+/// lease ran out) and ended the job `dead`.
+pub fn exhausted_on_claim(family: Family, job: &Exhausted) {
+    let job = ended_ref(family, job);
     let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     for kind in [JobEventKind::Interrupted, JobEventKind::Exhausted] {
         emit(job_event(kind, &job, None, Some(&error), &[]));
     }
+}
+
+/// `job.skipped` (reason `expired`, error class `expired`): the claim found the job past its
+/// `expires_at` and ended it `skipped` without running it.
+pub fn expired_on_claim(family: Family, expired: &PastExpiry) {
+    let error = JobError::new(ErrorClass::Expired, EXPIRED_UNRUN);
+    let extra = [
+        ("reason", json!("expired")),
+        ("job.expires_at", json!(rfc3339(expired.expires_at))),
+    ];
+    let (job, kind) = (ended_ref(family, &expired.job), JobEventKind::Skipped);
+    emit(job_event(kind, &job, None, Some(&error), &extra));
 }
 
 /// One line per batch: its size, wall time and D1 work (what the benchmark counts).

@@ -1,16 +1,27 @@
 //! Bearer tokens from the ENQUEUE_TOKENS and ADMIN_TOKENS secrets (comma-separated, so a token
-//! can be rotated without downtime); the comparison itself lives in the shared crate.
+//! can be rotated without downtime; an entry may name its token, `webapp:<token>`); the
+//! comparison itself lives in the shared crate.
 
-use jobs_shared::{ApiError, Scope, Tokens};
+use jobs_shared::{actor_of, ApiError, Caller, Scope, Tokens};
 use worker::{Env, Request};
 
 use crate::env_config;
 
-pub fn require(req: &Request, env: &Env, scope: Scope) -> Result<Scope, ApiError> {
+pub fn require(req: &Request, env: &Env, scope: Scope) -> Result<Caller, ApiError> {
     let tokens = Tokens::from_secrets(
         env_config::string(env, "ENQUEUE_TOKENS").as_deref(),
         env_config::string(env, "ADMIN_TOKENS").as_deref(),
     );
-    let header = req.headers().get("authorization").ok().flatten();
-    tokens.authorize(header.as_deref(), scope)
+    tokens.authorize(authorization(req).as_deref(), scope)
+}
+
+/// Who calls with `req`: its token's name, or the token's fingerprint (never the token). For a
+/// route whose access check already passed, to record who did what.
+pub fn caller_name(req: &Request, env: &Env) -> String {
+    require(req, env, Scope::Enqueue)
+        .map_or_else(|_| actor_of(authorization(req).as_deref()), |c| c.name)
+}
+
+fn authorization(req: &Request) -> Option<String> {
+    req.headers().get("authorization").ok().flatten()
 }

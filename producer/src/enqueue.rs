@@ -12,7 +12,7 @@ use worker::{Env, Request, Response};
 
 use crate::admin::d1;
 use crate::env_config::now_ms;
-use crate::{body, correlation, dispatch, random, respond};
+use crate::{auth, body, correlation, dispatch, random, respond};
 
 #[derive(Serialize)]
 struct Accepted<'a> {
@@ -35,8 +35,9 @@ pub async fn one(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
     } else {
         "payload"
     };
+    let by = auth::caller_name(req, env);
     let (written, stats) =
-        write_and_send(env, std::slice::from_ref(&job), field, now, &cid).await?;
+        write_and_send(env, std::slice::from_ref(&job), field, now, (&cid, &by)).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
     traced(response, &stats, &cid)
@@ -55,7 +56,8 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let (written, stats) = write_and_send(env, &jobs, "jobs", now, &cid).await?;
+    let by = auth::caller_name(req, env);
+    let (written, stats) = write_and_send(env, &jobs, "jobs", now, (&cid, &by)).await?;
     let results: Vec<_> = jobs
         .iter()
         .zip(&written)
@@ -66,18 +68,18 @@ pub async fn batch(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
 }
 
 /// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
-/// written), then sends them.
+/// written), each with the request's correlation id and caller's name, then sends them.
 async fn write_and_send(
     env: &Env,
     jobs: &[NewJob],
     field: &str,
     now: i64,
-    cid: &str,
+    (cid, by): (&str, &str),
 ) -> Result<(Vec<Written>, D1Stats), ApiError> {
     let rows = jobs::rows_json(jobs);
     check_stored_size(rows.len(), field)?;
     let db = d1::database(env)?;
-    let (written, stats) = jobs::job_insert_many(&db, jobs, &rows, now, cid)
+    let (written, stats) = jobs::job_insert_many(&db, jobs, &rows, now, (cid, by))
         .await
         .map_err(|e| respond::internal(&e))?;
     let fresh: Vec<&NewJob> = jobs

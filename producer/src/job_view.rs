@@ -51,6 +51,9 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "started_at": job.started_at.map(rfc3339),
         "finished_at": summary.finished_at.map(rfc3339),
         "correlation_id": job.correlation_id,
+        "enqueued_by": summary.enqueued_by,
+        "retry": job.retry_policy.as_deref().map(parse_json),
+        "expires_at": job.expires_at.map(rfc3339),
         "runs": runs.iter().map(run_view).collect::<Vec<_>>(),
     })
 }

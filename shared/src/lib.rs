@@ -48,8 +48,8 @@ pub use handlers::screenshot::{
     DocumentResponse, PageWatch, WATCHED_EVENTS,
 };
 pub use job::chain::{
-    after_death, after_skip, after_success, failed_chain_of_dead_step, follow_ups, ChainMove,
-    ChainPhases, ChainPosition, FOLLOW_UP_KEY,
+    after_death, after_skip, after_success, failed_chain_of_dead_step, failed_chain_of_ended_step,
+    follow_ups, ChainMove, ChainPhases, ChainPosition, FOLLOW_UP_KEY,
 };
 pub use job::enqueue::{
     check_stored_size, validate_batch, validate_enqueue, validate_steps, NewJob, MAX_PRIORITY,
@@ -70,13 +70,14 @@ pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
 pub use retry::error_class::{classify_http_status, ErrorClass, JobError};
 pub use retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit, RetryPolicy};
+pub use retry::retry_request::JobRetry;
 pub use schedule::cron_schedule::{CatchUp, CronSchedule};
 pub use schedule::schedule_spec::{merge_patch, validate_schedule, ScheduleSpec};
 pub use schedule::sweep_policy::{
     SweepBudget, SweepConfig, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP,
 };
 pub use security::actor::actor_of;
-pub use security::auth::{Scope, Tokens};
+pub use security::auth::{Caller, Scope, Tokens};
 pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
 pub use util::body_cap::CappedBody;
 pub use util::time_fmt::rfc3339;

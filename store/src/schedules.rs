@@ -24,6 +24,8 @@ pub struct ScheduleRow {
     pub enabled: i64,
     pub priority: i64,
     pub max_attempts: Option<i64>,
+    /// Each run's own retry policy (JSON, as a job stores it); NULL: the type's.
+    pub retry_policy: Option<String>,
     pub dedup_key: Option<String>,
     pub next_run_at: Option<i64>,
     pub last_run_at: Option<i64>,
@@ -43,7 +45,8 @@ pub struct ScheduleRunRow {
 }
 
 const COLUMNS: &str = "id, name, description, type, payload, cron_expression, enabled, priority, \
-    max_attempts, dedup_key, next_run_at, last_run_at, missed_runs, created_by, created_at, updated_at";
+    max_attempts, retry_policy, dedup_key, next_run_at, last_run_at, missed_runs, created_by, \
+    created_at, updated_at";
 
 /// The path's `{id}`: a numeric id, or else the schedule's unique name.
 fn key(id_or_name: &str) -> (JsValue, &'static str) {
@@ -130,10 +133,11 @@ pub async fn schedule_insert(
     let mut params = vec![num(now_ms)];
     params.extend(spec_params(spec, next_run_at));
     params.push(opt_str(spec.created_by.as_deref()));
+    params.push(opt_str(spec.retry_policy.as_deref()));
     db.prepare(format!(
         "INSERT INTO schedules (name, description, type, payload, cron_expression, enabled, priority, \
-         max_attempts, dedup_key, next_run_at, created_by, created_at, updated_at) \
-         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?1, ?1) \
+         max_attempts, dedup_key, next_run_at, created_by, created_at, updated_at, retry_policy) \
+         VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?1, ?1, ?13) \
          ON CONFLICT (name) DO NOTHING RETURNING {COLUMNS}"
     ))
     .bind(&params)?
@@ -157,10 +161,12 @@ pub async fn schedule_update(
     params.push(opt_str(spec.created_by.as_deref()));
     params.push(num(now_ms));
     params.push(num(current.updated_at));
+    params.push(opt_str(spec.retry_policy.as_deref()));
     db.prepare(format!(
         "UPDATE schedules SET name = ?2, description = ?3, type = ?4, payload = ?5, cron_expression = ?6, \
          enabled = ?7, priority = ?8, max_attempts = ?9, dedup_key = ?10, next_run_at = COALESCE(?11, next_run_at), \
-         created_by = ?12, updated_at = ?13 WHERE id = ?1 AND updated_at = ?14 RETURNING {COLUMNS}"
+         created_by = ?12, updated_at = ?13, retry_policy = ?15 WHERE id = ?1 AND updated_at = ?14 \
+         RETURNING {COLUMNS}"
     ))
     .bind(&params)?
     .first(None)
@@ -234,9 +240,10 @@ pub struct Fire<'a> {
     pub catch_up: CatchUp,
 }
 
-/// The run due at `fire.due_at`: its job (returning it, rows: `jobs::Unsent`), its record, and
-/// the schedule's next due time, each guarded by the schedule still being due at that time
-/// (the compare-and-set) and the job's insert by the run having no record yet.
+/// The run due at `fire.due_at`: its job (returning it, rows: `jobs::Unsent`; enqueued by
+/// `schedule:<name>`), its record, and the schedule's next due time, each guarded by the
+/// schedule still being due at that time (the compare-and-set) and the job's insert by the run
+/// having no record yet.
 pub fn schedule_fire(
     db: &D1Database,
     fire: &Fire,
@@ -256,8 +263,9 @@ pub fn schedule_fire(
     let insert_job = db
         .prepare(format!(
             "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-             max_attempts, run_at, created_at, updated_at) \
-             SELECT ?3, type, ?4, '{queued}', priority, {payload}, dedup_key, 0, ?5, ?6, ?6, ?6 \
+             max_attempts, run_at, created_at, updated_at, enqueued_by, retry_policy) \
+             SELECT ?3, type, ?4, '{queued}', priority, {payload}, dedup_key, 0, ?5, ?6, ?6, ?6, \
+             'schedule:' || name, retry_policy \
              {still_due} AND {not_run} AND {gate} ON CONFLICT DO NOTHING RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&[

@@ -78,6 +78,7 @@ pub fn summary(row: &SummaryRow) -> Value {
         "finished_at": row.finished_at.map(rfc3339),
         "error": row.error_class.as_ref().map(|class| json!({ "class": class, "message": row.last_error })),
         "held": row.held_at.is_some(),
+        "enqueued_by": row.enqueued_by,
     });
     if let Some(arrivals) = row.dlq_arrivals {
         view["dlq"] = json!({

@@ -14,12 +14,11 @@ pub(crate) mod rss_sources;
 pub(crate) mod schedules;
 pub(crate) mod stats;
 
-use jobs_shared::actor_of;
 use jobs_store::audit::Entry;
 use serde_json::Value;
 use worker::{Env, Request};
 
-use crate::env_config;
+use crate::{auth, env_config};
 
 /// The caller of an admin route: the Worker env and who they are (for the audit log).
 pub struct Admin<'a> {
@@ -28,12 +27,11 @@ pub struct Admin<'a> {
 }
 
 impl<'a> Admin<'a> {
-    /// The caller of `req`, known by its token (never the token itself: shared `actor_of`).
+    /// The caller of `req`, known by its token's name (never the token itself).
     pub fn of(req: &Request, env: &'a Env) -> Admin<'a> {
-        let header = req.headers().get("authorization").ok().flatten();
         Admin {
             env,
-            actor: actor_of(header.as_deref()),
+            actor: auth::caller_name(req, env),
         }
     }
 

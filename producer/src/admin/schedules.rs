@@ -192,6 +192,7 @@ fn writable(row: &ScheduleRow) -> Value {
         "enabled": row.enabled != 0,
         "priority": row.priority,
         "max_attempts": row.max_attempts,
+        "retry": row.retry_policy.as_deref().map(parse_json),
         "dedup_key": row.dedup_key,
         "created_by": row.created_by,
     })

@@ -23,6 +23,8 @@ pub struct JobFilter {
     pub job_type: Option<JobType>,
     pub family: Option<Family>,
     pub error_class: Option<String>,
+    /// Who enqueued the job: a token's name, `token:<fingerprint>` or `schedule:<name>`.
+    pub enqueued_by: Option<String>,
     pub created_after: Option<i64>,
     pub created_before: Option<i64>,
     pub finished_after: Option<i64>,
@@ -30,11 +32,12 @@ pub struct JobFilter {
 }
 
 /// The filter's keys, in the order the API documents them.
-pub const FILTER_KEYS: [&str; 8] = [
+pub const FILTER_KEYS: [&str; 9] = [
     "status",
     "type",
     "family",
     "error_class",
+    "enqueued_by",
     "created_after",
     "created_before",
     "finished_after",
@@ -106,6 +109,12 @@ impl JobFilter {
                 }
                 self.error_class = Some(value.to_string());
             }
+            "enqueued_by" => {
+                if value.is_empty() || value.len() > 64 {
+                    return Err(invalid(field, "a token's name such as webapp"));
+                }
+                self.enqueued_by = Some(value.to_string());
+            }
             "created_after" | "created_before" | "finished_after" | "finished_before" => {
                 let ms =
                     parse_rfc3339(value).ok_or_else(|| invalid(field, "an RFC 3339 timestamp"))?;
@@ -164,6 +173,7 @@ impl JobFilter {
         text("type = ?", self.job_type.map(JobType::as_str));
         text("family = ?", self.family.map(Family::as_str));
         text("error_class = ?", self.error_class.as_deref());
+        text("enqueued_by = ?", self.enqueued_by.as_deref());
         for (sql, v) in [
             ("created_at >= ?", self.created_after),
             ("created_at < ?", self.created_before),
@@ -238,6 +248,22 @@ mod tests {
         assert_eq!(
             err(&[("colour", "red")]),
             ("unknown_field", "colour".into())
+        );
+        assert_eq!(
+            err(&[("enqueued_by", "")]),
+            ("invalid_field", "enqueued_by".into())
+        );
+    }
+
+    #[test]
+    fn enqueued_by_is_a_bound_value() {
+        let f = JobFilter::from_json(&json!({"enqueued_by": "webapp"}), "filter").unwrap();
+        assert_eq!(
+            f.to_sql(None),
+            (
+                "1 = 1 AND enqueued_by = ?".to_string(),
+                vec![SqlValue::Text("webapp".into())]
+            )
         );
     }
 

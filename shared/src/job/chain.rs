@@ -102,27 +102,22 @@ pub fn after_success(at: &ChainPosition, follow_ups: Vec<Value>) -> ChainMove {
 
 /// After a step went dead: the chain stops there.
 pub fn after_death(at: &ChainPosition, job_type: &str, error: &str) -> ChainMove {
-    stop(
-        at,
-        format!("step {} ({job_type}) went dead: {error}", at.step),
-    )
+    after_end(at, job_type, &format!("went dead: {error}"))
 }
 
 /// After a step was skipped (e.g. its budget is spent): the chain stops there, as after a death.
 pub fn after_skip(at: &ChainPosition, job_type: &str, reason: &str) -> ChainMove {
-    stop(
-        at,
-        format!("step {} ({job_type}) was skipped: {reason}", at.step),
-    )
+    after_end(at, job_type, &format!("was skipped: {reason}"))
 }
 
-fn stop(at: &ChainPosition, message: String) -> ChainMove {
+/// A step that ended without succeeding fails its chain; `ended` says how ("went dead: ...").
+fn after_end(at: &ChainPosition, job_type: &str, ended: &str) -> ChainMove {
     if !at.in_chain() {
         return ChainMove::None;
     }
     ChainMove::Failed {
         parent_id: at.parent().to_string(),
-        message,
+        message: format!("step {} ({job_type}) {ended}", at.step),
     }
 }
 
@@ -144,6 +139,17 @@ pub fn failed_chain_of_dead_step(
     chain: &ChainColumns,
     error: &str,
 ) -> Option<(String, String)> {
+    failed_chain_of_ended_step(job_id, job_type, chain, &format!("went dead: {error}"))
+}
+
+/// The chain a step fails by ending unrun or dead, `ended` saying how ("was skipped: ..."):
+/// `(parent_id, message)`, or `None` outside a chain or once the chain ended.
+pub fn failed_chain_of_ended_step(
+    job_id: &str,
+    job_type: &str,
+    chain: &ChainColumns,
+    ended: &str,
+) -> Option<(String, String)> {
     let at = ChainPosition {
         job_id,
         parent_id: chain.parent_id.as_deref(),
@@ -151,7 +157,7 @@ pub fn failed_chain_of_dead_step(
         next_steps: None,
         chain_status: chain.chain_status.as_deref(),
     };
-    match after_death(&at, job_type, error) {
+    match after_end(&at, job_type, ended) {
         ChainMove::Failed { parent_id, message } => Some((parent_id, message)),
         _ => None,
     }

@@ -8,6 +8,7 @@ use crate::job::family::Family;
 use crate::job::job_type::JobType;
 use crate::job::payloads::PAYLOAD_FIELD;
 use crate::retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
+use crate::retry::retry_request::{to_stored, JobRetry};
 use crate::util::time_fmt::parse_rfc3339;
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,6 +43,12 @@ pub const MAX_BATCH: usize = 100;
 /// How far ahead a job may be scheduled.
 pub const MAX_SCHEDULE_AHEAD_SECS: i64 = 31_536_000;
 
+/// The longest a job may wait past its due time before it expires (`expires_at`).
+pub const MAX_EXPIRES_AFTER_SECS: i64 = 31_536_000;
+
+/// Why a job that expired was skipped (its `error.message`; the class is `expired`).
+pub const EXPIRED_UNRUN: &str = "its expires_at passed before it started; skipped, not run";
+
 /// The highest per-job priority (enqueue, operators and aging all stop there).
 pub const MAX_PRIORITY: i64 = 100;
 
@@ -62,6 +69,11 @@ pub struct EnqueueRequest {
     pub run_at: Option<String>,
     pub dedup_key: Option<String>,
     pub max_attempts: Option<i64>,
+    /// A preset's name or a policy object (crate::retry::retry_request).
+    pub retry: Option<Value>,
+    /// When the job is skipped unless it has started by then: RFC 3339, or seconds from now.
+    pub expires_at: Option<String>,
+    pub expires_in_seconds: Option<i64>,
     /// Jobs to run one after the other once this one succeeds (see [`crate::job::chain`]).
     pub steps: Option<Value>,
 }
@@ -77,8 +89,12 @@ pub struct NewJob {
     pub priority: i64,
     pub dedup_key: Option<String>,
     pub max_attempts: u32,
+    /// The job's own retry policy as stored (compact JSON); `None` for its type's.
+    pub retry_policy: Option<String>,
     /// When the job is due; never before the request.
     pub run_at_ms: i64,
+    /// Past this, the job is skipped without running; after `run_at_ms` when set.
+    pub expires_at_ms: Option<i64>,
     /// `Send` with the queue delay when due within the queue's delay limit,
     /// `Hold` (status `scheduled`) beyond it.
     pub delivery: DeliveryPlan,
@@ -111,8 +127,15 @@ pub fn validate_enqueue(
             return Err(invalid("invalid_field", "dedup_key", message));
         }
     }
+    let retry = match &req.retry {
+        Some(value) => Some(JobRetry::from_request(value, "retry")?),
+        None => None,
+    };
     let max_attempts = in_range("max_attempts", req.max_attempts, MAX_ATTEMPTS)?
-        .map_or(job_type.spec().max_attempts, |n| n as u32);
+        .map(|n| n as u32)
+        .or(retry.and_then(|r| r.preset_attempts))
+        .unwrap_or(job_type.spec().max_attempts);
+    let expires_at_ms = expires_at(&req, now_ms, run_at_ms)?;
     let steps = match &req.steps {
         Some(steps) => {
             // Checking returns the steps as given, so they are stored as the request has them.
@@ -130,7 +153,9 @@ pub fn validate_enqueue(
         priority,
         dedup_key: req.dedup_key,
         max_attempts,
+        retry_policy: retry.map(|r| to_stored(&r.policy).to_string()),
         run_at_ms,
+        expires_at_ms,
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
     })
@@ -172,13 +197,7 @@ fn due_at(req: &EnqueueRequest, now_ms: i64) -> Result<i64, ApiError> {
             Ok(now_ms.saturating_add(delay * 1000))
         }
         (None, Some(run_at)) => {
-            let at = parse_rfc3339(run_at).ok_or_else(|| {
-                invalid(
-                    "invalid_field",
-                    "run_at",
-                    "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z",
-                )
-            })?;
+            let at = timestamp("run_at", run_at)?;
             if at.saturating_sub(now_ms) > MAX_SCHEDULE_AHEAD_SECS * 1000 {
                 return Err(invalid(
                     "out_of_range",
@@ -190,6 +209,44 @@ fn due_at(req: &EnqueueRequest, now_ms: i64) -> Result<i64, ApiError> {
         }
         (None, None) => Ok(now_ms),
     }
+}
+
+/// The RFC 3339 timestamp `text` of `field` as Unix ms.
+fn timestamp(field: &str, text: &str) -> Result<i64, ApiError> {
+    parse_rfc3339(text).ok_or_else(|| {
+        let message = "must be an RFC 3339 timestamp, e.g. 2025-01-01T00:00:00Z";
+        invalid("invalid_field", field, message)
+    })
+}
+
+/// When the job expires, from `expires_at` or `expires_in_seconds` (at most one): after it is
+/// due (`run_at_ms`), and at most [`MAX_EXPIRES_AFTER_SECS`] after that.
+fn expires_at(req: &EnqueueRequest, now_ms: i64, run_at_ms: i64) -> Result<Option<i64>, ApiError> {
+    let (field, at) = match (req.expires_in_seconds, &req.expires_at) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "conflicting_fields",
+                "expires_at",
+                "give either expires_in_seconds or expires_at, not both",
+            ))
+        }
+        (Some(secs), None) => {
+            let most = MAX_SCHEDULE_AHEAD_SECS + MAX_EXPIRES_AFTER_SECS;
+            in_range("expires_in_seconds", Some(secs), 1..=most)?;
+            ("expires_in_seconds", now_ms.saturating_add(secs * 1000))
+        }
+        (None, Some(text)) => ("expires_at", timestamp("expires_at", text)?),
+        (None, None) => return Ok(None),
+    };
+    if at <= run_at_ms {
+        let message = "must be after the job is due (now, or its delay_seconds / run_at)";
+        return Err(invalid("out_of_range", field, message));
+    }
+    if at - run_at_ms > MAX_EXPIRES_AFTER_SECS * 1000 {
+        let message = "must be at most one year after the job is due";
+        return Err(invalid("out_of_range", field, message));
+    }
+    Ok(Some(at))
 }
 
 /// Validates a batch body `{jobs: [...]}`, all or nothing: the first bad job
@@ -277,9 +334,10 @@ fn in_range(
 /// a bulk loader).
 pub const MAX_STEPS: usize = 20;
 
-/// A step may not set these: a step is due when the one before it ends, has no key of its own
-/// to dedup on, and cannot nest a chain inside the chain.
-const STEP_FORBIDDEN: [&str; 3] = ["run_at", "dedup_key", "steps"];
+/// A step may not set these: a step is due when the one before it ends (so it may expire only
+/// relative to that, `expires_in_seconds`), has no key of its own to dedup on, and cannot nest
+/// a chain inside the chain.
+const STEP_FORBIDDEN: [&str; 4] = ["run_at", "expires_at", "dedup_key", "steps"];
 
 /// Checks a list of step specs (enqueue request bodies) and returns them as compact JSON.
 /// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
@@ -373,7 +431,9 @@ mod tests {
                 priority: 0,
                 dedup_key: None,
                 max_attempts: 5,
+                retry_policy: None,
                 run_at_ms: NOW,
+                expires_at_ms: None,
                 delivery: DeliveryPlan::Send { delay_secs: 0 },
                 steps: None,
             }
@@ -571,6 +631,95 @@ mod tests {
             let shown = &shown[..shown.len().min(120)];
             assert_eq!(reject(body), expected, "{shown}");
         }
+    }
+
+    #[test]
+    fn retry_is_stored_and_a_preset_brings_its_attempts() {
+        let quick =
+            accept(json!({"type": "http", "payload": {"url": "https://a.io"}, "retry": "quick"}));
+        assert_eq!(quick.max_attempts, 3);
+        let stored = quick.retry_policy.as_deref().expect("stored");
+        let policy = JobRetry::from_stored(stored).expect("readable");
+        assert_eq!(
+            (1..=3)
+                .map(|n| policy.delay_secs(n, 0.3))
+                .collect::<Vec<_>>(),
+            [2, 4, 8]
+        );
+        let own = accept(json!({"type": "noop", "retry": "quick", "max_attempts": 7}));
+        assert_eq!(own.max_attempts, 7);
+        let fixed = accept(json!({"type": "noop", "retry": {"policy": "fixed", "table": [5, 7]}}));
+        assert_eq!(
+            fixed.retry_policy.as_deref(),
+            Some(r#"{"policy":"fixed","table":[5,7]}"#)
+        );
+        assert_eq!(fixed.max_attempts, 5, "the type's attempts");
+        assert_eq!(
+            reject(json!({"type": "noop", "retry": {"policy": "fixed", "table": []}})),
+            (422, "out_of_range", Some("retry.table".to_string()))
+        );
+        let step = json!({"type": "noop", "steps": [{"type": "noop", "retry": "fast"}]});
+        assert_eq!(
+            reject(step),
+            (422, "invalid_field", Some("steps[0].retry".to_string()))
+        );
+    }
+
+    #[test]
+    fn expiry_is_after_the_due_time_and_bounded() {
+        let f = |s: &str| Some(s.to_string());
+        let soon = accept(json!({"type": "noop", "expires_in_seconds": 60}));
+        assert_eq!(soon.expires_at_ms, Some(NOW + 60_000));
+        let at = accept(
+            json!({"type": "noop", "delay_seconds": 10, "expires_at": "2023-11-14T22:14:20Z"}),
+        );
+        assert_eq!(at.expires_at_ms, Some(NOW + 60_000));
+        let cases = [
+            (
+                json!({"type": "noop", "expires_in_seconds": 0}),
+                f("expires_in_seconds"),
+            ),
+            (
+                json!({"type": "noop", "delay_seconds": 60, "expires_in_seconds": 60}),
+                f("expires_in_seconds"),
+            ),
+            (
+                json!({"type": "noop", "expires_at": "2023-11-14T22:13:20Z"}),
+                f("expires_at"),
+            ),
+            (
+                json!({"type": "noop", "run_at": "2023-11-14T23:00:00Z", "expires_at": "2023-11-14T22:59:00Z"}),
+                f("expires_at"),
+            ),
+            (
+                json!({"type": "noop", "expires_at": "2025-11-14T22:13:20Z"}),
+                f("expires_at"),
+            ),
+        ];
+        for (body, field) in cases {
+            assert_eq!(reject(body.clone()), (422, "out_of_range", field), "{body}");
+        }
+        assert_eq!(
+            reject(json!({"type": "noop", "expires_at": "soon"})),
+            (422, "invalid_field", f("expires_at"))
+        );
+        assert_eq!(
+            reject(
+                json!({"type": "noop", "expires_at": "2023-11-14T23:00:00Z", "expires_in_seconds": 5})
+            ),
+            (422, "conflicting_fields", f("expires_at"))
+        );
+        let year = accept(
+            json!({"type": "noop", "delay_seconds": 10, "expires_in_seconds": 10 + MAX_EXPIRES_AFTER_SECS}),
+        );
+        assert!(year.expires_at_ms.is_some());
+        let steps = json!({"type": "noop", "steps": [{"type": "noop", "expires_in_seconds": 30}]});
+        assert!(accept(steps).steps.is_some());
+        let absolute = json!({"type": "noop", "steps": [{"type": "noop", "expires_at": "2023-11-14T23:00:00Z"}]});
+        assert_eq!(
+            reject(absolute),
+            (422, "unknown_field", f("steps[0].expires_at"))
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub enum JobStatus {
     /// Attempts exhausted or a non-retryable error; only an operator revives it.
     Dead,
     Cancelled,
-    /// Deliberately not run (duplicate, blocked, budget hard stop).
+    /// Deliberately not run (expired, duplicate, blocked, budget hard stop).
     Skipped,
 }
 

@@ -42,6 +42,8 @@ pub enum ErrorClass {
     /// The failure disabled its RSS source (its 5th in a row): only an operator's re-enable
     /// helps, so not retried.
     SourceDisabled,
+    /// The job's `expires_at` passed before it ran: skipped, never run (README "Lifecycle").
+    Expired,
 }
 
 impl ErrorClass {
@@ -63,6 +65,7 @@ impl ErrorClass {
             ErrorClass::BudgetHardStop => "budget_hard_stop",
             ErrorClass::Gone => "gone",
             ErrorClass::SourceDisabled => "source_disabled",
+            ErrorClass::Expired => "expired",
         }
     }
 
@@ -85,7 +88,8 @@ impl ErrorClass {
             | ErrorClass::DeliveryExhausted
             | ErrorClass::Dns
             | ErrorClass::BudgetHardStop
-            | ErrorClass::SourceDisabled => false,
+            | ErrorClass::SourceDisabled
+            | ErrorClass::Expired => false,
         }
     }
 
@@ -275,7 +279,7 @@ mod tests {
         let not_retried = same_again.into_iter().map(|c| (c, false));
         for (class, retryable) in retried
             .chain(not_retried)
-            .chain([(C::DeliveryExhausted, false)])
+            .chain([(C::DeliveryExhausted, false), (C::Expired, false)])
         {
             assert_eq!(class.retryable(), retryable, "{class}");
             assert_eq!(

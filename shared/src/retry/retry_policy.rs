@@ -26,7 +26,38 @@ pub enum RetryPolicy {
         jitter: f64,
     },
     /// `table[n-1]`; past the end, the last entry repeats.
-    Fixed(&'static [u32]),
+    Fixed(FixedTable),
+}
+
+/// The most entries a fixed table holds.
+pub const MAX_FIXED_ENTRIES: usize = 10;
+
+/// A fixed table of delays in seconds, held by value so a policy read from a job's row is as
+/// cheap to pass around as the built-in ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedTable {
+    secs: [u32; MAX_FIXED_ENTRIES],
+    len: u8,
+}
+
+impl FixedTable {
+    /// The first [`MAX_FIXED_ENTRIES`] of `secs`.
+    pub const fn new(secs: &[u32]) -> FixedTable {
+        let mut table = [0; MAX_FIXED_ENTRIES];
+        let mut len = 0;
+        while len < secs.len() && len < MAX_FIXED_ENTRIES {
+            table[len] = secs[len];
+            len += 1;
+        }
+        FixedTable {
+            secs: table,
+            len: len as u8,
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        &self.secs[..usize::from(self.len)]
+    }
 }
 
 impl RetryPolicy {
@@ -45,7 +76,7 @@ impl RetryPolicy {
     };
 
     /// A fixed table, as LLM calls use: 30 s, 2 min, 10 min.
-    pub const FIXED_TABLE: RetryPolicy = RetryPolicy::Fixed(&[30, 120, 600]);
+    pub const FIXED_TABLE: RetryPolicy = RetryPolicy::Fixed(FixedTable::new(&[30, 120, 600]));
 
     /// Delay before the next attempt after attempt `failed_attempt` (1-indexed) failed.
     ///
@@ -75,6 +106,7 @@ impl RetryPolicy {
             }
             RetryPolicy::Fixed(table) => {
                 let index = (failed_attempt.max(1) - 1) as usize;
+                let table = table.as_slice();
                 table
                     .get(index)
                     .or(table.last())
@@ -205,7 +237,10 @@ mod tests {
         let p = RetryPolicy::FIXED_TABLE;
         let delays: Vec<_> = (1..=5).map(|n| p.delay_secs(n, 0.9)).collect();
         assert_eq!(delays, [30, 120, 600, 600, 600]);
-        assert_eq!(RetryPolicy::Fixed(&[]).delay_secs(1, 0.5), 0);
+        assert_eq!(
+            RetryPolicy::Fixed(FixedTable::new(&[])).delay_secs(1, 0.5),
+            0
+        );
     }
 
     #[test]
@@ -219,7 +254,10 @@ mod tests {
         // The crawler policy's own cap (24 h +- 20 %) stays whole below it.
         assert_eq!(range(RetryPolicy::CRAWLER, 1000), (69_120, 103_680));
         assert_eq!(RetryPolicy::FIXED_TABLE.delay_secs(1000, 0.5), 600);
-        assert_eq!(RetryPolicy::Fixed(&[u32::MAX]).delay_secs(1, 0.5), cap);
+        assert_eq!(
+            RetryPolicy::Fixed(FixedTable::new(&[u32::MAX])).delay_secs(1, 0.5),
+            cap
+        );
         let huge = RetryPolicy::Exponential {
             base_secs: u32::MAX,
             jitter_min: 1.0,
@@ -331,6 +369,7 @@ mod tests {
                 (base * (1.0 - jitter), base * (1.0 + jitter))
             }
             RetryPolicy::Fixed(table) => {
+                let table = table.as_slice();
                 let v = table[(n as usize - 1).min(table.len() - 1)] as f64;
                 (v, v)
             }
@@ -358,7 +397,7 @@ mod tests {
             n in any::<u32>(),
             unit in 0.0f64..1.0,
         ) {
-            let table: &'static [u32] = Box::leak(table.into_boxed_slice());
+            let table = FixedTable::new(&table);
             let policies = [
                 RetryPolicy::Exponential { base_secs, jitter_min: 0.75, jitter_max: 1.25 },
                 RetryPolicy::ExponentialCapped { base_secs, cap_secs: u32::MAX, jitter: 0.2 },

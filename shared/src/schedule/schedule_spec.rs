@@ -29,6 +29,7 @@ struct ScheduleRequest {
     enabled: bool,
     priority: Option<i64>,
     max_attempts: Option<i64>,
+    retry: Option<Value>,
     dedup_key: Option<String>,
     created_by: Option<String>,
 }
@@ -51,6 +52,8 @@ pub struct ScheduleSpec {
     pub priority: i64,
     /// `None`: the type's default at each run.
     pub max_attempts: Option<u32>,
+    /// Each run's own retry policy as a job stores it; `None`: the type's.
+    pub retry_policy: Option<String>,
     pub dedup_key: Option<String>,
     pub created_by: Option<String>,
 }
@@ -85,6 +88,7 @@ pub fn validate_schedule(body: &Value) -> Result<ScheduleSpec, ApiError> {
     for (key, value) in [
         ("priority", req.priority.map(Value::from)),
         ("max_attempts", req.max_attempts.map(Value::from)),
+        ("retry", req.retry.clone()),
         ("dedup_key", req.dedup_key.clone().map(Value::from)),
     ] {
         if let Some(value) = value {
@@ -101,7 +105,11 @@ pub fn validate_schedule(body: &Value) -> Result<ScheduleSpec, ApiError> {
         cron,
         enabled: req.enabled,
         priority: checked.priority,
-        max_attempts: req.max_attempts.map(|_| checked.max_attempts),
+        // Given, or brought by a retry preset (`quick`): otherwise the type's at each run.
+        max_attempts: (req.max_attempts.is_some()
+            || checked.max_attempts != checked.job_type.spec().max_attempts)
+            .then_some(checked.max_attempts),
+        retry_policy: checked.retry_policy,
         dedup_key: checked.dedup_key,
         created_by: req.created_by,
     })
@@ -200,6 +208,10 @@ mod tests {
             (422, "out_of_range", f("max_attempts"))
         );
         assert_eq!(
+            reject(with("retry", json!({"policy": "fixed", "table": [0]}))),
+            (422, "out_of_range", f("retry.table[0]"))
+        );
+        assert_eq!(
             reject(with("enabled", json!("yes"))),
             (422, "invalid_field", f("enabled"))
         );
@@ -207,6 +219,20 @@ mod tests {
             reject(with("next_run_at", json!(1))),
             (422, "unknown_field", f("next_run_at"))
         );
+    }
+
+    #[test]
+    fn a_retry_preset_is_stored_with_the_attempts_it_brings() {
+        let body =
+            json!({"name": "n", "type": "noop", "cron_expression": "@hourly", "retry": "quick"});
+        let s = validate_schedule(&body).unwrap();
+        assert_eq!(s.max_attempts, Some(3));
+        let stored = s.retry_policy.expect("stored");
+        assert!(stored.contains(r#""base_secs":2"#), "{stored}");
+        let body =
+            json!({"name": "n", "type": "noop", "cron_expression": "@hourly", "retry": null});
+        let s = validate_schedule(&body).unwrap();
+        assert_eq!((s.max_attempts, s.retry_policy), (None, None));
     }
 
     #[test]

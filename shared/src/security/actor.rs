@@ -1,15 +1,12 @@
 //! Who did an admin action, for the audit log: a short fingerprint of the bearer token, so the
 //! log tells tokens apart (and a rotated one from its successor) without ever storing a secret.
 
-use sha2::{Digest, Sha256};
+use crate::security::auth::{bearer_token, fingerprint};
 
 /// `token:<first 12 hex digits of SHA-256(token)>`, or `anonymous` without a bearer token.
 pub fn actor_of(authorization_header: Option<&str>) -> String {
-    match authorization_header.and_then(crate::security::auth::bearer_token) {
-        Some(token) => {
-            let digest = Sha256::digest(token.as_bytes());
-            format!("token:{}", &hex::encode(digest)[..12])
-        }
+    match authorization_header.and_then(bearer_token) {
+        Some(token) => fingerprint(token),
         None => "anonymous".to_string(),
     }
 }

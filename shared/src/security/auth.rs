@@ -1,7 +1,10 @@
 //! Bearer-token authorization with two scopes. Tokens are Worker secrets, each a
-//! comma-separated list so a new token can be added before the old one is removed.
+//! comma-separated list so a new token can be added before the old one is removed. An entry
+//! may be named (`webapp:<token>`): the name, never the token, says who called (README
+//! "Configuration").
 
 use crate::api::api_error::ApiError;
+use sha2::{Digest, Sha256};
 use std::fmt;
 use subtle::{Choice, ConstantTimeEq};
 
@@ -13,10 +16,28 @@ pub enum Scope {
     Admin,
 }
 
+/// The caller a token identifies: its scope, and its entry's name (or the token's short
+/// fingerprint when the entry has none: shared `actor_of`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub scope: Scope,
+    pub name: String,
+}
+
+/// One entry of a token list: the token and the name it was given, if any.
+#[derive(Clone)]
+struct Entry {
+    name: Option<String>,
+    token: String,
+}
+
+/// The longest name an entry may give its token.
+const MAX_NAME_CHARS: usize = 32;
+
 #[derive(Clone)]
 pub struct Tokens {
-    enqueue: Vec<String>,
-    admin: Vec<String>,
+    enqueue: Vec<Entry>,
+    admin: Vec<Entry>,
 }
 
 impl Tokens {
@@ -29,32 +50,36 @@ impl Tokens {
     }
 
     /// Checks `Authorization: Bearer <token>` against `required`, returning the
-    /// token's own scope. 401 when the caller is not identified, 403 when the
-    /// token is valid but too weak.
+    /// caller: the token's own scope and name. 401 when the caller is not identified, 403
+    /// when the token is valid but too weak.
     pub fn authorize(
         &self,
         authorization_header: Option<&str>,
         required: Scope,
-    ) -> Result<Scope, ApiError> {
+    ) -> Result<Caller, ApiError> {
         let token = authorization_header
             .and_then(bearer_token)
             .ok_or_else(|| unauthorized("send an Authorization: Bearer <token> header"))?;
         // Compare against every token, without stopping at a match, so the time
         // taken says nothing about which token (or how much of one) matched.
-        let is_admin = matches_any(&self.admin, token);
-        let is_enqueue = matches_any(&self.enqueue, token);
-        if bool::from(is_admin) {
-            Ok(Scope::Admin)
-        } else if !bool::from(is_enqueue) {
-            Err(unauthorized("invalid token"))
-        } else if required == Scope::Admin {
-            Err(ApiError::new(
+        let admin = matching(&self.admin, token);
+        let enqueue = matching(&self.enqueue, token);
+        let caller = |scope, entry: &Entry| Caller {
+            scope,
+            name: entry
+                .name
+                .clone()
+                .unwrap_or_else(|| fingerprint(&entry.token)),
+        };
+        match (admin, enqueue) {
+            (Some(entry), _) => Ok(caller(Scope::Admin, entry)),
+            (None, None) => Err(unauthorized("invalid token")),
+            (None, Some(_)) if required == Scope::Admin => Err(ApiError::new(
                 403,
                 "forbidden",
                 "this token cannot use admin routes",
-            ))
-        } else {
-            Ok(Scope::Enqueue)
+            )),
+            (None, Some(entry)) => Ok(caller(Scope::Enqueue, entry)),
         }
     }
 }
@@ -65,7 +90,7 @@ pub fn bearer_in(authorization_header: Option<&str>, secret: Option<&str>) -> bo
     let tokens = split_tokens(secret);
     authorization_header
         .and_then(bearer_token)
-        .is_some_and(|token| bool::from(matches_any(&tokens, token)))
+        .is_some_and(|token| matching(&tokens, token).is_some())
 }
 
 /// Redacted: tokens must not end up in logs.
@@ -78,14 +103,39 @@ impl fmt::Debug for Tokens {
     }
 }
 
-fn split_tokens(secret: Option<&str>) -> Vec<String> {
+/// The entries of a token list. `name:token` names its token when `name` is 1 to 32 of
+/// `A-Z a-z 0-9 _ . -`; any other entry is a bare token (so a token holding `:` must be named).
+fn split_tokens(secret: Option<&str>) -> Vec<Entry> {
     secret
         .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(String::from)
+        .map(|entry| match entry.split_once(':') {
+            Some((name, token)) if is_name(name) && !token.trim().is_empty() => Entry {
+                name: Some(name.to_string()),
+                token: token.trim().to_string(),
+            },
+            _ => Entry {
+                name: None,
+                token: entry.to_string(),
+            },
+        })
         .collect()
+}
+
+fn is_name(name: &str) -> bool {
+    (1..=MAX_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+/// `token:<first 12 hex digits of SHA-256(token)>`: how a token without a name is known, in
+/// the audit log and on the jobs it enqueued.
+pub fn fingerprint(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    format!("token:{}", &hex::encode(digest)[..12])
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive, RFC 9110).
@@ -95,10 +145,17 @@ pub(crate) fn bearer_token(header: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-fn matches_any(tokens: &[String], candidate: &str) -> Choice {
-    tokens.iter().fold(Choice::from(0), |found, token| {
-        found | token.as_bytes().ct_eq(candidate.as_bytes())
-    })
+/// The entry whose token is `candidate`. Every token is compared, in constant time each, so
+/// the time taken says nothing of how much of a token matched.
+fn matching<'t>(tokens: &'t [Entry], candidate: &str) -> Option<&'t Entry> {
+    let mut found = None;
+    for entry in tokens {
+        let equal: Choice = entry.token.as_bytes().ct_eq(candidate.as_bytes());
+        if bool::from(equal) && found.is_none() {
+            found = Some(entry);
+        }
+    }
+    found
 }
 
 fn unauthorized(message: &str) -> ApiError {
@@ -116,7 +173,32 @@ mod tests {
     fn status(header: Option<&str>, required: Scope) -> Result<Scope, (u16, &'static str)> {
         tokens()
             .authorize(header, required)
+            .map(|caller| caller.scope)
             .map_err(|e| (e.status, e.code))
+    }
+
+    #[test]
+    fn named_entries_name_their_caller_and_never_by_value() {
+        let tokens = Tokens::from_secrets(
+            Some("webapp:tok-web, tok-anon, bad name:tok-x, x:y:z"),
+            Some("ops:tok-ops"),
+        );
+        let name = |token: &str| {
+            tokens
+                .authorize(Some(&format!("Bearer {token}")), Scope::Enqueue)
+                .map(|c| (c.scope, c.name))
+        };
+        assert_eq!(name("tok-web"), Ok((Scope::Enqueue, "webapp".into())));
+        assert_eq!(name("tok-ops"), Ok((Scope::Admin, "ops".into())));
+        assert_eq!(name("y:z"), Ok((Scope::Enqueue, "x".into())));
+        let anon = name("tok-anon").unwrap().1;
+        assert_eq!(anon, fingerprint("tok-anon"));
+        assert!(anon.starts_with("token:") && !anon.contains("tok-anon"));
+        // Not a valid name: the whole entry is the token.
+        assert!(name("bad name:tok-x").is_ok());
+        assert!(name("tok-x").is_err());
+        assert!(name("webapp:tok-web").is_err());
+        assert!(bearer_in(Some("Bearer m2"), Some("metrics:m2")));
     }
 
     #[test]
@@ -176,5 +258,9 @@ mod tests {
     fn debug_does_not_leak_tokens() {
         let shown = format!("{:?}", tokens());
         assert_eq!(shown, "Tokens { enqueue: 2, admin: 1 }");
+        let caller = tokens()
+            .authorize(Some("Bearer adm"), Scope::Admin)
+            .unwrap();
+        assert!(!format!("{caller:?}").contains("adm\""), "{caller:?}");
     }
 }

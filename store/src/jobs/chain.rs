@@ -9,7 +9,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use super::claim::Claimed;
 use super::insert::initial_status;
-use crate::d1::{json, num};
+use crate::d1::{json, num, opt_str};
 
 /// A chain's `chain_status` values.
 pub(crate) const CHAIN_RUNNING: &str = "running";
@@ -108,8 +108,9 @@ pub(super) fn statements(
                 .prepare(format!(
                     "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \
                      attempts, max_attempts, run_at, created_at, updated_at, parent_id, chain_step, \
-                     next_steps, correlation_id) \
-                     SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16 \
+                     next_steps, correlation_id, retry_policy, expires_at, enqueued_by) \
+                     SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, \
+                     ?17, ?18, ?19 \
                      WHERE {STEP_WRITTEN}"
                 ))
                 .bind(&guarded(vec![
@@ -127,6 +128,10 @@ pub(super) fn statements(
                     rest.map_or(JsValue::NULL, |r| JsValue::from_str(&r)),
                     // Chains inherit the correlation id of the request that started them.
                     JsValue::from_str(job.correlation()),
+                    opt_str(next.retry_policy.as_deref()),
+                    next.expires_at_ms.map_or(JsValue::NULL, num),
+                    // ... and who sent that request.
+                    opt_str(job.enqueued_by.as_deref()),
                 ]))?;
             // A chain a handler started, or one an operator's retry revived, runs (again).
             vec![insert, parent(parent_id, CHAIN_RUNNING, None)?]

@@ -2,9 +2,10 @@
 //! `running`, and the heartbeat extends the leases of those it still runs.
 
 use jobs_shared::job::chain::ChainColumns;
+use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::LeaseExpired;
-use jobs_shared::JobStatus::{Dead, Running};
+use jobs_shared::ErrorClass::{Expired, LeaseExpired};
+use jobs_shared::JobStatus::{Dead, Running, Skipped};
 use jobs_shared::{sources_of, D1Stats, Family};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
@@ -35,6 +36,10 @@ pub struct Claimed {
     pub chain_status: Option<String>,
     /// The enqueue request's correlation id (NULL on jobs written without one).
     pub correlation_id: Option<String>,
+    /// The job's own retry policy as stored (shared `JobRetry`); NULL for its type's.
+    pub retry_policy: Option<String>,
+    /// Who enqueued it (a chain's next step inherits it).
+    pub enqueued_by: Option<String>,
 }
 
 impl Claimed {
@@ -75,10 +80,20 @@ pub struct Exhausted {
     pub chain: ChainColumns,
 }
 
+/// A job whose `expires_at` passed before it started: the claim ends it `skipped` instead of
+/// running it (no attempt spent, no run record).
+#[derive(Deserialize)]
+pub struct PastExpiry {
+    #[serde(flatten)]
+    pub job: Exhausted,
+    pub expires_at: i64,
+}
+
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub held: Vec<Held>,
     pub exhausted: Vec<Exhausted>,
+    pub expired: Vec<PastExpiry>,
 }
 
 /// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
@@ -89,7 +104,8 @@ pub struct Claim {
 /// for those ids only: on the happy path there are none, and the claim returns nothing else.
 /// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
 /// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
-/// past its max_attempts.
+/// past its max_attempts. A claimable job past its `expires_at` goes `skipped` (error class
+/// `expired`) and is not run.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn job_claim(
@@ -120,6 +136,19 @@ pub async fn job_claim(
              RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status"
         ))
         .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
+    // Before the claim, so what it skips is no longer claimable (or held by a pause).
+    let expire = db
+        .prepare(format!(
+            "UPDATE jobs SET status = '{Skipped}', finished_at = ?2, lease_until = NULL, \
+             error_class = '{Expired}', last_error = '{EXPIRED_UNRUN}', updated_at = ?2, \
+             sent_at = COALESCE(sent_at, ?2) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND expires_at <= ?2 \
+             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
+             AND family = ?3 \
+             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
+             expires_at"
+        ))
+        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
     let update = db
         .prepare(format!(
             "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
@@ -128,7 +157,8 @@ pub async fn job_claim(
              AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
-             parent_id, chain_step, next_steps, chain_status, correlation_id"
+             parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
+             enqueued_by"
         ))
         .bind(&[
             ids_json.clone(),
@@ -152,11 +182,13 @@ pub async fn job_claim(
             num(now_ms + EARLY_TOLERANCE_MS),
             family_name,
         ])?;
-    let results = counted_batch(db, vec![record_lost, exhaust, update, hold], stats).await?;
+    let statements = vec![record_lost, exhaust, expire, update, hold];
+    let results = counted_batch(db, statements, stats).await?;
     Ok(Claim {
         exhausted: results[1].results()?,
-        claimed: results[2].results()?,
-        held: results[3].results()?,
+        expired: results[2].results()?,
+        claimed: results[3].results()?,
+        held: results[4].results()?,
     })
 }
 

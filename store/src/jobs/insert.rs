@@ -20,7 +20,7 @@ pub struct Written {
 }
 
 /// A new job as the INSERT reads it: [id, type, family, status, priority, payload, dedup_key,
-/// max_attempts, run_at, next_steps].
+/// max_attempts, run_at, next_steps, retry_policy, expires_at].
 #[derive(Serialize)]
 struct Row<'a>(
     &'a str,
@@ -33,6 +33,8 @@ struct Row<'a>(
     u32,
     i64,
     Option<&'a str>,
+    Option<&'a str>,
+    Option<i64>,
 );
 
 #[derive(Deserialize)]
@@ -68,6 +70,8 @@ pub fn rows_json(jobs: &[NewJob]) -> String {
                 job.max_attempts,
                 job.run_at_ms,
                 job.steps.as_deref(),
+                job.retry_policy.as_deref(),
+                job.expires_at_ms,
             )
         })
         .collect();
@@ -78,13 +82,13 @@ pub fn rows_json(jobs: &[NewJob]) -> String {
 /// statements, whatever the number of jobs (per-statement overhead is most of D1's cost at
 /// these sizes). A job whose (type, dedup_key) is already live is not inserted; the SELECT
 /// after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
-/// consumer's claim proves the send.
+/// consumer's claim proves the send. `enqueued_by` names the caller (never its token).
 pub async fn job_insert_many(
     db: &D1Database,
     jobs: &[NewJob],
     rows: &str,
     now_ms: i64,
-    correlation_id: &str,
+    (correlation_id, enqueued_by): (&str, &str),
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
     let live = status_list(&JobStatus::live());
     let rows = JsValue::from_str(rows);
@@ -94,13 +98,20 @@ pub async fn job_insert_many(
     let insert = db
         .prepare(format!(
             "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-             max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id) \
+             max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id, \
+             retry_policy, expires_at, enqueued_by) \
              SELECT j ->> 0, j ->> 1, j ->> 2, j ->> 3, j ->> 4, j ->> 5, j ->> 6, 0, j ->> 7, \
-             j ->> 8, ?2, ?2, j ->> 9, CASE WHEN j ->> 9 IS NULL THEN NULL ELSE '{CHAIN_RUNNING}' END, ?3 \
+             j ->> 8, ?2, ?2, j ->> 9, CASE WHEN j ->> 9 IS NULL THEN NULL ELSE '{CHAIN_RUNNING}' END, ?3, \
+             j ->> 10, j ->> 11, ?4 \
              FROM (SELECT value AS j FROM json_each(?1)) WHERE true \
              ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
         ))
-        .bind(&[rows.clone(), num(now_ms), correlation_id.into()])?;
+        .bind(&[
+            rows.clone(),
+            num(now_ms),
+            correlation_id.into(),
+            enqueued_by.into(),
+        ])?;
     // The live job now holding each requested dedup key: the new one, or the one it duplicates.
     // INDEXED BY: the planner cannot see how short a json_each list is and would rather scan
     // every live job by status; SQLite refuses the statement if the index cannot serve it.

@@ -19,6 +19,9 @@ pub struct JobRow {
     pub updated_at: i64,
     pub started_at: Option<i64>,
     pub correlation_id: Option<String>,
+    /// Its own retry policy (JSON) and expiry, as enqueue set them.
+    pub retry_policy: Option<String>,
+    pub expires_at: Option<i64>,
     /// Its place in a chain (README "Job chains").
     pub parent_id: Option<String>,
     pub chain_step: Option<i64>,
@@ -31,7 +34,8 @@ pub struct JobRow {
 pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<JobRow>> {
     db.prepare(format!(
         "SELECT {SUMMARY_COLUMNS}, payload, dedup_key, result, updated_at, started_at, \
-         correlation_id, parent_id, chain_step, chain_status, chain_error, next_steps \
+         correlation_id, retry_policy, expires_at, parent_id, chain_step, chain_status, \
+         chain_error, next_steps \
          FROM jobs WHERE id = ?"
     ))
     .bind(&[id.into()])?
@@ -41,7 +45,8 @@ pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<J
 
 /// The columns every admin job summary shows; also what a job action's `RETURNING` gives back.
 pub(super) const SUMMARY_COLUMNS: &str = "id, type, family, status, priority, attempts, \
-     max_attempts, runs, run_at, created_at, finished_at, error_class, last_error, held_at";
+     max_attempts, runs, run_at, created_at, finished_at, error_class, last_error, held_at, \
+     enqueued_by";
 
 /// The dead-letter list's extra columns: how often the job reached its family's DLQ.
 const DLQ_COLUMNS: &str = ", (SELECT COUNT(*) FROM dead_letters d WHERE d.job_id = jobs.id) \
@@ -65,6 +70,7 @@ pub struct SummaryRow {
     pub error_class: Option<String>,
     pub last_error: Option<String>,
     pub held_at: Option<i64>,
+    pub enqueued_by: Option<String>,
     #[serde(default)]
     pub dlq_arrivals: Option<i64>,
     #[serde(default)]
