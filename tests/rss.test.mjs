@@ -347,5 +347,11 @@ describe("rss_feed_refresh under hostile feeds", () => {
     assert.deepEqual([bad.status, bad.body.error.field], [422, "error_count"]);
     const empty = await admin("PATCH", `/${off.id}`, {});
     assert.deepEqual([empty.status, empty.body.error.field], [422, "is_active"]);
+    const audit = await p.db.prepare("SELECT action, target FROM audit_log WHERE action LIKE 'rss_source.%' AND target LIKE ? ORDER BY id").bind(`%${off.id}%`).all();
+    assert.deepEqual(
+      audit.results.map((r) => [r.action, JSON.parse(r.target).patch]),
+      [["rss_source.add", undefined], ["rss_source.set_active", { is_active: true, error_count: 0 }], ["rss_source.set_active", { error_count: 0 }]],
+      "each change audited once; refused ones not",
+    );
   });
 });

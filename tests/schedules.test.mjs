@@ -120,6 +120,18 @@ describe("schedules API", () => {
     assert.equal((await api("DELETE", `/${s.id}`)).status, 204);
     assert.equal((await api("GET", `/${s.id}`)).status, 404);
     assert.equal((await api("DELETE", `/${s.id}`)).status, 404);
+
+    // Every change is in the audit log, once, naming who made it; refused calls are not.
+    const audit = await p.db.prepare("SELECT action, actor, target FROM audit_log WHERE action LIKE 'schedule.%' ORDER BY id").all();
+    const ofThis = audit.results.filter((r) => {
+      const target = JSON.parse(r.target);
+      return target.name === "nightly_noop" || String(target.id) === String(s.id);
+    });
+    assert.deepEqual(
+      ofThis.map((r) => r.action),
+      ["schedule.create", "schedule.update", "schedule.update", "schedule.toggle", "schedule.toggle", "schedule.delete"],
+    );
+    assert.ok(ofThis.every((r) => /^token:[0-9a-f]{12}$/.test(r.actor)), "the admin token's fingerprint");
   });
 });
 

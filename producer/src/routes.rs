@@ -68,15 +68,16 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/admin/audit", Admin => |c| audit::list(c.req, c.env);
 
     Get "/v1/admin/schedules", Admin => |c| schedules::list(c.req, c.env);
-    Post "/v1/admin/schedules", Admin => |c| schedules::create(c.req, c.env);
+    Post "/v1/admin/schedules", Admin => |c| schedules::create(&c.admin(), c.req);
     Get "/v1/admin/schedules/{id}", Admin => |c| schedules::get(c.env, c.param("id"));
     Put "/v1/admin/schedules/{id}", Admin =>
-        |c| schedules::replace(c.req, c.env, c.param("id"), false);
+        |c| schedules::replace(&c.admin(), c.req, c.param("id"), false);
     Patch "/v1/admin/schedules/{id}", Admin =>
-        |c| schedules::replace(c.req, c.env, c.param("id"), true);
-    Delete "/v1/admin/schedules/{id}", Admin => |c| schedules::delete(c.env, c.param("id"));
+        |c| schedules::replace(&c.admin(), c.req, c.param("id"), true);
+    Delete "/v1/admin/schedules/{id}", Admin =>
+        |c| schedules::delete(&c.admin(), c.param("id"));
     Post "/v1/admin/schedules/{id}/toggle", Admin =>
-        |c| schedules::toggle(c.req, c.env, c.param("id"));
+        |c| schedules::toggle(&c.admin(), c.req, c.param("id"));
 
     Get "/v1/admin/budgets", Admin => |c| budgets::list(c.req, c.env);
     Get "/v1/admin/budgets/{type}", Admin => |c| budgets::status(c.req, c.env, c.param("type"));
@@ -86,7 +87,7 @@ pub static ROUTES: &[Route<Target>] = routes![
         |c| budgets::history(c.req, c.env, c.param("type"));
 
     Get "/v1/admin/rss-sources", Admin => |c| rss_sources::list(c.env);
-    Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(c.req, c.env);
+    Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(&c.admin(), c.req);
     Patch "/v1/admin/rss-sources/{id}", Admin =>
         |c| rss_sources::set_active(&c.admin(), c.req, c.param("id"));
 ];

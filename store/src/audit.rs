@@ -2,6 +2,7 @@
 //! itself, so the log and the change commit (or fail) together.
 
 use jobs_shared::SqlValue;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement};
@@ -61,6 +62,19 @@ pub fn audit_insert_counted(
         ),
         &values,
     )
+}
+
+/// Runs `write` (one row `RETURNING`) and, if it wrote, its audit row, in one batch: the row
+/// written, if any.
+pub async fn write_audited<T: DeserializeOwned>(
+    db: &D1Database,
+    write: D1PreparedStatement,
+    entry: &Entry<'_>,
+) -> worker::Result<Option<T>> {
+    let results = db
+        .batch(vec![write, audit_insert_after_write(db, entry, true)?])
+        .await?;
+    Ok(results[0].results::<T>()?.into_iter().next())
 }
 
 #[derive(Deserialize)]

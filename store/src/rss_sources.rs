@@ -9,6 +9,7 @@ use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
+use crate::audit::{write_audited, Entry};
 use crate::d1::{num, opt_str};
 use crate::feed_items::feed_item_insert_many;
 
@@ -171,21 +172,21 @@ pub async fn rss_source_insert(
     db: &D1Database,
     id: String,
     source: &NewSource,
-    now_ms: i64,
+    entry: &Entry<'_>,
 ) -> worker::Result<Option<RssSource>> {
-    db.prepare(format!(
+    let insert = db
+        .prepare(format!(
         "INSERT INTO rss_sources (id, name, url, refresh_interval_minutes, created_at, updated_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING RETURNING {COLUMNS}"
     ))
-    .bind(&[
-        id.into(),
-        source.name.as_str().into(),
-        source.url.as_str().into(),
-        source.refresh_interval_minutes.into(),
-        num(now_ms),
-    ])?
-    .first(None)
-    .await
+        .bind(&[
+            id.into(),
+            source.name.as_str().into(),
+            source.url.as_str().into(),
+            source.refresh_interval_minutes.into(),
+            num(entry.now_ms),
+        ])?;
+    write_audited(db, insert, entry).await
 }
 
 /// Enables or disables a source; enabling it (or the patch's `error_count: 0`) clears its error
@@ -197,10 +198,11 @@ pub async fn rss_source_set_active(
     id: &str,
     patch: SourcePatch,
     disabled_reason: &str,
-    now_ms: i64,
+    entry: &Entry<'_>,
 ) -> worker::Result<Option<RssSource>> {
-    db.prepare(format!(
-        "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
+    let update = db
+        .prepare(format!(
+            "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
          error_count = CASE WHEN ?4 = 1 THEN 0 ELSE error_count END, \
          last_error_message = CASE WHEN ?4 = 1 THEN NULL ELSE last_error_message END, \
          retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END, \
@@ -209,16 +211,15 @@ pub async fn rss_source_set_active(
          disabled_at = CASE WHEN ?2 = 1 THEN NULL \
            WHEN ?2 = 0 AND is_active = 1 THEN ?3 ELSE disabled_at END \
          WHERE id = ?1 RETURNING {COLUMNS}"
-    ))
-    .bind(&[
-        id.into(),
-        patch
-            .is_active
-            .map_or(JsValue::NULL, |active| i32::from(active).into()),
-        num(now_ms),
-        i32::from(patch.resets_errors()).into(),
-        disabled_reason.into(),
-    ])?
-    .first(None)
-    .await
+        ))
+        .bind(&[
+            id.into(),
+            patch
+                .is_active
+                .map_or(JsValue::NULL, |active| i32::from(active).into()),
+            num(entry.now_ms),
+            i32::from(patch.resets_errors()).into(),
+            disabled_reason.into(),
+        ])?;
+    write_audited(db, update, entry).await
 }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
+use crate::audit::{audit_insert_after_write, write_audited, Entry};
 use crate::d1::{num, opt_str};
 use crate::feed_items::{UNTAGGED_COUNT_SQL, UNTAGGED_EXIST_SQL};
 use crate::jobs::UNSENT_COLUMNS;
@@ -128,21 +129,20 @@ pub async fn schedule_insert(
     db: &D1Database,
     spec: &ScheduleSpec,
     next_run_at: Option<i64>,
-    now_ms: i64,
+    entry: &Entry<'_>,
 ) -> worker::Result<Option<ScheduleRow>> {
-    let mut params = vec![num(now_ms)];
+    let mut params = vec![num(entry.now_ms)];
     params.extend(spec_params(spec, next_run_at));
     params.push(opt_str(spec.created_by.as_deref()));
     params.push(opt_str(spec.retry_policy.as_deref()));
-    db.prepare(format!(
+    let insert = db.prepare(format!(
         "INSERT INTO schedules (name, description, type, payload, cron_expression, enabled, priority, \
          max_attempts, dedup_key, next_run_at, created_by, created_at, updated_at, retry_policy) \
          VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?1, ?1, ?13) \
          ON CONFLICT (name) DO NOTHING RETURNING {COLUMNS}"
     ))
-    .bind(&params)?
-    .first(None)
-    .await
+    .bind(&params)?;
+    write_audited(db, insert, entry).await
 }
 
 /// Replaces a schedule's fields, if it is still at `updated_at` (so two concurrent edits
@@ -154,27 +154,31 @@ pub async fn schedule_update(
     current: &ScheduleRow,
     spec: &ScheduleSpec,
     next_run_at: Option<i64>,
-    now_ms: i64,
+    entry: &Entry<'_>,
 ) -> worker::Result<Option<ScheduleRow>> {
     let mut params = vec![num(current.id)];
     params.extend(spec_params(spec, next_run_at));
     params.push(opt_str(spec.created_by.as_deref()));
-    params.push(num(now_ms));
+    params.push(num(entry.now_ms));
     params.push(num(current.updated_at));
     params.push(opt_str(spec.retry_policy.as_deref()));
-    db.prepare(format!(
+    let update = db.prepare(format!(
         "UPDATE schedules SET name = ?2, description = ?3, type = ?4, payload = ?5, cron_expression = ?6, \
          enabled = ?7, priority = ?8, max_attempts = ?9, dedup_key = ?10, next_run_at = COALESCE(?11, next_run_at), \
          created_by = ?12, updated_at = ?13, retry_policy = ?15 WHERE id = ?1 AND updated_at = ?14 \
          RETURNING {COLUMNS}"
     ))
-    .bind(&params)?
-    .first(None)
-    .await
+    .bind(&params)?;
+    write_audited(db, update, entry).await
 }
 
-/// Deletes a schedule and its run records, in one round trip; false if there was none.
-pub async fn schedule_delete(db: &D1Database, id_or_name: &str) -> worker::Result<bool> {
+/// Deletes a schedule and its run records, with its audit row, in one round trip; false if there
+/// was none.
+pub async fn schedule_delete(
+    db: &D1Database,
+    id_or_name: &str,
+    entry: &Entry<'_>,
+) -> worker::Result<bool> {
     let (value, filter) = key(id_or_name);
     let results = db
         .batch(vec![
@@ -185,6 +189,7 @@ pub async fn schedule_delete(db: &D1Database, id_or_name: &str) -> worker::Resul
             .bind(std::slice::from_ref(&value))?,
             db.prepare(format!("DELETE FROM schedules WHERE {filter} RETURNING id"))
                 .bind(&[value])?,
+            audit_insert_after_write(db, entry, true)?,
         ])
         .await?;
     Ok(!results[1].results::<serde_json::Value>()?.is_empty())

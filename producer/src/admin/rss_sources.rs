@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
 use crate::admin::{d1, Admin};
-use crate::{body, env_config, random, respond};
+use crate::{body, random, respond};
 
 /// GET /v1/admin/rss-sources
 pub async fn list(env: &Env) -> Result<Response, ApiError> {
@@ -26,11 +26,12 @@ pub async fn list(env: &Env) -> Result<Response, ApiError> {
 }
 
 /// POST /v1/admin/rss-sources `{name, url, refresh_interval_minutes?}`
-pub async fn add(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn add(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
     let source = validate_new_source(&body::json(req).await?)?;
     let id = uuid_v4(random::bytes()?);
-    let db = d1::database(env)?;
-    let row = rss_source_insert(&db, id, &source, env_config::now_ms())
+    let db = d1::database(admin.env)?;
+    let entry = admin.entry("rss_source.add", json!({ "id": id, "url": source.url }));
+    let row = rss_source_insert(&db, id.clone(), &source, &entry)
         .await
         .map_err(|e| respond::internal(&e))?;
     match row {
@@ -47,10 +48,12 @@ pub async fn set_active(
     req: &mut Request,
     id: &str,
 ) -> Result<Response, ApiError> {
-    let patch = validate_source_patch(&body::json(req).await?)?;
+    let body = body::json(req).await?;
+    let patch = validate_source_patch(&body)?;
     let db = d1::database(admin.env)?;
     let reason = format!("disabled by an operator ({})", admin.actor);
-    let row = rss_source_set_active(&db, id, patch, &reason, env_config::now_ms())
+    let entry = admin.entry("rss_source.set_active", json!({ "id": id, "patch": body }));
+    let row = rss_source_set_active(&db, id, patch, &reason, &entry)
         .await
         .map_err(|e| respond::internal(&e))?;
     match row {

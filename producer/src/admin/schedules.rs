@@ -1,6 +1,7 @@
 //! /v1/admin/schedules: recurring jobs, their CRUD and toggle (README "Schedules API"). Every write
 //! is validated whole (the job as an enqueue would be, the cron expression parsed) before D1
-//! sees it; `next_run_at` is computed here, from the request's time.
+//! sees it; `next_run_at` is computed here, from the request's time. Every change is written with
+//! its audit row (`schedule.create`, `.update`, `.toggle`, `.delete`) in one batch.
 
 use jobs_shared::{
     api::page_cursor, merge_patch, rfc3339, validate_schedule, ApiError, ScheduleSpec,
@@ -9,7 +10,7 @@ use jobs_store::schedules::{self, ScheduleRow};
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Request, Response};
 
-use crate::admin::{self, d1};
+use crate::admin::{self, d1, Admin};
 use crate::env_config::now_ms;
 use crate::job_view::parse_json;
 use crate::{body, respond};
@@ -42,12 +43,13 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
 }
 
 /// POST /v1/admin/schedules
-pub async fn create(req: &mut Request, env: &Env) -> Result<Response, ApiError> {
-    let db = &d1::database(env)?;
+pub async fn create(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
+    let db = &d1::database(admin.env)?;
     let spec = validate_schedule(&body::json(req).await?)?;
     let now = now_ms();
     let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
-    match schedules::schedule_insert(db, &spec, next, now)
+    let entry = admin.entry_at("schedule.create", json!({ "name": spec.name }), now);
+    match schedules::schedule_insert(db, &spec, next, &entry)
         .await
         .map_err(|e| respond::internal(&e))?
     {
@@ -81,12 +83,12 @@ pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
 /// PUT /v1/admin/schedules/{id} (the whole schedule) or PATCH (the given fields over the
 /// stored ones).
 pub async fn replace(
+    admin: &Admin<'_>,
     req: &mut Request,
-    env: &Env,
     id: &str,
     patch: bool,
 ) -> Result<Response, ApiError> {
-    let db = &d1::database(env)?;
+    let db = &d1::database(admin.env)?;
     let body = body::json(req).await?;
     let current = found(db, id).await?;
     let input = if patch {
@@ -94,13 +96,19 @@ pub async fn replace(
     } else {
         body
     };
-    save(db, &current, validate_schedule(&input)?).await
+    save(
+        admin,
+        "schedule.update",
+        &current,
+        validate_schedule(&input)?,
+    )
+    .await
 }
 
 /// POST /v1/admin/schedules/{id}/toggle: flips `enabled`, or sets it from a JSON body
 /// `{"enabled": bool}`.
-pub async fn toggle(req: &mut Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    let db = &d1::database(env)?;
+pub async fn toggle(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Response, ApiError> {
+    let db = &d1::database(admin.env)?;
     // A body is announced by its content type (body::json insists on JSON).
     let has_body = req.headers().get("content-type").ok().flatten().is_some();
     let current = found(db, id).await?;
@@ -121,13 +129,20 @@ pub async fn toggle(req: &mut Request, env: &Env, id: &str) -> Result<Response, 
         current.enabled == 0
     };
     let input = merge_patch(&writable(&current), &json!({ "enabled": enabled }))?;
-    save(db, &current, validate_schedule(&input)?).await
+    save(
+        admin,
+        "schedule.toggle",
+        &current,
+        validate_schedule(&input)?,
+    )
+    .await
 }
 
 /// DELETE /v1/admin/schedules/{id}
-pub async fn delete(env: &Env, id: &str) -> Result<Response, ApiError> {
-    let db = &d1::database(env)?;
-    if !schedules::schedule_delete(db, id)
+pub async fn delete(admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
+    let db = &d1::database(admin.env)?;
+    let entry = admin.entry("schedule.delete", json!({ "id": id }));
+    if !schedules::schedule_delete(db, id, &entry)
         .await
         .map_err(|e| respond::internal(&e))?
     {
@@ -141,15 +156,19 @@ pub async fn delete(env: &Env, id: &str) -> Result<Response, ApiError> {
 /// Writes an update. The next run is recomputed, from now, when the expression changes or
 /// the schedule is (re-)enabled: time spent disabled is not caught up.
 async fn save(
-    db: &D1Database,
+    admin: &Admin<'_>,
+    action: &str,
     current: &ScheduleRow,
     spec: ScheduleSpec,
 ) -> Result<Response, ApiError> {
+    let db = &d1::database(admin.env)?;
     let now = now_ms();
+    let target = json!({ "id": current.id, "name": spec.name, "enabled": spec.enabled });
+    let entry = admin.entry_at(action, target, now);
     let replan =
         spec.enabled && (current.enabled == 0 || current.cron_expression != spec.cron_expression);
     let next = replan.then(|| spec.cron.next_after(now)).flatten();
-    match schedules::schedule_update(db, current, &spec, next, now).await {
+    match schedules::schedule_update(db, current, &spec, next, &entry).await {
         Ok(Some(row)) => respond::json(200, &view(&row)),
         Ok(None) => Err(ApiError::new(
             409,
