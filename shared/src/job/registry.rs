@@ -73,7 +73,7 @@ impl TypeSpec {
     }
 }
 
-/// When a type's schedules enqueue it (README "Schedules"): each time one is due, or only when
+/// When a type's schedules enqueue it (README "AI tagging and budgets", "Schedules API"): each time one is due, or only when
 /// there is work for it, checked in the schedule's own write (no extra round trip).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScheduleGate {

@@ -1,4 +1,4 @@
-//! The sweep's statements over `jobs` (README "The maintenance sweep"): releasing held due
+//! The sweep's statements over `jobs` (README "Recurring jobs and the maintenance sweep"): releasing held due
 //! jobs, finding jobs whose message is missing, recording sends, priority aging, and retention.
 //! Each is a compare-and-set on the state it reads, so overlapping ticks write nothing twice.
 
