@@ -2,7 +2,7 @@
 // real local queues, with a real local HTTP server as the three phases' endpoints.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { withPlatformAndApp } from "./support/platform.mjs";
+import { TOKENS, withPlatformAndApp } from "./support/platform.mjs";
 
 let app;
 let p;
@@ -100,6 +100,25 @@ describe("job chains", () => {
     const started = await waitForChain(lone.body.id);
     assert.equal(started.chain.status, "succeeded");
     assert.equal(started.chain.steps.length, 2);
+  });
+
+  test("an operator cancelling or skipping a waiting step fails its chain, naming the step", async () => {
+    const admin = { token: TOKENS.admin };
+    const later = await p.enqueue({ ...step("/s5/scrape"), delay_seconds: 3600, steps: [step("/s5/generate")] });
+    const cancel = await p.request("POST", `/v1/admin/jobs/${later.body.id}/cancel`, admin);
+    assert.equal(cancel.status, 200);
+    let parent = (await p.getJob(later.body.id)).body;
+    assert.equal(parent.chain.status, "failed");
+    assert.equal(parent.chain.error, "step 0 (http) was cancelled by an operator");
+
+    const held = await p.enqueue({ ...step("/s6/scrape"), steps: [step("/s6/generate", { delay_seconds: 3600 })] });
+    const waiting = await p.waitFor(async () => (await p.getJob(held.body.id)).body.chain.steps[1].id, { what: "step 1 enqueued" });
+    const skip = await p.request("POST", "/v1/admin/jobs/status", { json: { status: "skipped", ids: [waiting] }, ...admin });
+    assert.deepEqual([skip.status, skip.body.count], [200, 1]);
+    parent = (await p.getJob(held.body.id)).body;
+    assert.equal(parent.chain.status, "failed");
+    assert.equal(parent.chain.error, "step 1 (http) was skipped by an operator");
+    assert.equal(parent.chain.outcome, "partial");
   });
 
   test("an invalid follow-up fails the step (not retried) and the chain", async () => {

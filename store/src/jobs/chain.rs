@@ -2,7 +2,7 @@
 //! the batch that records a step (README "Job chains"). `chain_status` lives on the chain's
 //! first job (the parent) and says `running`, `succeeded` or `failed`.
 
-use jobs_shared::{ChainMove, NewJob};
+use jobs_shared::{ChainMove, JobStatus, NewJob};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -54,6 +54,26 @@ pub fn job_set_chain_failed_many(
          WHERE jobs.id = o.value ->> 0 AND jobs.chain_status = '{CHAIN_RUNNING}'"
     ))
     .bind(&[json(chains)])
+}
+
+/// Fails the chains of the steps an operator's move just ended as `to` (cancelled or skipped)
+/// at `now_ms`, unless already ended, naming the step as a step's end does ("step N (type) was
+/// cancelled by an operator"). The moved jobs are found through the index on (status,
+/// finished_at), since the move set `finished_at` to `now_ms`.
+pub fn job_set_chain_failed_by_operator(
+    db: &D1Database,
+    to: JobStatus,
+    now_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "UPDATE jobs SET chain_status = '{CHAIN_FAILED}', chain_error = s.message, updated_at = ?2 \
+         FROM (SELECT COALESCE(parent_id, id) AS root, 'step ' || COALESCE(chain_step, 0) || \
+           ' (' || type || ') was ' || status || ' by an operator' AS message FROM jobs \
+           WHERE status = ?1 AND finished_at = ?2 \
+           AND (parent_id IS NOT NULL OR chain_status IS NOT NULL)) AS s \
+         WHERE jobs.id = s.root AND jobs.chain_status = '{CHAIN_RUNNING}'"
+    ))
+    .bind(&[to.as_str().into(), num(now_ms)])
 }
 
 /// Only the step's own row having just been written (its final status, this run) lets the

@@ -5,8 +5,9 @@
 use jobs_shared::JobStatus::{self, Queued};
 use jobs_shared::{Selection, SqlValue, MAX_BULK};
 use serde::Deserialize;
-use worker::D1Database;
+use worker::{D1Database, D1PreparedStatement};
 
+use super::chain::job_set_chain_failed_by_operator;
 use super::read::{SummaryRow, SUMMARY_COLUMNS};
 use crate::audit::{self, Entry};
 use crate::d1::{statement, text};
@@ -156,14 +157,14 @@ pub async fn job_move_many(
          ORDER BY priority DESC, id LIMIT ?"
     );
     let remaining = format!("{held}SELECT COUNT(*) AS count FROM held WHERE held_by IS NULL");
-    let results = db
-        .batch(vec![
-            statement(db, &conflicts, &conflict_values)?,
-            statement(db, &update, &values)?,
-            audit::audit_insert_after_write(db, entry, false)?,
-            statement(db, &remaining, &held_values)?,
-        ])
-        .await?;
+    let mut statements = vec![
+        statement(db, &conflicts, &conflict_values)?,
+        statement(db, &update, &values)?,
+        audit::audit_insert_after_write(db, entry, false)?,
+        statement(db, &remaining, &held_values)?,
+    ];
+    statements.extend(chains_ended(db, to, entry.now_ms)?);
+    let results = db.batch(statements).await?;
     Ok(Moved {
         conflicts: results[0].results()?,
         jobs: results[1].results()?,
@@ -214,7 +215,20 @@ pub async fn job_move_one(
          RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
-    change_one(db, id, &update, &values, entry).await
+    let chains = chains_ended(db, to, entry.now_ms)?;
+    change_one(db, id, &update, &values, entry, chains).await
+}
+
+/// A move that ends jobs unrun (cancelled, skipped) fails the chains they are steps of, in the
+/// move's batch.
+fn chains_ended(
+    db: &D1Database,
+    to: JobStatus,
+    now_ms: i64,
+) -> worker::Result<Option<D1PreparedStatement>> {
+    (!to.is_live())
+        .then(|| job_set_chain_failed_by_operator(db, to, now_ms))
+        .transpose()
 }
 
 /// Sets (`boost` false) or raises (`boost` true, capped at 100) a live job's priority.
@@ -232,15 +246,18 @@ pub async fn job_set_priority(
          RETURNING {SUMMARY_COLUMNS}"
     );
     let values = [SqlValue::Int(value), SqlValue::Int(entry.now_ms), text(id)];
-    change_one(db, id, &update, &values, entry).await
+    change_one(db, id, &update, &values, entry, None).await
 }
 
+/// One job's change in one batch: its prior state, the guarded `update`, the audit row, and
+/// `then` (a statement that follows from the change).
 async fn change_one(
     db: &D1Database,
     id: &str,
     update: &str,
     values: &[SqlValue],
     entry: &Entry<'_>,
+    then: Option<D1PreparedStatement>,
 ) -> worker::Result<Changed> {
     let prior = statement(
         db,
@@ -250,13 +267,13 @@ async fn change_one(
         ),
         &[text(id)],
     )?;
-    let results = db
-        .batch(vec![
-            prior,
-            statement(db, update, values)?,
-            audit::audit_insert_after_write(db, entry, true)?,
-        ])
-        .await?;
+    let mut statements = vec![
+        prior,
+        statement(db, update, values)?,
+        audit::audit_insert_after_write(db, entry, true)?,
+    ];
+    statements.extend(then);
+    let results = db.batch(statements).await?;
     let prior = results[0].results::<Prior>()?.into_iter().next();
     Ok(Changed {
         held_by: prior.as_ref().and_then(|p| p.held_by.clone()),
