@@ -12,8 +12,8 @@ use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::{
-    decide, D1Stats, Decision, ErrorClass, Family, HttpPayload, JobError, JobMessage, JobRetry,
-    JobStatus, JobType, RetryPolicy,
+    decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
+    JobType, RetryPolicy,
 };
 use jobs_store::jobs::{
     self, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
@@ -375,7 +375,7 @@ async fn execute_all(
         .map(|run| async move {
             let job = run.job;
             let job_type = JobType::parse(&job.job_type);
-            let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, http_timeout(job, t)));
+            let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, payload_timeout(job, t)));
             let calls_out = job_type.is_some_and(|t| t.handler().calls_out());
             if !limits.may_start(batch_started, now_ms(), deadline)
                 || (calls_out && !gate.has_subrequests_left())
@@ -411,11 +411,16 @@ async fn execute_all(
     (attempts, stats)
 }
 
-/// An `http` job's own timeout, which may be longer than its type's.
-fn http_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
-    (job_type == JobType::HTTP)
+/// A job's own `timeout_ms`, for a type whose payload may set it (see `lease::deadline_ms`).
+fn payload_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct OwnTimeout {
+        timeout_ms: Option<u32>,
+    }
+    let allowed = job_type.spec().payload_timeout;
+    allowed
         .then(|| {
-            serde_json::from_str::<HttpPayload>(&job.payload)
+            serde_json::from_str::<OwnTimeout>(&job.payload)
                 .ok()?
                 .timeout_ms
         })

@@ -176,7 +176,8 @@ mod tests {
             TypeSpec {
                 max_attempts: 5,
                 retry: RetryPolicy::DEFAULT,
-                timeout_ms: 60_000
+                timeout_ms: 60_000,
+                payload_timeout: false,
             }
         );
         let ai = JobType::AI_TAGGING.spec();

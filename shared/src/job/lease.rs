@@ -6,7 +6,7 @@
 use crate::job::family::Family;
 use crate::job::job_outcome::{decide, Decision};
 use crate::job::job_type::JobType;
-use crate::job::payloads::MAX_HTTP_TIMEOUT_MS;
+use crate::job::payloads::MAX_PAYLOAD_TIMEOUT_MS;
 use crate::retry::error_class::{ErrorClass, JobError};
 use crate::retry::retry_policy::{QueueDelayLimit, RetryPolicy};
 use crate::util::config_var::int_var;
@@ -101,16 +101,16 @@ impl ConsumerLimits {
     }
 }
 
-/// The longest a job of `job_type` may run: its type's timeout (for `http` the payload's own,
-/// which may reach [`MAX_HTTP_TIMEOUT_MS`]), plus the connection wait it may meet.
-pub fn deadline_ms(job_type: JobType, http_timeout_ms: Option<u32>) -> i64 {
-    let spec = i64::from(job_type.spec().timeout_ms);
-    let timeout = if job_type == JobType::HTTP {
-        http_timeout_ms.map_or(spec, i64::from)
-    } else {
-        spec
+/// The longest a job of `job_type` may run: its type's timeout, or for a type whose payload may
+/// set its own (`payload_timeout`), that `timeout_ms` up to [`MAX_PAYLOAD_TIMEOUT_MS`]; plus
+/// the connection wait it may meet.
+pub fn deadline_ms(job_type: JobType, payload_timeout_ms: Option<u32>) -> i64 {
+    let spec = job_type.spec();
+    let timeout = match payload_timeout_ms {
+        Some(own) if spec.payload_timeout => own.min(MAX_PAYLOAD_TIMEOUT_MS),
+        _ => spec.timeout_ms,
     };
-    timeout + CONNECTION_WAIT_MS
+    i64::from(timeout) + CONNECTION_WAIT_MS
 }
 
 /// The lease a batch claims its jobs with: the family's, or twice the longest deadline any of
@@ -119,7 +119,7 @@ pub fn deadline_ms(job_type: JobType, http_timeout_ms: Option<u32>) -> i64 {
 pub fn lease_ms(family: Family, types: impl IntoIterator<Item = JobType>) -> i64 {
     types
         .into_iter()
-        .map(|t| 2 * (deadline_ms(t, Some(MAX_HTTP_TIMEOUT_MS)) + DEADLINE_GRACE_MS))
+        .map(|t| 2 * (deadline_ms(t, Some(MAX_PAYLOAD_TIMEOUT_MS)) + DEADLINE_GRACE_MS))
         .fold(family.lease_ms(), i64::max)
 }
 
@@ -183,12 +183,37 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_sets_the_deadline_only_where_its_type_lets_it() {
+        let wait = CONNECTION_WAIT_MS;
+        assert_eq!(deadline_ms(JobType::HTTP, Some(90_000)), 90_000 + wait);
+        assert_eq!(
+            deadline_ms(JobType::SCREENSHOT_CAPTURE, Some(100_000)),
+            100_000 + wait
+        );
+        assert_eq!(
+            deadline_ms(JobType::SCREENSHOT_CAPTURE, None),
+            60_000 + wait,
+            "the type's"
+        );
+        assert_eq!(
+            deadline_ms(JobType::HTTP, Some(u32::MAX)),
+            120_000 + wait,
+            "capped"
+        );
+        assert_eq!(
+            deadline_ms(JobType::NOOP, Some(90_000)),
+            10_000 + wait,
+            "noop has none"
+        );
+    }
+
+    #[test]
     fn leases_outlast_every_deadline_whatever_family_a_type_is_in() {
         for family in Family::ALL {
             for t in JobType::ALL {
                 let lease = lease_ms(family, [t]);
                 assert!(
-                    lease >= 2 * deadline_ms(t, Some(MAX_HTTP_TIMEOUT_MS)),
+                    lease >= 2 * deadline_ms(t, Some(MAX_PAYLOAD_TIMEOUT_MS)),
                     "{family:?} {t:?}"
                 );
                 assert!(lease >= family.lease_ms());

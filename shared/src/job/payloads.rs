@@ -254,7 +254,11 @@ impl Payload for ScreenshotCapturePayload {
             check_range("viewport.width", Some(v.width), 1..=4096)?;
             check_range("viewport.height", Some(v.height), 1..=4096)?;
         }
-        check_range("timeout_ms", self.timeout_ms, 1_000..=120_000)?;
+        check_range(
+            "timeout_ms",
+            self.timeout_ms,
+            1_000..=MAX_PAYLOAD_TIMEOUT_MS,
+        )?;
         check_non_empty("selector", self.selector.as_deref())?;
         if self.wait_until == Some(WaitUntil::Selector) && self.selector.is_none() {
             return Err(FieldError::new(
@@ -276,7 +280,7 @@ pub struct HttpPayload {
     pub headers: Option<BTreeMap<String, String>>,
     /// Sent as is when a JSON string, otherwise serialized as JSON.
     pub body: Option<Value>,
-    /// Overrides the type's timeout, up to [`MAX_HTTP_TIMEOUT_MS`].
+    /// Overrides the type's timeout, up to [`MAX_PAYLOAD_TIMEOUT_MS`].
     pub timeout_ms: Option<u32>,
     /// Lets the target's answer create follow-up jobs (`{"follow_up": [...]}`). Off by default:
     /// a server we call is untrusted input, and only the enqueuer can vouch for it.
@@ -284,8 +288,9 @@ pub struct HttpPayload {
     pub allow_follow_ups: bool,
 }
 
-/// The longest an `http` job's payload may set its timeout to.
-pub const MAX_HTTP_TIMEOUT_MS: u32 = 120_000;
+/// The longest a payload's own `timeout_ms` may be (`http`, `screenshot_capture`: the types whose
+/// registry row says `payload_timeout`).
+pub const MAX_PAYLOAD_TIMEOUT_MS: u32 = 120_000;
 
 pub const HTTP_METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
@@ -322,7 +327,7 @@ impl Payload for HttpPayload {
                 ));
             }
         }
-        check_range("timeout_ms", self.timeout_ms, 100..=MAX_HTTP_TIMEOUT_MS)
+        check_range("timeout_ms", self.timeout_ms, 100..=MAX_PAYLOAD_TIMEOUT_MS)
     }
 }
 

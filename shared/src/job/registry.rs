@@ -50,6 +50,9 @@ pub struct TypeSpec {
     /// One attempt's bound: short for API calls that serve the high family's SLA, long for
     /// batch work (tagging, sitemaps, whole-directory link checks).
     pub timeout_ms: u32,
+    /// Whether a payload's own `timeout_ms` replaces `timeout_ms` for its job's deadline (up to
+    /// `payloads::MAX_PAYLOAD_TIMEOUT_MS`).
+    pub payload_timeout: bool,
 }
 
 impl TypeSpec {
@@ -59,6 +62,7 @@ impl TypeSpec {
             max_attempts: 5,
             retry: RetryPolicy::DEFAULT,
             timeout_ms,
+            payload_timeout: false,
         }
     }
 
@@ -69,6 +73,15 @@ impl TypeSpec {
             max_attempts: 4,
             retry: RetryPolicy::CRAWLER,
             timeout_ms,
+            payload_timeout: false,
+        }
+    }
+
+    /// Its payload's `timeout_ms`, when given, bounds the job instead.
+    const fn with_payload_timeout(self) -> TypeSpec {
+        TypeSpec {
+            payload_timeout: true,
+            ..self
         }
     }
 }
@@ -300,6 +313,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             max_attempts: 4,
             retry: RetryPolicy::FIXED_TABLE,
             timeout_ms: 300_000,
+            payload_timeout: false,
         },
         payload: validate::<payloads::AiTaggingPayload>,
         example: "{}",
@@ -323,7 +337,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
     JobTypeDef {
         name: "screenshot_capture",
         family: Family::Screenshot,
-        spec: TypeSpec::standard(60_000),
+        spec: TypeSpec::standard(60_000).with_payload_timeout(),
         payload: validate::<payloads::ScreenshotCapturePayload>,
         example: r#"{"url": "https://example.com"}"#,
         budget: None,
@@ -333,7 +347,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
     JobTypeDef {
         name: "http",
         family: Family::Default,
-        spec: TypeSpec::standard(30_000),
+        spec: TypeSpec::standard(30_000).with_payload_timeout(),
         payload: validate::<payloads::HttpPayload>,
         example: r#"{"url": "https://example.com/hook"}"#,
         budget: None,
