@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { adminApi } from "./support/admin_api.mjs";
+import { tick } from "./support/sweep.mjs";
 
 let app;
 before(async () => {
@@ -38,7 +39,7 @@ describe("admin API (messages delivered by the test)", () => {
 
   test("every admin route refuses a missing token (401) and an enqueue token (403)", async () => {
     const routes = [
-      ["GET", "/v1/admin/stats"], ["GET", "/v1/admin/jobs"], ["GET", "/v1/admin/jobs/{id}"],
+      ["GET", "/v1/admin/stats"], ["GET", "/v1/admin/history"], ["GET", "/v1/admin/jobs"], ["GET", "/v1/admin/jobs/{id}"],
       ["POST", "/v1/admin/jobs/{id}/status"], ["POST", "/v1/admin/jobs/{id}/priority"], ["POST", "/v1/admin/jobs/{id}/boost"],
       ["POST", "/v1/admin/jobs/{id}/retry"], ["POST", "/v1/admin/jobs/{id}/cancel"], ["POST", "/v1/admin/jobs/retry"],
       ["POST", "/v1/admin/jobs/cancel"], ["POST", "/v1/admin/jobs/status"], ["GET", "/v1/admin/failures"], ["GET", "/v1/admin/dead-letters"],
@@ -311,6 +312,35 @@ describe("admin API (messages delivered by the test)", () => {
     assert.deepEqual(conflicts, { [second.id]: first.id, [taken.id]: holder.id });
     assert.equal(twins.body.remaining, 0, "repeating while remaining > 0 ends");
     assert.equal((await status(second.id)).status, "dead");
+  });
+
+  test("history: each family's minutes add up to its recorded attempts and carry the sweep's backlog reading", async () => {
+    const res = await api.call("GET", "/v1/admin/history");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("cache-control"), "private, max-age=15");
+    const points = res.body.families.default;
+    assert.equal(points.length, 60, "the last hour by default, minute by minute");
+    const sum = (key) => points.reduce((n, point) => n + point[key], 0);
+    const runs = (outcomes) =>
+      p.count(`SELECT COUNT(*) FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.family = 'default' AND r.outcome IN (${outcomes})`);
+    assert.ok(sum("succeeded") > 0);
+    assert.equal(sum("succeeded"), await runs("'succeeded'"));
+    assert.equal(sum("failed"), await runs("'retrying', 'dead'"));
+    assert.equal(sum("dead"), await runs("'dead'"));
+    const ran = points.filter((point) => point.succeeded + point.failed > 0);
+    assert.ok(ran.every((point) => point.avg_ms >= 0 && point.max_ms >= point.avg_ms));
+
+    const at = Date.now();
+    await tick(p, at);
+    const after = (await api.call("GET", "/v1/admin/history", { query: "?minutes=2" })).body.families.default;
+    assert.equal(after.length, 2);
+    const backlog = await p.count("SELECT COUNT(*) FROM jobs WHERE family = 'default' AND status IN ('queued','retrying','scheduled') AND run_at <= ?", at);
+    const read = after.find((point) => point.minute === Math.floor(at / 60_000) * 60_000);
+    assert.equal(read.backlog, backlog, "the tick's reading, on its minute");
+    for (const bad of ["?minutes=0", "?minutes=1441", "?minutes=x", "?window=5"]) {
+      const refused = await api.call("GET", "/v1/admin/history", { query: bad });
+      assert.equal(refused.status, 422, bad);
+    }
   });
 
   test("stats match D1: counts, backlog, the last hour's outcomes and percentiles", async () => {

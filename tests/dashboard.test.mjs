@@ -7,6 +7,7 @@ import { chromium as playwright } from "playwright-core";
 import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { startChromium } from "../dev/browser-standin/chromium.mjs";
+import { tick } from "./support/sweep.mjs";
 
 let app, p, chromium, browser, base;
 before(async () => {
@@ -32,6 +33,7 @@ test("the page is served from static assets with a strict CSP and no data", asyn
   assert.match(res.headers.get("content-type"), /text\/html/);
   assert.match(res.headers.get("content-security-policy"), /frame-ancestors 'none'/);
   assert.equal((await fetch(new URL("/dashboard/app.js", base))).status, 200);
+  assert.equal((await fetch(new URL("/dashboard/charts.js", base))).status, 200);
   assert.equal((await fetch(new URL("/dashboard/secrets.txt", base))).status, 404);
 });
 
@@ -81,6 +83,36 @@ test("load the dashboard, see the API's numbers, replay a dead job by clicking",
   await page.locator("#runs tbody tr").first().waitFor();
   assert.equal(await page.locator("#detail-id").textContent(), dead[1]);
   assert.equal(await page.locator("#runs tbody tr").count(), 1);
+  assert.deepEqual(errors, []);
+});
+
+test("the last hour's charts draw each family's minutes from the history the API serves", async () => {
+  for (let i = 0; i < 3; i++) {
+    const enq = await p.enqueue({ type: "noop", payload: {} });
+    await p.deliver("jobs-default", [jobMessage(enq.body.id, "noop")]);
+  }
+  const failed = await p.enqueue({ type: "http", payload: { url: app.url("/gone") } });
+  await p.deliver("jobs-default", [jobMessage(failed.body.id, "http")]);
+  await tick(p, Date.now());
+  const history = await admin("/v1/admin/history?minutes=60");
+  const total = (key) => history.families.default.reduce((n, point) => n + point[key], 0);
+  assert.ok(total("succeeded") >= 3 && total("failed") >= 1);
+
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(new URL("/dashboard/", base).href);
+  await page.fill("#token", TOKENS.admin);
+  await page.click("#login button[type=submit]");
+  const chart = (family, series) => page.locator(`#history svg[data-family="${family}"][data-series="${series}"]`);
+  await chart("default", "succeeded").waitFor();
+  assert.equal(await page.locator("#history tbody tr").count(), 5, "a row per family");
+  assert.match(await chart("default", "succeeded").locator("title").textContent(), new RegExp(`^default succeeded / min: ${total("succeeded")} in all`));
+  assert.match(await chart("default", "failed").locator("title").textContent(), new RegExp(`^default failed / min: ${total("failed")} in all`));
+  assert.ok((await chart("default", "succeeded").locator("polyline, circle").count()) >= 1, "a line is drawn");
+  const backlog = history.families.default.filter((point) => point.backlog !== null).at(-1).backlog;
+  assert.match(await chart("default", "backlog").locator("title").textContent(), new RegExp(`latest ${backlog},`));
+  assert.match(await chart("high", "avg_ms").locator("title").textContent(), /high avg duration \(ms\): no data/);
   assert.deepEqual(errors, []);
 });
 

@@ -11,6 +11,8 @@ use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
+use jobs_shared::observe::job_event::run_outcome;
+use jobs_shared::observe::job_minutes::{self, Ended};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
     JobType, RetryPolicy,
@@ -165,10 +167,17 @@ async fn run_jobs(
     let (ran, released): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| r.attempt.is_some());
     let released: Vec<&Claimed> = released.iter().map(|r| r.job).collect();
     let finished: Vec<Finished> = ran.iter().filter_map(|r| r.finished()).collect();
+    let ended = finished.iter().map(|f| Ended {
+        finished_at: f.finished_at,
+        duration_ms: f.finished_at - f.started_at,
+        outcome: run_outcome(f.decision),
+    });
+    let minutes = job_minutes::tally(family, ended);
     let leftovers = Leftovers {
         released: &released,
         failed_chains: &failed_chains,
         unclaimed: &unclaimed_ids,
+        minutes: &minutes,
     };
     let seen = match jobs::job_set_outcome_many(db, &finished, &leftovers, stats).await {
         Ok(seen) => seen,

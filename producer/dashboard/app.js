@@ -80,12 +80,14 @@ function setStatus(text, failed = false) {
 
 async function refresh() {
   try {
-    const [stats, failures, dead] = await Promise.all([
+    const [stats, failures, dead, history] = await Promise.all([
       api("GET", "/v1/admin/stats"),
       api("GET", "/v1/admin/failures?limit=15"),
       api("GET", "/v1/admin/dead-letters?limit=50"),
+      api("GET", "/v1/admin/history?minutes=60"),
     ]);
     renderStats(stats);
+    renderHistory($("#history"), history); // charts.js
     renderFailures(failures.failures);
     renderDead(dead);
     await renderSchedules();

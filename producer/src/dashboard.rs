@@ -9,9 +9,10 @@ use worker::{Env, Response};
 use crate::respond;
 
 /// The files the page is made of; anything else under /dashboard is a 404.
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
     ("index.html", "text/html; charset=utf-8"),
     ("app.js", "text/javascript; charset=utf-8"),
+    ("charts.js", "text/javascript; charset=utf-8"),
     ("style.css", "text/css; charset=utf-8"),
 ];
 

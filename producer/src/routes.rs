@@ -8,7 +8,7 @@ use jobs_shared::JobStatus::{Cancelled, Queued};
 
 use crate::admin::job_actions::Move;
 use crate::admin::{
-    audit, budgets, dead_letters, job_actions, jobs, pauses, rss_sources, schedules, stats,
+    audit, budgets, dead_letters, history, job_actions, jobs, pauses, rss_sources, schedules, stats,
 };
 use crate::router::{Access, Target};
 use crate::{dashboard, enqueue, health, job_view, metrics, openapi};
@@ -39,6 +39,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"));
 
     Get "/v1/admin/stats", Admin => |c| stats::get(&c.admin());
+    Get "/v1/admin/history", Admin => |c| history::get(c.req, c.env);
     Get "/v1/admin/jobs", Admin => |c| jobs::list(c.req, c.env);
     Post "/v1/admin/jobs/retry", Admin =>
         |c| job_actions::bulk(&c.admin(), c.req, Move::to(Queued, "jobs.retry"));

@@ -21,6 +21,7 @@ pub mod dead_letters;
 pub mod escalation_digests;
 pub mod execution_histogram;
 pub mod feed_items;
+pub mod job_minutes;
 pub mod job_runs;
 pub mod jobs;
 pub mod links;

@@ -1,12 +1,14 @@
 //! The operator's API under /v1/admin (admin scope; crate::routes maps each route to its
 //! handler here and the router checks the token): stats, job search and detail, job actions
-//! and bulk actions, dead letters, pauses, the audit log, schedules, budgets and RSS sources.
+//! and bulk actions, dead letters, pauses, the audit log, schedules, budgets, RSS sources and
+//! the charts' history.
 //! Every change is written together with its audit row.
 
 pub(crate) mod audit;
 pub(crate) mod budgets;
 pub(crate) mod d1;
 pub(crate) mod dead_letters;
+pub(crate) mod history;
 pub(crate) mod job_actions;
 pub(crate) mod jobs;
 pub(crate) mod pauses;

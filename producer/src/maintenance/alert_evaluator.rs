@@ -6,7 +6,8 @@
 //! written or sent; when it clears the alert is resolved (PagerDuty `resolve`, a chat
 //! "resolved"). `alerts.notified` remembers what the channel was last told, so a failed send
 //! is retried next tick and a delivered one is never repeated. Each tick also writes every
-//! family's backlog to Analytics Engine (binding METRICS), when bound.
+//! family's backlog to Analytics Engine (binding METRICS), when bound, and to the minute's row
+//! of `job_minutes` (the dashboard's charts) in the same statement that counts it.
 
 use futures::future::join_all;
 use jobs_shared::observe::alert_rules::{
@@ -14,12 +15,14 @@ use jobs_shared::observe::alert_rules::{
     Observations, StoredAlert,
 };
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
+use jobs_shared::observe::job_minutes::minute_of;
 use jobs_shared::observe::severity::Severity;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
+use jobs_store::job_minutes::job_minute_record_backlog;
 use jobs_store::job_runs::job_run_alert_window_by_family;
-use jobs_store::jobs::{job_count_backlog_by_family, job_count_running_by_family, RunningRow};
+use jobs_store::jobs::{job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
 use worker::{console_error, console_log, AnalyticsEngineDataPointBuilder, D1PreparedStatement};
@@ -37,7 +40,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let now = tick.now_ms;
     let db = tick.db;
     let reads = vec![
-        job_count_backlog_by_family(db, now)?,
+        job_minute_record_backlog(db, now, minute_of(now))?,
         job_count_running_by_family(db, now - config.running_secs * 1000)?,
         job_run_alert_window_by_family(db, now - HOUR_MS, now - config.spike_window_secs * 1000)?,
         schedule_list_late(db, now - config.schedule_grace_secs * 1000, now - HOUR_MS)?,

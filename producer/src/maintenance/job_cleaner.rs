@@ -1,8 +1,10 @@
 //! Retention: finished jobs and their run records are deleted once old enough, succeeded
 //! (and cancelled or skipped) ones after `RETAIN_SUCCEEDED_DAYS`, dead ones after
-//! `RETAIN_DEAD_DAYS`; schedule run records after the former. Live jobs are never touched.
-//! One batch (one transaction) per tick, at most `SWEEP_BATCH` jobs.
+//! `RETAIN_DEAD_DAYS`; schedule run records after the former; the charts' per-minute rows after
+//! `RETAIN_HISTORY_DAYS`. Live jobs are never touched. One batch (one transaction) per tick, at
+//! most `SWEEP_BATCH` rows of each.
 
+use jobs_store::job_minutes::job_minute_delete_before;
 use jobs_store::jobs::job_delete_finished;
 use jobs_store::schedules::schedule_run_delete_before;
 use serde_json::{json, Value};
@@ -24,6 +26,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         succeeded_before,
         batch,
     )?);
+    let history_before = tick.now_ms - tick.config.retain_history_ms;
+    statements.push(job_minute_delete_before(tick.db, history_before, batch)?);
     let results = tick.db.batch(statements).await?;
     let changes = |i: usize| {
         results[i]
@@ -33,5 +37,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
             .and_then(|m| m.changes)
             .unwrap_or(0)
     };
-    Ok(json!({ "jobs": changes(2), "runs": changes(0), "schedule_runs": changes(3) }))
+    Ok(json!({
+        "jobs": changes(2), "runs": changes(0), "schedule_runs": changes(3), "minutes": changes(4),
+    }))
 }

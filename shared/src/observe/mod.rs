@@ -7,5 +7,6 @@ pub mod d1_stats;
 pub mod escalation;
 pub mod execution_histogram;
 pub mod job_event;
+pub mod job_minutes;
 pub mod prometheus;
 pub mod severity;

@@ -22,6 +22,9 @@ pub struct SweepConfig {
     pub retain_succeeded_ms: i64,
     /// `RETAIN_DEAD_DAYS`: dead jobs are kept longer, for investigation.
     pub retain_dead_ms: i64,
+    /// `RETAIN_HISTORY_DAYS`: the charts' per-minute rows (`job_minutes`) are kept this long
+    /// (default 7 days: 5 families x 1,440 rows a day).
+    pub retain_history_ms: i64,
     /// `SWEEP_BATCH`: rows the other services (schedules, aging, retention, escalation)
     /// handle per tick at most; a backlog takes more ticks.
     pub batch: u32,
@@ -48,6 +51,7 @@ impl SweepConfig {
         outbox_grace_ms: 300_000,
         retain_succeeded_ms: 90 * DAY_MS,
         retain_dead_ms: 180 * DAY_MS,
+        retain_history_ms: 7 * DAY_MS,
         batch: 100,
         stranded_after_ms: 3_600_000,
         page: 1000,
@@ -68,6 +72,7 @@ impl SweepConfig {
             outbox_grace_ms: read("OUTBOX_GRACE_SECS", d.outbox_grace_ms, 1000, 86_400),
             retain_succeeded_ms: read("RETAIN_SUCCEEDED_DAYS", d.retain_succeeded_ms, DAY_MS, 3650),
             retain_dead_ms: read("RETAIN_DEAD_DAYS", d.retain_dead_ms, DAY_MS, 3650),
+            retain_history_ms: read("RETAIN_HISTORY_DAYS", d.retain_history_ms, DAY_MS, 3650),
             batch: read("SWEEP_BATCH", d.batch.into(), 1, 1000) as u32,
             stranded_after_ms: read("STRANDED_AFTER_SECS", d.stranded_after_ms, 1000, 604_800),
             page: read("SWEEP_PAGE", d.page.into(), 1, 1000) as u32,

@@ -27,7 +27,7 @@ pub fn job_count_by_family_and_status(db: &D1Database) -> worker::Result<D1Prepa
 }
 
 /// The states of a job waiting for its run (the backlog once due).
-fn backlog_statuses() -> String {
+pub(crate) fn backlog_statuses() -> String {
     status_list(&[Scheduled, Queued, Retrying])
 }
 

@@ -4,6 +4,7 @@
 
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
+use jobs_shared::observe::job_minutes::MinuteTally;
 use jobs_shared::JobStatus::{Queued, Running, Succeeded};
 use jobs_shared::{ChainMove, D1Stats, Decision, JobError, NewJob};
 use serde::Serialize;
@@ -13,6 +14,7 @@ use worker::{D1Database, D1PreparedStatement};
 use super::chain::{self, job_set_chain_failed_many, FailedChain};
 use super::claim::{job_list_seen, Claimed, Seen};
 use crate::d1::{counted_batch, json};
+use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_outcomes;
 
 /// What the record writes beside the attempts' outcomes, and the jobs it reads.
@@ -25,6 +27,8 @@ pub struct Leftovers<'a> {
     pub failed_chains: &'a [FailedChain],
     /// Jobs of messages that claimed nothing: their state is read, to say why.
     pub unclaimed: &'a [&'a str],
+    /// The batch's attempts per family-minute, for the charts (`job_minutes`).
+    pub minutes: &'a [MinuteTally],
 }
 
 /// One attempt's end, to be written.
@@ -61,6 +65,7 @@ pub async fn job_set_outcome_many(
         released,
         failed_chains,
         unclaimed,
+        minutes,
     } = *leftovers;
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();
@@ -104,6 +109,9 @@ pub async fn job_set_outcome_many(
             step_status,
             f.finished_at,
         )?);
+    }
+    if !minutes.is_empty() {
+        statements.push(job_minute_add_many(db, minutes)?);
     }
     if !unclaimed.is_empty() {
         statements.push(job_list_seen(db, unclaimed)?);

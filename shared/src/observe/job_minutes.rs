@@ -1,0 +1,216 @@
+//! Per family and minute: what the consumer's batches recorded and the sweep's backlog reading
+//! (D1 table `job_minutes`), behind the dashboard's charts (README "The dashboard"). The
+//! consumer adds its batch's tally in the batch's own record (one upsert per family-minute the
+//! batch ended attempts in, not per job); the sweep writes each family's backlog once a tick.
+//! A chart reads at most 60 rows per family, however many jobs ran.
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::family::Family;
+
+pub const MINUTE_MS: i64 = 60_000;
+
+/// The most minutes a history covers.
+pub const MAX_HISTORY_MINUTES: i64 = 24 * 60;
+
+/// The minute `at_ms` falls in (its start, ms).
+pub fn minute_of(at_ms: i64) -> i64 {
+    at_ms.div_euclid(MINUTE_MS) * MINUTE_MS
+}
+
+/// What one batch adds to a family-minute.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MinuteTally {
+    pub family: &'static str,
+    pub minute: i64,
+    pub succeeded: i64,
+    /// Retried or dead (a skip is no failure).
+    pub failed: i64,
+    pub dead: i64,
+    pub sum_ms: i64,
+    pub max_ms: i64,
+}
+
+/// An attempt that ended: when, how long it took, and its run record's outcome
+/// (`observe::job_event::run_outcome`: succeeded, retrying, dead, skipped).
+pub struct Ended<'a> {
+    pub finished_at: i64,
+    pub duration_ms: i64,
+    pub outcome: &'a str,
+}
+
+/// A batch's attempts, summed per minute (in minute order).
+pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> Vec<MinuteTally> {
+    let mut out: Vec<MinuteTally> = Vec::new();
+    for e in ended {
+        let minute = minute_of(e.finished_at);
+        let at = match out.iter().position(|t| t.minute == minute) {
+            Some(at) => at,
+            None => {
+                out.push(MinuteTally {
+                    family: family.as_str(),
+                    minute,
+                    ..MinuteTally::default()
+                });
+                out.len() - 1
+            }
+        };
+        let t = &mut out[at];
+        match e.outcome {
+            "succeeded" => t.succeeded += 1,
+            "retrying" => t.failed += 1,
+            "dead" => {
+                t.failed += 1;
+                t.dead += 1;
+            }
+            _ => {}
+        }
+        t.sum_ms += e.duration_ms;
+        t.max_ms = t.max_ms.max(e.duration_ms);
+    }
+    out.sort_by_key(|t| t.minute);
+    out
+}
+
+/// A stored family-minute.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MinuteRow {
+    pub family: String,
+    pub minute: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub dead: i64,
+    pub sum_ms: i64,
+    pub max_ms: i64,
+    pub backlog: Option<i64>,
+}
+
+/// One point of a family's series: a minute with nothing recorded is all zeros, and its backlog
+/// unknown (`None`) when no tick read it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub minute: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub dead: i64,
+    pub avg_ms: Option<i64>,
+    pub max_ms: Option<i64>,
+    pub backlog: Option<i64>,
+}
+
+/// Each family's series over the `minutes` whole minutes before `now_ms`'s and that one, oldest
+/// first, from the stored rows.
+pub fn series(rows: &[MinuteRow], now_ms: i64, minutes: i64) -> Vec<(Family, Vec<Point>)> {
+    let last = minute_of(now_ms);
+    let first = last - (minutes.clamp(1, MAX_HISTORY_MINUTES) - 1) * MINUTE_MS;
+    Family::ALL
+        .into_iter()
+        .map(|family| {
+            let points = (0..)
+                .map(|i| first + i * MINUTE_MS)
+                .take_while(|m| *m <= last)
+                .map(|minute| {
+                    let row = rows
+                        .iter()
+                        .find(|r| r.minute == minute && r.family == family.as_str());
+                    point(minute, row)
+                })
+                .collect();
+            (family, points)
+        })
+        .collect()
+}
+
+fn point(minute: i64, row: Option<&MinuteRow>) -> Point {
+    let Some(r) = row else {
+        return Point {
+            minute,
+            succeeded: 0,
+            failed: 0,
+            dead: 0,
+            avg_ms: None,
+            max_ms: None,
+            backlog: None,
+        };
+    };
+    let ran = r.succeeded + r.failed;
+    Point {
+        minute,
+        succeeded: r.succeeded,
+        failed: r.failed,
+        dead: r.dead,
+        avg_ms: (ran > 0).then(|| r.sum_ms / ran),
+        max_ms: (ran > 0).then_some(r.max_ms),
+        backlog: r.backlog,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_summed_per_minute() {
+        let ended = [
+            (61_000, 10, "succeeded"),
+            (119_999, 30, "dead"),
+            (120_000, 5, "retrying"),
+            (59_000, 7, "skipped"),
+        ]
+        .map(|(finished_at, duration_ms, outcome)| Ended {
+            finished_at,
+            duration_ms,
+            outcome,
+        });
+        let minutes = tally(Family::Low, ended);
+        let got: Vec<_> = minutes
+            .iter()
+            .map(|t| (t.minute, t.succeeded, t.failed, t.dead, t.sum_ms, t.max_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 0, 0, 0, 7, 7),
+                (60_000, 1, 1, 1, 40, 30),
+                (120_000, 0, 1, 0, 5, 5)
+            ]
+        );
+        assert!(minutes.iter().all(|t| t.family == "low"));
+    }
+
+    #[test]
+    fn series_fill_every_minute_of_every_family() {
+        let rows = [MinuteRow {
+            family: "default".into(),
+            minute: 120_000,
+            succeeded: 3,
+            failed: 1,
+            sum_ms: 400,
+            max_ms: 250,
+            backlog: Some(9),
+            ..MinuteRow::default()
+        }];
+        let all = series(&rows, 150_000, 3);
+        assert_eq!(all.len(), Family::ALL.len());
+        let (_, default) = all.iter().find(|(f, _)| *f == Family::Default).unwrap();
+        let minutes: Vec<i64> = default.iter().map(|p| p.minute).collect();
+        assert_eq!(minutes, [0, 60_000, 120_000]);
+        assert_eq!(default[0].avg_ms, None);
+        assert_eq!(
+            (
+                default[2].succeeded,
+                default[2].avg_ms,
+                default[2].max_ms,
+                default[2].backlog
+            ),
+            (3, Some(100), Some(250), Some(9))
+        );
+        let (_, high) = all.iter().find(|(f, _)| *f == Family::High).unwrap();
+        assert!(high.iter().all(|p| p.succeeded == 0 && p.backlog.is_none()));
+        assert_eq!(
+            series(&rows, 150_000, 100_000)[0].1.len(),
+            MAX_HISTORY_MINUTES as usize
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! The `job_minutes` table (shared `observe::job_minutes`): per family and minute, the attempts
+//! the consumer's batches ended and the backlog the sweep read, behind the dashboard's charts.
+
+use jobs_shared::observe::job_minutes::{MinuteRow, MinuteTally};
+use jobs_shared::Family;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{json, num};
+use crate::jobs::backlog_statuses;
+
+/// Adds a batch's tallies to their family-minutes (one statement, for the batch's record).
+pub fn job_minute_add_many(
+    db: &D1Database,
+    tallies: &[MinuteTally],
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "INSERT INTO job_minutes (family, minute, succeeded, failed, dead, sum_ms, max_ms) \
+         SELECT t.value ->> 'family', t.value ->> 'minute', t.value ->> 'succeeded', \
+         t.value ->> 'failed', t.value ->> 'dead', t.value ->> 'sum_ms', t.value ->> 'max_ms' \
+         FROM json_each(?1) t WHERE true \
+         ON CONFLICT (family, minute) DO UPDATE SET succeeded = succeeded + excluded.succeeded, \
+         failed = failed + excluded.failed, dead = dead + excluded.dead, \
+         sum_ms = sum_ms + excluded.sum_ms, max_ms = MAX(max_ms, excluded.max_ms)",
+    )
+    .bind(&[json(tallies)])
+}
+
+/// Counts each family's due backlog at `now_ms` and keeps it on the minute's row, answering it
+/// (rows: `family`, `backlog`, every family): the sweep's one reading of the backlog a tick.
+pub fn job_minute_record_backlog(
+    db: &D1Database,
+    now_ms: i64,
+    minute: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let families: Vec<&str> = Family::ALL.iter().map(|f| f.as_str()).collect();
+    db.prepare(format!(
+        "INSERT INTO job_minutes (family, minute, backlog) \
+         SELECT f.value, ?2, COALESCE(b.backlog, 0) FROM json_each(?3) f LEFT JOIN \
+         (SELECT family, COUNT(*) AS backlog FROM jobs WHERE status IN ({}) AND run_at <= ?1 \
+          GROUP BY family) b ON b.family = f.value WHERE true \
+         ON CONFLICT (family, minute) DO UPDATE SET backlog = excluded.backlog \
+         RETURNING family, backlog",
+        backlog_statuses()
+    ))
+    .bind(&[num(now_ms), num(minute), json(&families)])
+}
+
+/// Every family's rows from `since_minute` on (read through the key, family by family).
+pub async fn job_minute_list_since(
+    db: &D1Database,
+    since_minute: i64,
+) -> worker::Result<Vec<MinuteRow>> {
+    let families: Vec<&str> = Family::ALL.iter().map(|f| f.as_str()).collect();
+    db.prepare(
+        "SELECT family, minute, succeeded, failed, dead, sum_ms, max_ms, backlog \
+         FROM job_minutes WHERE family IN (SELECT value FROM json_each(?2)) AND minute >= ?1",
+    )
+    .bind(&[num(since_minute), json(&families)])?
+    .all()
+    .await?
+    .results()
+}
+
+/// Deletes up to `limit` rows of minutes before `before_ms` (retention).
+pub fn job_minute_delete_before(
+    db: &D1Database,
+    before_ms: i64,
+    limit: u32,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "DELETE FROM job_minutes WHERE (family, minute) IN \
+         (SELECT family, minute FROM job_minutes WHERE minute < ?1 LIMIT ?2)",
+    )
+    .bind(&[num(before_ms), num(limit.into())])
+}
