@@ -265,17 +265,16 @@ impl Family {
         Some((up, up.admit_priority()?))
     }
 
-    /// Which family a consumer batch came from, and whether it is the DLQ.
+    /// Which family a consumer batch came from, and whether it is the DLQ, by the name's end:
+    /// `<prefix><family>`, `<prefix><family>-express` or `<prefix><family>-dlq`, so an
+    /// environment's queues (`jobs-staging-high`, README "Deploy") read like the default ones.
     pub fn from_queue_name(name: &str) -> Option<(Family, bool)> {
-        Family::ALL.into_iter().find_map(|f| {
-            if name == f.queue_name() || Some(name) == f.express_queue_name() {
-                Some((f, false))
-            } else if name == f.dlq_name() {
-                Some((f, true))
-            } else {
-                None
-            }
-        })
+        let (rest, dlq) = match name.strip_suffix("-dlq") {
+            Some(rest) => (rest, true),
+            None => (name.strip_suffix("-express").unwrap_or(name), false),
+        };
+        let family = Family::parse(rest.rsplit('-').next()?)?;
+        Some((family, dlq))
     }
 }
 
@@ -420,5 +419,14 @@ mod tests {
         );
         assert_eq!(Family::parse("HIGH"), None);
         assert_eq!(Family::from_queue_name("jobs-urgent"), None);
+        assert_eq!(
+            Family::from_queue_name("jobs-staging-low-express"),
+            Some((Family::Low, false))
+        );
+        assert_eq!(
+            Family::from_queue_name("jobs-staging-bulk-dlq"),
+            Some((Family::Bulk, true))
+        );
+        assert_eq!(Family::from_queue_name("jobs-staging-express"), None);
     }
 }
