@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
 import { adminApi } from "./support/admin_api.mjs";
 import { startLlmServer, LLM_KEY, USAGE, CENTS_PER_CALL } from "./support/llm_server.mjs";
+import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
 
 const monthOf = (d) => d.toISOString().slice(0, 7);
 const thisMonth = () => monthOf(new Date());
@@ -29,7 +30,8 @@ before(async () => {
   llm = await startLlmServer();
   p = await startPlatform({
     manualDelivery: true,
-    consumerBindings: { LLM_BASE_URL: llm.base, LLM_API_KEY: LLM_KEY, LLM_MODEL: "claude-test" },
+    // SPAN_EVENTS_MAX below the NORMAL test's 45 items shows the bound on per-item lines.
+    consumerBindings: { LLM_BASE_URL: llm.base, LLM_API_KEY: LLM_KEY, LLM_MODEL: "claude-test", SPAN_EVENTS_MAX: "30" },
     onLog: logs.onLog,
   });
   api = await adminApi(p);
@@ -128,6 +130,25 @@ describe("ai_tagging under a monthly budget", () => {
     assert.equal(job.runs[0].cost_cents, cost, "the run record carries the attempt's cost");
     assert.deepEqual(await alertRows(), [], "2.7 % raises nothing");
     assert.equal(events("budget.check")[0].budget_action, "normal");
+
+    // item.tagged per stored item, up to SPAN_EVENTS_MAX (30); the other 15 are counted once.
+    const tagged = events("item.tagged");
+    assert.equal(tagged.length, 30);
+    const ids = new Set(rows.map((r) => r.id));
+    for (const line of tagged) {
+      assert.deepEqual(
+        [line["job.id"], line["job.type"], line.correlation_id, line.level],
+        [job.id, "ai_tagging", job.correlation_id, "info"],
+      );
+      assert.ok(ids.has(line.item_id), `item ${line.item_id}`);
+      assert.deepEqual(
+        [line.topics, line.sentiment, line.categories],
+        [["AI", "Machine Learning", "Technology"], "positive", ["Technology", "Science"]],
+      );
+    }
+    assert.equal(new Set(tagged.map((l) => l.item_id)).size, 30, "one line per item");
+    const [summary, ...more] = events("events.suppressed");
+    assert.deepEqual([summary["job.id"], summary.suppressed, summary["span_events.max"], more.length], [job.id, { "item.tagged": 15 }, 30, 0]);
   });
 
   test("REDUCE (75-90 %): batches of 10; the 90 % alert is raised when a batch reaches it", async () => {
@@ -283,9 +304,56 @@ describe("ai_tagging under a monthly budget", () => {
       assert.match(job.runs[0].error.message, /tags down[\s\S]*spend is recorded/);
       assert.equal(job.runs[0].cost_cents, 3 * CENTS_PER_CALL);
       assert.ok((await items()).every((r) => r.ai_tagged === 0), "no tag was stored");
+      assert.equal(events("item.tagged").length, 0, "item.tagged only for a stored tag");
     } finally {
       await p.db.prepare("DROP TRIGGER tags_down").run();
     }
+  });
+
+  test("GET /metrics: ai_tagging_* summed over the budget rows, throttles counted, ai_budget_percent_used as the budget API says", async () => {
+    // 2 tagged, 2 not (an invalid reply, a 500).
+    await reset({ limit: 1000, titles: ["Plain", "Fence [fenced]", "Few [two-topics]", "Down [500]"] });
+    const { job } = await runJob();
+    assert.deepEqual([job.result.tagged, job.result.invalid + job.result.failed], [2, 2]);
+    assert.deepEqual(events("item.tagged").map((l) => l.sentiment).sort(), ["mixed", "positive"]);
+    // Each run the budget holds back (QUEUE, then HARD_STOP) is a throttle.
+    const spend = (cents) =>
+      p.db.prepare("UPDATE budgets SET spent_cents = ? WHERE job_type = 'ai_tagging' AND month = ?").bind(cents, thisMonth()).run();
+    await spend(920);
+    assert.equal((await runJob()).job.result.deferred, true);
+    await spend(1000);
+    assert.equal((await runJob()).job.status, "skipped");
+    await spend(457.25);
+    await p.db
+      .prepare(
+        "INSERT INTO budgets (job_type, month, limit_cents, spent_cents, tokens_input, tokens_output, items_tagged, items_failed, throttles, updated_at) " +
+          "VALUES ('ai_tagging', ?, 500, 100, 10, 5, 3, 1, 2, 0)",
+      )
+      .bind(monthsAgo(1))
+      .run();
+
+    const row = await budgetRow();
+    assert.deepEqual([row.items_tagged, row.items_failed, row.throttles], [2, 2, 2]);
+    const m = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    assert.equal(m.get("ai_tagging_items_total").type, "counter");
+    assert.equal(sampleValue(m, "ai_tagging_items_total", { status: "success" }), 2 + 3);
+    assert.equal(sampleValue(m, "ai_tagging_items_total", { status: "failure" }), 2 + 1);
+    assert.equal(sampleValue(m, "ai_tagging_tokens_total", { type: "input" }), row.tokens_input + 10);
+    assert.equal(sampleValue(m, "ai_tagging_tokens_total", { type: "output" }), row.tokens_output + 5);
+    assert.equal(row.tokens_input, 3 * USAGE.input_tokens, "three replies reported usage");
+    assert.equal(sampleValue(m, "ai_tagging_cost_cents_total"), 457.25 + 100);
+    assert.equal(sampleValue(m, "ai_tagging_budget_throttles_total"), 2 + 2);
+    assert.equal(m.get("ai_budget_percent_used").type, "gauge");
+    const status = await api.call("GET", "/v1/admin/budgets/{type}", { params: { type: "ai_tagging" } });
+    assert.equal(status.body.percent_used, 45.73);
+    assert.equal(sampleValue(m, "ai_budget_percent_used"), status.body.percent_used);
+
+    // A month with no row yet: 0 % of the limit it would start with, as the budget API says.
+    await p.db.prepare("DELETE FROM budgets WHERE month = ?").bind(thisMonth()).run();
+    const fresh = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    const freshStatus = await api.call("GET", "/v1/admin/budgets/{type}", { params: { type: "ai_tagging" } });
+    assert.deepEqual([freshStatus.body.limit_cents, freshStatus.body.percent_used], [500, 0]);
+    assert.equal(sampleValue(fresh, "ai_budget_percent_used"), 0);
   });
 
   test("month rollover: last month's hard stop does not carry over; its limit does; alerts start afresh", async () => {

@@ -5,7 +5,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { withPlatformAndApp, TOKENS } from "./support/platform.mjs";
+import { logCollector, waitFor, withPlatformAndApp, TOKENS } from "./support/platform.mjs";
+import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
 
 const RSS = `<?xml version="1.0"?>
 <rss version="2.0"><channel><title>News</title>
@@ -29,8 +30,10 @@ const feed = (xml, extra = {}) => ({ status: 200, raw: xml, headers: { "content-
 let app;
 let p;
 const FEED_TIMEOUT_SECS = 2;
+const logs = logCollector();
 withPlatformAndApp((started) => ({ app, p } = started), {
   consumerBindings: { RSS_FEED_TIMEOUT_SECS: String(FEED_TIMEOUT_SECS), RSS_REFRESH_BUDGET_SECS: "5" },
+  onLog: logs.onLog,
 });
 
 const admin = (method, path, json) => p.request(method, `/v1/admin/rss-sources${path}`, { json, token: TOKENS.admin });
@@ -353,5 +356,87 @@ describe("rss_feed_refresh under hostile feeds", () => {
       [["rss_source.add", undefined], ["rss_source.set_active", { is_active: true, error_count: 0 }], ["rss_source.set_active", { error_count: 0 }]],
       "each change audited once; refused ones not",
     );
+  });
+});
+
+describe("rss_feed_refresh span events and metrics", () => {
+  /** A job's lines of one event, once its last line (`last`) was logged. */
+  const linesOf = async (job, name, last) => {
+    await waitFor(() => logs.of(job.id).some((l) => l.event === last), { what: `${last} of ${job.id}` });
+    return logs.of(job.id).filter((l) => l.event === name);
+  };
+  const attrs = (lines, ...keys) => lines.map((l) => Object.fromEntries(keys.map((k) => [k, l[k]])));
+
+  test("a refresh logs each span event with its attributes; GET /metrics counts items, errors and fetch time per source", async () => {
+    await p.db.prepare("UPDATE rss_sources SET is_active = 0").run();
+    const good = await addSource("Spans", "/spans/good.xml");
+    const gone = await addSource("SpansGone", "/spans/gone.xml");
+    app.script("/spans/good.xml", [feed(RSS.replaceAll("rss-", "spans-").replaceAll("n.io", "spans.io"))]);
+    app.script("/spans/gone.xml", [{ status: 404 }]);
+    const job = await refresh({});
+    assert.equal(job.status, "succeeded");
+    const done = (name) => linesOf(job, name, "refresh.completed");
+
+    const started = await done("fetch.started");
+    const byUrl = (a, b) => a.source_url.localeCompare(b.source_url);
+    assert.deepEqual(
+      attrs(started, "source_id", "source_url").sort(byUrl),
+      [{ source_id: good.id, source_url: good.url }, { source_id: gone.id, source_url: gone.url }].sort(byUrl),
+    );
+    for (const line of started) {
+      assert.deepEqual(
+        [line["job.type"], line.correlation_id, line.level],
+        ["rss_feed_refresh", job.correlation_id, "info"],
+        "each line carries the job's reference",
+      );
+    }
+    // 4 entries: 2 new, 1 repeating a GUID, 1 without a link (skipped).
+    assert.deepEqual(attrs(await done("parse.completed"), "source_id", "items_fetched"), [{ source_id: good.id, items_fetched: 4 }]);
+    const missing = await done("entry.missing_fields");
+    assert.deepEqual(attrs(missing, "source_id", "guid", "level"), [{ source_id: good.id, guid: "spans-3", level: "warn" }]);
+    assert.deepEqual(attrs(await done("dedupe.completed"), "source_id", "new", "duplicate"), [{ source_id: good.id, new: 2, duplicate: 1 }]);
+    assert.deepEqual(attrs(await done("refresh.completed"), "sources.success", "sources.failure"), [{ "sources.success": 1, "sources.failure": 1 }]);
+    assert.equal((await done("events.suppressed")).length, 0, "under SPAN_EVENTS_MAX nothing is held back");
+
+    const metrics = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    assert.equal(metrics.get("rss_fetch_items_total").type, "counter");
+    assert.equal(sampleValue(metrics, "rss_fetch_items_total", { source_id: good.id, status: "new" }), 2);
+    assert.equal(sampleValue(metrics, "rss_fetch_items_total", { source_id: good.id, status: "duplicate" }), 1);
+    assert.equal(sampleValue(metrics, "rss_fetch_errors_total", { source_id: gone.id, error_type: "http_404" }), 1);
+    assert.equal(sampleValue(metrics, "rss_fetch_errors_total", { source_id: good.id, error_type: "http_404" }), undefined);
+    assert.equal(metrics.get("rss_fetch_duration_seconds").type, "summary");
+    const duration = (source_id, result) => [
+      sampleValue(metrics, "rss_fetch_duration_seconds_count", { source_id, result }),
+      sampleValue(metrics, "rss_fetch_duration_seconds_sum", { source_id, result }),
+    ];
+    const [okCount, okSecs] = duration(good.id, "success");
+    assert.equal(okCount, 1);
+    assert.ok(okSecs >= 0 && okSecs < FEED_TIMEOUT_SECS, `${okSecs} s`);
+    assert.deepEqual(duration(good.id, "failure"), [0, 0]);
+    assert.equal(duration(gone.id, "failure")[0], 1);
+
+    // Nothing due: refresh.no_sources, and no refresh.completed.
+    await admin("PATCH", `/${gone.id}`, { is_active: false });
+    const idle = await refresh({});
+    assert.equal((await linesOf(idle, "refresh.no_sources", "refresh.no_sources")).length, 1);
+    assert.equal(logs.of(idle.id).filter((l) => l.event === "refresh.completed").length, 0);
+    // A disabled source asked for by id: source.inactive.
+    const inactive = await refresh({ source_id: gone.id, force_refresh: true });
+    assert.deepEqual(attrs(await linesOf(inactive, "source.inactive", "refresh.no_sources"), "source_id"), [{ source_id: gone.id }]);
+    // An unknown source: source.not_found, and the job is dead.
+    const unknown = "00000000-0000-4000-8000-00000000abcd";
+    const missingJob = await refresh({ source_id: unknown }, { max_attempts: 1 });
+    assert.equal(missingJob.status, "dead");
+    const notFound = await linesOf(missingJob, "source.not_found", "source.not_found");
+    assert.deepEqual(attrs(notFound, "source_id", "level"), [{ source_id: unknown, level: "warn" }]);
+
+    // The counters only grow: a second failure of another type is its own series.
+    await admin("PATCH", `/${gone.id}`, { is_active: true });
+    app.script("/spans/gone.xml", [{ status: 503 }]);
+    await refresh({ source_id: gone.id, force_refresh: true }, { max_attempts: 1 });
+    const again = parsePrometheusText((await p.request("GET", "/metrics", { token: TOKENS.admin })).body);
+    assert.equal(sampleValue(again, "rss_fetch_errors_total", { source_id: gone.id, error_type: "http_404" }), 1);
+    assert.equal(sampleValue(again, "rss_fetch_errors_total", { source_id: gone.id, error_type: "http_503" }), 1);
+    assert.equal(sampleValue(again, "rss_fetch_duration_seconds_count", { source_id: gone.id, result: "failure" }), 2);
   });
 });

@@ -1,22 +1,25 @@
 //! Everything the consumer tells the outside about a job: one JSON log line per job event (the
-//! shapes are shared `job_event`, the same as the sweep's rescuer writes), one Analytics Engine
-//! data point per recorded attempt, and the per-batch `batch.completed` line the benchmark
-//! reads. Nothing here touches D1.
+//! shapes are shared `job_event`, the same as the sweep's rescuer writes), the handlers' own
+//! span events, one Analytics Engine data point per recorded attempt, and the per-batch
+//! `batch.completed` line the benchmark reads. Nothing here touches D1.
 
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::observe::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
+use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
 use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
 use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use worker::{
     console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
     AnalyticsEngineDataset, Env,
 };
 
 use crate::delivery::Delivery;
+use crate::job_context::JobContext;
 
 /// The Analytics Engine binding (consumer/wrangler.toml). Absent (an older config, or a local
 /// runtime without it), the data points are skipped and the logs still carry everything.
@@ -126,6 +129,45 @@ pub fn expired_on_claim(family: Family, expired: &PastExpiry) {
     ];
     let (job, kind) = (ended_ref(family, &expired.job), JobEventKind::Skipped);
     emit(job_event(kind, &job, None, Some(&error), &extra));
+}
+
+/// A handler's span events for one attempt (shared `span_events`): `once` for a per-job event,
+/// `each` for a per-source or per-item one (bounded by `SPAN_EVENTS_MAX`); when it goes out of
+/// scope, the `events.suppressed` line for those past the bound.
+pub struct SpanLog<'a> {
+    events: RefCell<SpanEvents<'a>>,
+}
+
+impl<'a> SpanLog<'a> {
+    pub fn of(ctx: &'a JobContext<'_>) -> SpanLog<'a> {
+        let mut warnings = Vec::new();
+        let max = span_events_max(crate::config(ctx.env, "SPAN_EVENTS_MAX"), &mut warnings);
+        for warning in warnings {
+            console_warn!("{warning}");
+        }
+        let job = job_ref(ctx.job, ctx.job_type.family());
+        SpanLog {
+            events: RefCell::new(SpanEvents::new(job, max)),
+        }
+    }
+
+    pub fn once(&self, name: &str, level: &str, attrs: &[(&str, Value)]) {
+        emit(self.events.borrow().once(name, level, attrs));
+    }
+
+    pub fn each(&self, name: &'static str, level: &str, attrs: &[(&str, Value)]) {
+        if let Some(line) = self.events.borrow_mut().each(name, level, attrs) {
+            emit(line);
+        }
+    }
+}
+
+impl Drop for SpanLog<'_> {
+    fn drop(&mut self) {
+        if let Some(line) = self.events.borrow().summary() {
+            emit(line);
+        }
+    }
 }
 
 /// One line per batch: its size, wall time and D1 work (what the benchmark counts).

@@ -2,13 +2,13 @@
 //! the METRICS_TOKENS (a scraper needs no admin rights). One D1 batch of bounded reads: the
 //! pre-aggregated execution histogram (bounded by types x families x outcomes x buckets), the
 //! due backlog and running screenshot jobs (index on status), and small tables (budgets,
-//! counters, schedules, alerts). Nothing scans the jobs or job_runs tables.
+//! counters, schedules, alerts, RSS sources). Nothing scans the jobs or job_runs tables.
 
 use jobs_shared::observe::alert_rules::FamilyWindow;
 use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
-use jobs_shared::{security::auth::bearer_in, ApiError, Family, Scope};
+use jobs_shared::{month_of, security::auth::bearer_in, ApiError, Family, JobType, Scope};
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
-use jobs_store::{alerts, budgets, execution_histogram, jobs, schedules};
+use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
 use serde::Deserialize;
 use worker::{Env, Request, Response};
 
@@ -29,14 +29,22 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
         auth::require(req, env, Scope::Admin)?;
     }
     let db = d1::database(env)?;
+    let now = env_config::now_ms();
+    let tagging = JobType::AI_TAGGING;
+    let tagging_budget = tagging
+        .budget()
+        .ok_or_else(|| respond::internal(&"ai_tagging declares no budget"))?;
     let statements = [
         execution_histogram::histogram_list(&db),
-        jobs::job_count_backlog_by_family(&db, env_config::now_ms()),
+        jobs::job_count_backlog_by_family(&db, now),
         jobs::job_count_running(&db, Family::Screenshot),
         budgets::budget_spent_by_type(&db),
         metric_counter_list(&db, DEAD_LETTERS),
         schedules::schedule_count_missed(&db),
         alerts::alert_count_open_by_rule(&db),
+        rss_sources::rss_source_metrics(&db),
+        rss_sources::rss_source_error_metrics(&db),
+        budgets::budget_metrics(&db, tagging, tagging_budget, &month_of(now)),
     ]
     .into_iter()
     .collect::<worker::Result<Vec<_>>>()
@@ -58,6 +66,9 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
         dead_letters: d1::rows(&results[4])?,
         schedule_missed: d1::rows(&results[5])?,
         alerts_open: d1::rows(&results[6])?,
+        rss_sources: d1::rows(&results[7])?,
+        rss_errors: d1::rows(&results[8])?,
+        tagging: d1::rows(&results[9])?.pop().unwrap_or_default(),
     };
     let response = Response::ok(render(&snapshot)).map_err(|e| respond::internal(&e))?;
     respond::with_headers(response, &[("content-type", CONTENT_TYPE)])

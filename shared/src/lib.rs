@@ -30,9 +30,9 @@ pub use budget::{
 };
 pub use handlers::ai_tags::{parse_tags, tagging_prompt, AiTags, TAGGING_SYSTEM_PROMPT};
 pub use handlers::feed::{
-    after_refresh_failure, item_chunks, parse_feed, refresh_decision, sort_entries,
-    validate_new_source, validate_source_patch, RefreshDecision, RssLimits, SortedEntries,
-    SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
+    after_refresh_failure, fetch_error_type, item_chunks, parse_feed, refresh_decision,
+    sort_entries, validate_new_source, validate_source_patch, RefreshDecision, RssLimits,
+    SortedEntries, SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
 };
 pub use handlers::image_size::image_info;
 pub use handlers::link_health::{

@@ -25,6 +25,12 @@ fn budget_key(job_type: JobType, month: &str) -> [JsValue; 2] {
     ]
 }
 
+/// [`MONTH_LIMIT_SQL`]'s binds for a month of a type.
+fn month_limit_binds(job_type: JobType, spec: BudgetSpec, month: &str) -> [JsValue; 3] {
+    let [job_type, month] = budget_key(job_type, month);
+    [job_type, month, num(spec.default_limit_cents)]
+}
+
 /// A month's budget as D1 holds it now (other jobs' spend and an operator's change included).
 #[derive(Deserialize)]
 pub struct Budget {
@@ -76,20 +82,28 @@ pub struct Spend {
     pub usage: Usage,
 }
 
-/// The two statements that add `spend` to the month and raise the alerts it reaches; append
-/// them last to a batch and read its results with [`after_spend`].
+/// What one batch did with its items (README "GET /metrics": `ai_tagging_items_total`).
+pub struct ItemCounts {
+    pub tagged: u32,
+    pub failed: u32,
+}
+
+/// The two statements that add `spend` and `items` to the month and raise the alerts it
+/// reaches; append them last to a batch and read its results with [`after_spend`].
 pub fn budget_add_spend(
     db: &D1Database,
     job_type: JobType,
     month: &str,
     spend: &Spend,
+    items: ItemCounts,
     now_ms: i64,
 ) -> worker::Result<Vec<D1PreparedStatement>> {
     let [job_type_key, month_key] = budget_key(job_type, month);
     Ok(vec![
         db.prepare(
             "UPDATE budgets SET spent_cents = spent_cents + ?3, requests = requests + ?4, \
-             tokens_input = tokens_input + ?5, tokens_output = tokens_output + ?6, updated_at = ?7 \
+             tokens_input = tokens_input + ?5, tokens_output = tokens_output + ?6, updated_at = ?7, \
+             items_tagged = items_tagged + ?8, items_failed = items_failed + ?9 \
              WHERE job_type = ?1 AND month = ?2 RETURNING spent_cents, limit_cents",
         )
         .bind(&[
@@ -100,6 +114,8 @@ pub fn budget_add_spend(
             JsValue::from_f64(spend.usage.input_tokens as f64),
             JsValue::from_f64(spend.usage.output_tokens as f64),
             num(now_ms),
+            JsValue::from_f64(items.tagged.into()),
+            JsValue::from_f64(items.failed.into()),
         ])?,
         budget_alert_insert_reached(db, job_type, month, now_ms)?,
     ])
@@ -168,9 +184,8 @@ pub fn budget_get_inherited_limit(
     spec: BudgetSpec,
     month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    let [job_type, month] = budget_key(job_type, month);
     db.prepare(format!("SELECT {MONTH_LIMIT_SQL} AS limit_cents"))
-        .bind(&[job_type, month, num(spec.default_limit_cents)])
+        .bind(&month_limit_binds(job_type, spec, month))
 }
 
 /// What [`budget_get_inherited_limit`] reads.
@@ -199,4 +214,41 @@ pub fn budget_spent_by_type(db: &D1Database) -> worker::Result<D1PreparedStateme
          ORDER BY job_type",
     )
     .bind(&[])
+}
+
+/// Counts a run the budget held back (queue or hard stop) on the month's row, opened by
+/// [`budget_open_month`].
+pub async fn budget_count_throttle(
+    db: &D1Database,
+    job_type: JobType,
+    month: &str,
+) -> worker::Result<()> {
+    db.prepare("UPDATE budgets SET throttles = throttles + 1 WHERE job_type = ?1 AND month = ?2")
+        .bind(&budget_key(job_type, month))?
+        .run()
+        .await?;
+    Ok(())
+}
+
+/// A type's items, tokens, cost and throttles over every month, and this month's spend and
+/// limit (the one it would start with when it has no row yet, as the budget API shows), for
+/// GET /metrics (one row: `jobs_shared::observe::prometheus::TaggingTotals`).
+pub fn budget_metrics(
+    db: &D1Database,
+    job_type: JobType,
+    spec: BudgetSpec,
+    month: &str,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "SELECT COALESCE(SUM(items_tagged), 0) AS items_tagged, \
+         COALESCE(SUM(items_failed), 0) AS items_failed, \
+         COALESCE(SUM(tokens_input), 0) AS tokens_input, \
+         COALESCE(SUM(tokens_output), 0) AS tokens_output, \
+         COALESCE(SUM(spent_cents), 0) AS cost_cents, COALESCE(SUM(throttles), 0) AS throttles, \
+         COALESCE(SUM(CASE WHEN month = ?2 THEN spent_cents END), 0) AS month_spent_cents, \
+         COALESCE(MAX(CASE WHEN month = ?2 THEN limit_cents END), {MONTH_LIMIT_SQL}) \
+           AS month_limit_cents \
+         FROM budgets WHERE job_type = ?1"
+    ))
+    .bind(&month_limit_binds(job_type, spec, month))
 }

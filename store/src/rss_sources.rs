@@ -48,12 +48,14 @@ pub async fn rss_source_list_to_refresh(
 /// What happened to one source, to be written.
 pub enum Refreshed<'a> {
     Fetched(&'a SortedEntries),
-    /// `disabled_reason`: set when this failure disables the source.
+    /// `disabled_reason`: set when this failure disables the source; `error_type`: the
+    /// failure's key in `errors_by_type` (`jobs_shared::fetch_error_type`).
     Failed {
         error_count: u32,
         disabled_reason: Option<&'a str>,
         message: &'a str,
         retry_after_until: Option<i64>,
+        error_type: &'a str,
     },
 }
 
@@ -64,18 +66,22 @@ pub struct SourceStatements {
 }
 
 /// Statements for one source's refresh, for the refresh's one batch: its new items
-/// ([`feed_item_insert_many`]) and its counters, or its failure.
+/// ([`feed_item_insert_many`]) and its counters, or its failure; either adds `fetch_ms` (the
+/// fetch and parse) to the source's fetch time of its result.
 pub fn rss_source_record_refresh(
     db: &D1Database,
     source_id: &str,
     refreshed: &Refreshed,
+    fetch_ms: i64,
     now_ms: i64,
 ) -> worker::Result<SourceStatements> {
     match refreshed {
         Refreshed::Fetched(sorted) => {
             let mut statements = feed_item_insert_many(db, source_id, &sorted.items, now_ms)?;
             let inserts = statements.len();
-            statements.push(rss_source_set_fetched(db, source_id, sorted, now_ms)?);
+            statements.push(rss_source_set_fetched(
+                db, source_id, sorted, fetch_ms, now_ms,
+            )?);
             Ok(SourceStatements {
                 statements,
                 inserts,
@@ -86,13 +92,19 @@ pub fn rss_source_record_refresh(
             disabled_reason,
             message,
             retry_after_until,
+            error_type,
         } => Ok(SourceStatements {
             statements: vec![db
                 .prepare(
                     "UPDATE rss_sources SET error_count = ?2, is_active = ?3 IS NULL, \
                      last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
                      updated_at = ?6, disabled_reason = ?3, \
-                     disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END WHERE id = ?1",
+                     disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END, \
+                     errors_by_type = json_set(COALESCE(errors_by_type, '{}'), \
+                       '$.' || json_quote(?7), \
+                       COALESCE(json_extract(errors_by_type, '$.' || json_quote(?7)), 0) + 1), \
+                     fetch_failed_count = fetch_failed_count + 1, \
+                     fetch_failed_ms = fetch_failed_ms + ?8 WHERE id = ?1",
                 )
                 .bind(&[
                     JsValue::from_str(source_id),
@@ -101,6 +113,8 @@ pub fn rss_source_record_refresh(
                     JsValue::from_str(message),
                     retry_after_until.map_or(JsValue::NULL, num),
                     num(now_ms),
+                    JsValue::from_str(error_type),
+                    num(fetch_ms),
                 ])?],
             inserts: 0,
         }),
@@ -114,6 +128,7 @@ fn rss_source_set_fetched(
     db: &D1Database,
     source_id: &str,
     sorted: &SortedEntries,
+    fetch_ms: i64,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
     let new_here = "(SELECT count(*) FROM feed_items WHERE source_id = ?1 AND created_at = ?2)";
@@ -122,14 +137,36 @@ fn rss_source_set_fetched(
          retry_after_until = NULL, last_fetched_at = ?2, last_attempt_at = ?2, updated_at = ?2, \
          items_new = items_new + {new_here}, \
          items_duplicate = items_duplicate + ?3 - {new_here}, \
-         items_skipped = items_skipped + ?4 WHERE id = ?1"
+         items_skipped = items_skipped + ?4, \
+         fetch_ok_count = fetch_ok_count + 1, fetch_ok_ms = fetch_ok_ms + ?5 WHERE id = ?1"
     ))
     .bind(&[
         JsValue::from_str(source_id),
         num(now_ms),
         JsValue::from_f64((sorted.items.len() as u32 + sorted.duplicate).into()),
         JsValue::from_f64(sorted.skipped.into()),
+        num(fetch_ms),
     ])
+}
+
+/// Every source's item and fetch-time counters, for GET /metrics (rows:
+/// `jobs_shared::observe::prometheus::RssSourceCounts`).
+pub fn rss_source_metrics(db: &D1Database) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT id AS source_id, items_new, items_duplicate, fetch_ok_count, fetch_ok_ms, \
+         fetch_failed_count, fetch_failed_ms FROM rss_sources ORDER BY id",
+    )
+    .bind(&[])
+}
+
+/// Every source's failed fetches by error type, for GET /metrics (rows:
+/// `jobs_shared::observe::prometheus::RssErrorCount`).
+pub fn rss_source_error_metrics(db: &D1Database) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT s.id AS source_id, e.key AS error_type, e.value AS count \
+         FROM rss_sources s, json_each(s.errors_by_type) e ORDER BY s.id, e.key",
+    )
+    .bind(&[])
 }
 
 /// A source as the admin routes show it.

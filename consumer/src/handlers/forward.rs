@@ -6,8 +6,8 @@ use jobs_shared::{ErrorClass, JobError};
 use serde_json::{json, Value};
 use worker::Method;
 
-use crate::signed_request::{self, Outgoing};
 use crate::job_context::{HandlerRun, JobContext};
+use crate::signed_request::{self, Outgoing};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     HandlerRun::of(forward(ctx).await)

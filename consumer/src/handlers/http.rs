@@ -4,8 +4,8 @@ use jobs_shared::HttpPayload;
 use serde_json::Value;
 use worker::Method;
 
-use crate::signed_request::{self, Outgoing};
 use crate::job_context::{self, HandlerRun, JobContext};
+use crate::signed_request::{self, Outgoing};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     let payload: HttpPayload = match job_context::payload(ctx.job) {

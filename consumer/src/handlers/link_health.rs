@@ -17,8 +17,8 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect, Url};
 
-use crate::outbound::fetch_timeout::{self, Fetched};
 use crate::job_context::{self, HandlerRun, JobContext};
+use crate::outbound::fetch_timeout::{self, Fetched};
 use crate::outbound::Outbound;
 use jobs_store::links::{self, Checked};
 

@@ -12,7 +12,10 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         if ctx.job.attempts <= fail_times {
             return Err(JobError::new(
                 ErrorClass::ServerError,
-                format!("noop: failing attempt {} of the first {fail_times}", ctx.job.attempts),
+                format!(
+                    "noop: failing attempt {} of the first {fail_times}",
+                    ctx.job.attempts
+                ),
             ));
         }
         Ok(None)

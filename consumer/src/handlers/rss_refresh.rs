@@ -15,16 +15,17 @@
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
-    after_refresh_failure, parse_feed, refresh_decision, sort_entries, ErrorClass, JobError,
-    RefreshDecision, RssFeedRefreshPayload, RssLimits, SortedEntries, SourceState,
-    MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
+    after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
+    ErrorClass, JobError, RefreshDecision, RssFeedRefreshPayload, RssLimits, SortedEntries,
+    SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
 };
 use serde_json::{json, Value};
 use worker::RequestInit;
 use worker::{console_warn, D1Database, D1PreparedStatement, Headers, Method, Request};
 
-use crate::outbound::fetch_timeout::{self, Fetched};
 use crate::job_context::{self, HandlerRun, JobContext};
+use crate::job_events::SpanLog;
+use crate::outbound::fetch_timeout::{self, Fetched};
 use crate::outbound::Outbound;
 use jobs_store::rss_sources::{self, Refreshed, SourceRow, SourceStatements};
 
@@ -41,6 +42,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, env, outbound) = (ctx.job, ctx.env, ctx.outbound);
     let started = crate::now_ms();
+    let events = &SpanLog::of(ctx);
     let payload: RssFeedRefreshPayload = job_context::payload(job)?;
     let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));
     for warning in warnings {
@@ -53,6 +55,7 @@ async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
         .await
         .map_err(job_context::d1_error)?;
     if let Some(id) = single.filter(|_| sources.is_empty()) {
+        events.once("source.not_found", "warn", &[("source_id", json!(id))]);
         return Err(JobError::new(
             ErrorClass::InvalidPayload,
             format!("no rss source {id}"),
@@ -72,9 +75,18 @@ async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
                 )
                 .with_retry_after(Some(wait)));
             }
-            other => summaries.push(json!({
-                "id": source.id, "name": source.name, "outcome": skipped_outcome(other),
-            })),
+            other => {
+                if matches!(other, RefreshDecision::Inactive) {
+                    events.once(
+                        "source.inactive",
+                        "info",
+                        &[("source_id", json!(source.id))],
+                    );
+                }
+                summaries.push(json!({
+                    "id": source.id, "name": source.name, "outcome": skipped_outcome(other),
+                }))
+            }
         }
     }
 
@@ -83,10 +95,14 @@ async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let mut fetches = stream::iter(due.iter().copied())
         .take_while(|_| std::future::ready(limits.may_start(started, crate::now_ms())))
         .map(|source| async move {
-            (
-                source,
-                fetch_feed(outbound, &source.url, limits.feed_timeout_ms).await,
-            )
+            let attrs = [
+                ("source_id", json!(source.id)),
+                ("source_url", json!(source.url)),
+            ];
+            events.each("fetch.started", "info", &attrs);
+            let fetch_started = crate::now_ms();
+            let outcome = fetch_feed(outbound, &source.url, limits.feed_timeout_ms).await;
+            (source, outcome, crate::now_ms() - fetch_started)
         })
         .buffered(CONCURRENT_FETCHES);
     let mut writer = Writer::new(&db, started);
@@ -95,19 +111,23 @@ async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     // Sources the platform's own limits kept from being fetched (no subrequest or connection
     // left): not the feed's failure, so left for the next run like the ones not started.
     let mut held_back = Vec::new();
-    while let Some((source, outcome)) = fetches.next().await {
+    while let Some((source, outcome, fetch_ms)) = fetches.next().await {
         reached += 1;
+        if let Ok(sorted) = &outcome {
+            parsed(events, source, sorted);
+        }
         match outcome {
             // One source asked for: the job itself comes back later.
             Err(e) if e.class == ErrorClass::Capacity && single.is_some() => return Err(e),
             Err(e) if e.class == ErrorClass::Capacity => held_back.push(source),
-            outcome => writer.add(source, outcome)?,
+            outcome => writer.add(source, outcome, fetch_ms)?,
         }
         if writer.pending_bytes >= WRITE_EVERY_BYTES {
             writer.flush().await?;
         }
     }
     writer.flush().await?;
+    completed(events, due.is_empty(), &writer.done);
     for (source, outcome) in writer.done {
         summaries.push(match outcome {
             Ok(stored) => json!({
@@ -166,6 +186,7 @@ struct Pending<'a> {
     source: &'a SourceRow,
     outcome: Result<SortedEntries, JobError>,
     writes: SourceStatements,
+    fetch_ms: i64,
 }
 
 /// Writes the sources' outcomes: all pending ones in one batch; if D1 refuses that batch, each
@@ -194,18 +215,22 @@ impl<'a> Writer<'a> {
         &mut self,
         source: &'a SourceRow,
         outcome: Result<SortedEntries, JobError>,
+        fetch_ms: i64,
     ) -> Result<(), JobError> {
         let (outcome, writes) = match outcome {
             Ok(sorted) => {
                 self.pending_bytes += sorted.items.iter().map(|i| i.stored_len()).sum::<usize>();
                 let fetched = Refreshed::Fetched(&sorted);
-                let writes =
-                    rss_sources::rss_source_record_refresh(self.db, &source.id, &fetched, self.now)
-                        .map_err(job_context::d1_error)?;
+                let writes = rss_sources::rss_source_record_refresh(
+                    self.db, &source.id, &fetched, fetch_ms, self.now,
+                )
+                .map_err(job_context::d1_error)?;
                 (Ok(sorted), writes)
             }
             Err(e) => {
-                let (writes, e) = self.failure(source, e).map_err(job_context::d1_error)?;
+                let (writes, e) = self
+                    .failure(source, e, fetch_ms)
+                    .map_err(job_context::d1_error)?;
                 (Err(e), writes)
             }
         };
@@ -213,6 +238,7 @@ impl<'a> Writer<'a> {
             source,
             outcome,
             writes,
+            fetch_ms,
         });
         Ok(())
     }
@@ -224,6 +250,7 @@ impl<'a> Writer<'a> {
         &self,
         source: &SourceRow,
         e: JobError,
+        fetch_ms: i64,
     ) -> worker::Result<(SourceStatements, JobError)> {
         let (error_count, active) = after_refresh_failure(source.error_count);
         let reason = (!active).then(|| {
@@ -236,17 +263,20 @@ impl<'a> Writer<'a> {
             Some(reason) => format!("disabled after {reason}"),
             None => e.message.clone(),
         };
+        let error_type = fetch_error_type(&e);
         let refreshed = Refreshed::Failed {
             error_count,
             disabled_reason: reason.as_deref(),
             message: &message,
+            error_type: &error_type,
             retry_after_until: e.retry_after_secs.map(|s| {
                 self.now
                     .saturating_add(i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000))
             }),
         };
-        let writes =
-            rss_sources::rss_source_record_refresh(self.db, &source.id, &refreshed, self.now)?;
+        let writes = rss_sources::rss_source_record_refresh(
+            self.db, &source.id, &refreshed, fetch_ms, self.now,
+        )?;
         let reported = match reason {
             Some(_) => JobError::new(ErrorClass::SourceDisabled, message),
             None => e,
@@ -298,7 +328,7 @@ impl<'a> Writer<'a> {
             ),
         };
         let (record, refused) = self
-            .failure(p.source, refused)
+            .failure(p.source, refused, p.fetch_ms)
             .map_err(job_context::d1_error)?;
         self.db
             .batch(record.statements)
@@ -372,4 +402,39 @@ async fn request<'a>(
     }
     fetch_timeout::check_status(&response)?;
     Ok(response)
+}
+
+/// A feed's `parse.completed` and each `entry.missing_fields` (README "Log schema").
+fn parsed(events: &SpanLog, source: &SourceRow, sorted: &SortedEntries) {
+    let source_id = ("source_id", json!(source.id));
+    let fetched = ("items_fetched", json!(sorted.fetched()));
+    events.each("parse.completed", "info", &[source_id.clone(), fetched]);
+    for guid in &sorted.missing_fields {
+        let attrs = [source_id.clone(), ("guid", json!(guid))];
+        events.each("entry.missing_fields", "warn", &attrs);
+    }
+}
+
+/// Each written source's `dedupe.completed`, then the job's `refresh.completed` (or
+/// `refresh.no_sources` when none was due).
+fn completed(events: &SpanLog, none_due: bool, done: &[(&SourceRow, Result<Stored, JobError>)]) {
+    if none_due {
+        return events.once("refresh.no_sources", "info", &[]);
+    }
+    for (source, stored) in done {
+        if let Ok(stored) = stored {
+            let attrs = [
+                ("source_id", json!(source.id)),
+                ("new", json!(stored.new)),
+                ("duplicate", json!(stored.seen - stored.new)),
+            ];
+            events.each("dedupe.completed", "info", &attrs);
+        }
+    }
+    let success = done.iter().filter(|(_, stored)| stored.is_ok()).count();
+    let attrs = [
+        ("sources.success", json!(success)),
+        ("sources.failure", json!(done.len() - success)),
+    ];
+    events.once("refresh.completed", "info", &attrs);
 }

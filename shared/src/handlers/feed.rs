@@ -4,6 +4,7 @@
 //! and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
 
 use crate::api::api_error::ApiError;
+use crate::retry::error_class::JobError;
 use crate::util::time_fmt::parse_rfc3339;
 use chrono::DateTime;
 use md5::{Digest as _, Md5};
@@ -189,6 +190,31 @@ pub struct SortedEntries {
     pub skipped: u32,
     /// Entries repeating a key met earlier in the same document.
     pub duplicate: u32,
+    /// The GUIDs (absent: `None`) of the skipped entries that lack a title or URL, for their
+    /// `entry.missing_fields` events.
+    pub missing_fields: Vec<Option<String>>,
+}
+
+impl SortedEntries {
+    /// Entries the feed held: stored, duplicate and skipped.
+    pub fn fetched(&self) -> u32 {
+        self.items.len() as u32 + self.duplicate + self.skipped
+    }
+}
+
+/// A failed fetch's `error_type` for the `rss_fetch_errors_total` metric (README "GET
+/// /metrics"): `http_<status>` for an HTTP answer (the `HTTP <status>` message every status
+/// failure carries, see `classify_http_status`), else the error's class (`timeout`,
+/// `server_error` for an unreadable feed, `internal` for rows D1 refused).
+pub fn fetch_error_type(error: &JobError) -> String {
+    match error
+        .message
+        .strip_prefix("HTTP ")
+        .and_then(|s| s.parse::<u16>().ok())
+    {
+        Some(status) => format!("http_{status}"),
+        None => error.class.as_str().to_string(),
+    }
 }
 
 /// Sorts a feed's entries into items to store. Bounded (README "rss_feed_refresh"): at most
@@ -204,6 +230,7 @@ pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
         let too_long = |f: &Option<String>| f.as_ref().is_some_and(|t| t.len() > MAX_FIELD_CHARS);
         let (Some(title), Some(url)) = (entry.title.clone(), entry.url.clone()) else {
             sorted.skipped += 1;
+            sorted.missing_fields.push(entry.guid);
             continue;
         };
         if too_long(&entry.title) || too_long(&entry.url) || too_long(&entry.guid) {
@@ -537,10 +564,25 @@ mod tests {
     }
 
     #[test]
+    fn fetch_errors_are_typed_by_status_else_by_class() {
+        use crate::retry::error_class::{classify_http_status, ErrorClass};
+        let status = |code| classify_http_status(code, None, 0).unwrap_err();
+        assert_eq!(fetch_error_type(&status(404)), "http_404");
+        assert_eq!(fetch_error_type(&status(503)), "http_503");
+        assert_eq!(fetch_error_type(&status(429)), "http_429");
+        let timeout = JobError::new(ErrorClass::Timeout, "no answer within 2000 ms");
+        assert_eq!(fetch_error_type(&timeout), "timeout");
+        let garbage = JobError::new(ErrorClass::ServerError, "unreadable feed: invalid XML");
+        assert_eq!(fetch_error_type(&garbage), "server_error");
+    }
+
+    #[test]
     fn sorts_entries_skipping_incomplete_and_repeated_ones() {
         let sorted = sort_entries(parse_feed(RSS).unwrap());
         assert_eq!((sorted.skipped, sorted.duplicate), (2, 1));
         assert_eq!(sorted.items.len(), 2);
+        assert_eq!(sorted.fetched(), 5);
+        assert_eq!(sorted.missing_fields, [None, None], "no link; no title");
         let [one, two] = [&sorted.items[0], &sorted.items[1]];
         assert_eq!(one.guid, "g-1");
         assert_eq!(one.published_at, Some(1_749_528_000_000));

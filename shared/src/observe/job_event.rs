@@ -67,6 +67,21 @@ pub fn handler_name(job_type: &str) -> String {
     }
 }
 
+/// A line's start: the event, its level and who it is about (the span attributes and the
+/// correlation id). Job events and handlers' span events (`observe::span_events`) share it.
+pub fn span_line(event: &str, level: &str, job: &JobRef<'_>) -> Map<String, Value> {
+    let mut line = Map::new();
+    line.insert("event".into(), event.into());
+    line.insert("level".into(), level.into());
+    line.insert("job.id".into(), job.id.into());
+    line.insert("job.type".into(), job.job_type.into());
+    line.insert("job.queue".into(), job.queue.into());
+    line.insert("job.attempt".into(), job.attempt.into());
+    line.insert("job.handler".into(), handler_name(job.job_type).into());
+    line.insert("correlation_id".into(), job.correlation_id.into());
+    line
+}
+
 /// One log line's object. `extra` adds event-specific fields (e.g. `retry.delay_secs`).
 pub fn job_event(
     kind: JobEventKind,
@@ -75,15 +90,7 @@ pub fn job_event(
     error: Option<&JobError>,
     extra: &[(&str, Value)],
 ) -> Value {
-    let mut line = Map::new();
-    line.insert("event".into(), kind.as_str().into());
-    line.insert("level".into(), kind.level().into());
-    line.insert("job.id".into(), job.id.into());
-    line.insert("job.type".into(), job.job_type.into());
-    line.insert("job.queue".into(), job.queue.into());
-    line.insert("job.attempt".into(), job.attempt.into());
-    line.insert("job.handler".into(), handler_name(job.job_type).into());
-    line.insert("correlation_id".into(), job.correlation_id.into());
+    let mut line = span_line(kind.as_str(), kind.level(), job);
     if let Some(ms) = duration_ms {
         line.insert("duration_ms".into(), ms.into());
     }

@@ -1,5 +1,5 @@
 //! What operators see: job events, metrics, the execution histogram, alert rules and who
-//! hears about them, and correlation ids.
+//! hears about them, correlation ids, and handlers' own span events.
 
 pub mod alert_rules;
 pub mod correlation;
@@ -10,3 +10,4 @@ pub mod job_event;
 pub mod job_minutes;
 pub mod prometheus;
 pub mod severity;
+pub mod span_events;

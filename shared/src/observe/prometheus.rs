@@ -1,12 +1,14 @@
 //! GET /metrics in the Prometheus text exposition format (0.0.4), rendered from what one D1
 //! batch read. The job metrics (README "GET /metrics"), plus the dead-letter, schedule-miss and open-alert
-//! counts an on-call engineer wants next to them.
+//! counts an on-call engineer wants next to them, and the built-in handlers' own: RSS fetches
+//! per source and AI tagging's items, tokens, cost and budget.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::Deserialize;
 
+use crate::budget::percent_used;
 use crate::job::family::Family;
 use crate::observe::execution_histogram::{HistogramRow, DURATION_BUCKETS_MS};
 
@@ -30,6 +32,42 @@ pub struct MetricsSnapshot {
     pub dead_letters: Vec<LabelledValue>,
     pub schedule_missed: Vec<LabelledValue>,
     pub alerts_open: Vec<LabelledValue>,
+    pub rss_sources: Vec<RssSourceCounts>,
+    pub rss_errors: Vec<RssErrorCount>,
+    pub tagging: TaggingTotals,
+}
+
+/// One RSS source's counters (`rss_sources`): items by status, and fetch time by result.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct RssSourceCounts {
+    pub source_id: String,
+    pub items_new: f64,
+    pub items_duplicate: f64,
+    pub fetch_ok_count: f64,
+    pub fetch_ok_ms: f64,
+    pub fetch_failed_count: f64,
+    pub fetch_failed_ms: f64,
+}
+
+/// One RSS source's failed fetches of one type (`rss_sources.errors_by_type`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct RssErrorCount {
+    pub source_id: String,
+    pub error_type: String,
+    pub count: f64,
+}
+
+/// AI tagging over every month (`budgets`), and this month's spend and limit.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct TaggingTotals {
+    pub items_tagged: f64,
+    pub items_failed: f64,
+    pub tokens_input: f64,
+    pub tokens_output: f64,
+    pub cost_cents: f64,
+    pub throttles: f64,
+    pub month_spent_cents: f64,
+    pub month_limit_cents: i64,
 }
 
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -68,6 +106,13 @@ pub fn render(s: &MetricsSnapshot) -> String {
             .map(|r| (vec![(key, r.label.clone())], r.value * scale))
             .collect::<Vec<_>>()
     };
+    let labelled = |key: &'static str, pairs: [(&str, f64); 2]| {
+        pairs
+            .into_iter()
+            .map(|(label, n)| (vec![(key, label.to_string())], n))
+            .collect::<Vec<_>>()
+    };
+    let t = &s.tagging;
     let families = [
         (
             "job_retry_total",
@@ -117,6 +162,77 @@ pub fn render(s: &MetricsSnapshot) -> String {
             "Open alerts, by rule.",
             by_label("rule", &s.alerts_open, 1.0),
         ),
+        (
+            "rss_fetch_items_total",
+            "counter",
+            "Feed items an RSS refresh stored (new) or already had (duplicate), by source.",
+            s.rss_sources
+                .iter()
+                .flat_map(|r| {
+                    [("new", r.items_new), ("duplicate", r.items_duplicate)].map(|(status, n)| {
+                        let labels = vec![
+                            ("source_id", r.source_id.clone()),
+                            ("status", status.to_string()),
+                        ];
+                        (labels, n)
+                    })
+                })
+                .collect(),
+        ),
+        (
+            "rss_fetch_errors_total",
+            "counter",
+            "Failed RSS fetches, by source and error type (http_<status> or the error class).",
+            s.rss_errors
+                .iter()
+                .map(|e| {
+                    let labels = vec![
+                        ("source_id", e.source_id.clone()),
+                        ("error_type", e.error_type.clone()),
+                    ];
+                    (labels, e.count)
+                })
+                .collect(),
+        ),
+        (
+            "ai_tagging_items_total",
+            "counter",
+            "Feed items AI tagging tagged (success) or could not (failure).",
+            labelled(
+                "status",
+                [("success", t.items_tagged), ("failure", t.items_failed)],
+            ),
+        ),
+        (
+            "ai_tagging_tokens_total",
+            "counter",
+            "LLM tokens AI tagging used, by type.",
+            labelled(
+                "type",
+                [("input", t.tokens_input), ("output", t.tokens_output)],
+            ),
+        ),
+        (
+            "ai_tagging_cost_cents_total",
+            "counter",
+            "What AI tagging's LLM calls cost, in cents.",
+            vec![(Vec::new(), t.cost_cents)],
+        ),
+        (
+            "ai_tagging_budget_throttles_total",
+            "counter",
+            "AI tagging runs the budget held back (queue or hard_stop).",
+            vec![(Vec::new(), t.throttles)],
+        ),
+        (
+            "ai_budget_percent_used",
+            "gauge",
+            "Share of this month's AI tagging budget spent (0-100 and over).",
+            vec![(
+                Vec::new(),
+                percent_used(t.month_spent_cents, t.month_limit_cents),
+            )],
+        ),
     ];
     for (name, kind, help, samples) in families {
         header(&mut out, name, kind, help);
@@ -125,7 +241,30 @@ pub fn render(s: &MetricsSnapshot) -> String {
             sample(&mut out, name, &labels, value);
         }
     }
+    rss_fetch_duration(&mut out, &s.rss_sources);
     out
+}
+
+/// `rss_fetch_duration_seconds`: a summary (sum and count) per source and result.
+fn rss_fetch_duration(out: &mut String, rows: &[RssSourceCounts]) {
+    let name = "rss_fetch_duration_seconds";
+    header(
+        out,
+        name,
+        "summary",
+        "Time to fetch and parse a feed, by source and result.",
+    );
+    let (sum, count) = (format!("{name}_sum"), format!("{name}_count"));
+    for r in rows {
+        for (result, n, ms) in [
+            ("success", r.fetch_ok_count, r.fetch_ok_ms),
+            ("failure", r.fetch_failed_count, r.fetch_failed_ms),
+        ] {
+            let labels = [("source_id", r.source_id.as_str()), ("result", result)];
+            sample(out, &sum, &labels, ms / 1000.0);
+            sample(out, &count, &labels, n);
+        }
+    }
 }
 
 /// One histogram series' counts per bucket (not cumulative), count and sum, as summed over
@@ -307,5 +446,56 @@ mod tests {
         has(r#"job_budget_consumed_dollars{job_type="ai_tagging"} 12.34"#);
         has(r#"job_dead_letters_total{queue="low"} 0"#);
         has(r#"job_schedule_missed_runs_total{schedule="a \"b\""} 1"#);
+    }
+
+    #[test]
+    fn renders_the_rss_and_ai_tagging_metrics() {
+        let s = MetricsSnapshot {
+            rss_sources: vec![RssSourceCounts {
+                source_id: "s1".into(),
+                items_new: 2.0,
+                items_duplicate: 1.0,
+                fetch_ok_count: 1.0,
+                fetch_ok_ms: 250.0,
+                fetch_failed_count: 2.0,
+                fetch_failed_ms: 40.0,
+            }],
+            rss_errors: vec![RssErrorCount {
+                source_id: "s1".into(),
+                error_type: "http_404".into(),
+                count: 2.0,
+            }],
+            tagging: TaggingTotals {
+                items_tagged: 45.0,
+                items_failed: 6.0,
+                tokens_input: 900.0,
+                tokens_output: 300.0,
+                cost_cents: 12.5,
+                throttles: 1.0,
+                month_spent_cents: 760.0,
+                month_limit_cents: 1000,
+            },
+            ..MetricsSnapshot::default()
+        };
+        let text = render(&s);
+        for line in [
+            r#"rss_fetch_items_total{source_id="s1",status="new"} 2"#,
+            r#"rss_fetch_items_total{source_id="s1",status="duplicate"} 1"#,
+            r#"rss_fetch_errors_total{source_id="s1",error_type="http_404"} 2"#,
+            "# TYPE rss_fetch_duration_seconds summary",
+            r#"rss_fetch_duration_seconds_sum{source_id="s1",result="success"} 0.25"#,
+            r#"rss_fetch_duration_seconds_count{source_id="s1",result="failure"} 2"#,
+            r#"ai_tagging_items_total{status="success"} 45"#,
+            r#"ai_tagging_items_total{status="failure"} 6"#,
+            r#"ai_tagging_tokens_total{type="output"} 300"#,
+            "ai_tagging_cost_cents_total 12.5",
+            "ai_tagging_budget_throttles_total 1",
+            "ai_budget_percent_used 76",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
     }
 }

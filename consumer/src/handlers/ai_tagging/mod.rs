@@ -20,10 +20,11 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::{console_log, console_warn, D1Database};
 
-use llm::{Call, Llm, CALL_TIMEOUT_MS};
 use crate::job_context::{self, HandlerRun, JobContext};
-use jobs_store::budgets::{self, Budget, Spend};
+use crate::job_events::SpanLog;
+use jobs_store::budgets::{self, Budget, ItemCounts, Spend};
 use jobs_store::feed_items::{self, Item, Tagged};
+use llm::{Call, Llm, CALL_TIMEOUT_MS};
 
 const TYPE: JobType = JobType::AI_TAGGING;
 /// LLM calls in flight at once (a Worker may hold 6 connections open).
@@ -48,6 +49,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 
 async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>, JobError> {
     let (job, env, outbound, now_ms) = (ctx.job, ctx.env, ctx.outbound, ctx.started_at);
+    let events = &SpanLog::of(ctx);
     let payload: AiTaggingPayload = job_context::payload(job)?;
     let llm = Llm::from_env(env)?;
     let spec = TYPE
@@ -69,6 +71,9 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
             "event": "budget.throttle", "job.id": job.id, "job_type": TYPE.as_str(),
             "budget_action": budget.action().as_str(),
         }));
+        if let Err(e) = budgets::budget_count_throttle(&db, TYPE, &month).await {
+            console_warn!("ai_tagging: the throttle was not counted ({e})");
+        }
         if budget.action() == BudgetAction::HardStop {
             return Err(hard_stop(&budget, now_ms));
         }
@@ -113,6 +118,7 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
         // Spent whether or not the write below succeeds: the run record says so either way.
         *cost_cents += batch.spend.cost_cents;
         let (after, alerts) = write(&db, &month, &batch, &untagged, now_ms).await?;
+        tagged(events, &batch);
         report.add(action, &batch);
         for alert in &alerts {
             log(alert.log_line());
@@ -218,7 +224,11 @@ async fn write(
     untagged: &[i64],
     now_ms: i64,
 ) -> Result<(Budget, Vec<RaisedAlert>), JobError> {
-    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, now_ms)
+    let items = ItemCounts {
+        tagged: batch.tagged.len() as u32,
+        failed: (batch.invalid + batch.failed) as u32,
+    };
+    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, items, now_ms)
         .map_err(job_context::d1_error)?;
     let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)
         .map_err(job_context::d1_error)?;
@@ -300,6 +310,19 @@ fn budget_view(budget: &Budget) -> Value {
         "limit_cents": budget.limit_cents,
         "percent_used": percent_used(budget.spent_cents, budget.limit_cents),
     })
+}
+
+/// `item.tagged` for each item the batch stored (README "Log schema").
+fn tagged(events: &SpanLog, batch: &Batch) {
+    for item in &batch.tagged {
+        let attrs = [
+            ("item_id", json!(item.id)),
+            ("topics", json!(item.tags.topics)),
+            ("sentiment", json!(item.tags.sentiment)),
+            ("categories", json!(item.tags.categories)),
+        ];
+        events.each("item.tagged", "info", &attrs);
+    }
 }
 
 fn log(line: Value) {

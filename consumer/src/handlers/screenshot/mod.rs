@@ -19,8 +19,8 @@ use jobs_shared::{
 use serde_json::{json, Value};
 use worker::HttpMetadata;
 
-use crate::job_context::{self, HandlerRun, JobContext, Release};
 use crate::config;
+use crate::job_context::{self, HandlerRun, JobContext, Release};
 
 /// The wait for a browser slot when the service's 429 names none (Retry-After wins).
 const BROWSER_BUSY_RETRY_SECS: u64 = 10;

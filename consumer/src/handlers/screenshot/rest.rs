@@ -7,9 +7,9 @@ use jobs_shared::{Capture, ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
+use crate::config;
 use crate::job_context::invalid_request;
 use crate::outbound::fetch_timeout;
-use crate::config;
 use crate::outbound::Outbound;
 
 const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
