@@ -1,0 +1,59 @@
+// `npm run deploy -- --env <env>` (scripts/deploy.mjs), as far as it runs offline: the dry run
+// prints the plan, writes the environment's configs and has wrangler validate and bundle both
+// Workers with them; the plan names every resource with its environment, and a second run over
+// an account that has them creates nothing.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "./support/platform.mjs";
+import { envConfig, plan, resources } from "../scripts/deploy.mjs";
+
+const CONFIGS = { producer: "wrangler.staging.toml", consumer: "consumer/wrangler.staging.toml" };
+const deploy = (...args) => spawnSync("node", ["scripts/deploy.mjs", ...args], { cwd: ROOT, encoding: "utf8" });
+
+test("the dry run plans every resource of the environment and wrangler accepts the configs it writes", () => {
+  const run = deploy("--env", "staging", "--dry-run");
+  assert.equal(run.status, 0, run.stderr + run.stdout);
+  const need = resources("staging");
+  for (const name of [need.database, need.bucket, ...need.queues, "jobs-producer-staging", "jobs-consumer-staging"]) {
+    assert.match(run.stdout, new RegExp(`\\b${name}\\b`), name);
+  }
+  assert.equal(need.queues.length, 14, "5 families and their DLQs, 4 express lanes");
+  assert.equal(run.stdout.match(/--dry-run: exiting now/g)?.length, 2, "both Workers validated and bundled");
+  const consumer = readFileSync(join(ROOT, CONFIGS.consumer), "utf8");
+  assert.match(consumer, /^name = "jobs-consumer-staging"$/m);
+  assert.match(consumer, /^queue = "jobs-staging-default-express"$/m);
+  assert.match(consumer, /^dead_letter_queue = "jobs-staging-default-dlq"$/m);
+  assert.doesNotMatch(consumer, /"jobs-(high|default|low|bulk|screenshot)(-|")/, "no resource of the default names left");
+});
+
+test("environments never share a resource, and a second run creates nothing", () => {
+  const staging = resources("staging");
+  const production = resources("production");
+  const all = (r) => [r.database, r.bucket, ...r.queues];
+  assert.deepEqual(all(staging).filter((n) => all(production).includes(n)), []);
+
+  const first = plan("staging", null, CONFIGS);
+  const creates = (steps) => steps.filter((s) => s.args.includes("create") && !s.done).map((s) => s.name);
+  assert.deepEqual(creates(first).sort(), all(staging).sort());
+  const account = {
+    databases: new Set([staging.database]),
+    queues: new Set(staging.queues),
+    buckets: new Set([staging.bucket]),
+    secrets: { producer: new Set(["ENQUEUE_TOKENS", "ADMIN_TOKENS"]), consumer: new Set(["SIGNING_SECRETS"]) },
+  };
+  const again = plan("staging", account, CONFIGS);
+  assert.deepEqual(creates(again), []);
+  assert.deepEqual(again.filter((s) => !s.done).map((s) => s.what), ["migrations", "deploy", "deploy"]);
+});
+
+test("the database id is filled in, and a wrong environment is refused", () => {
+  const text = envConfig(readFileSync(join(ROOT, "wrangler.toml"), "utf8"), "production", "1234");
+  assert.match(text, /^database_id = "1234"$/m);
+  assert.match(text, /^database_name = "jobs-production"$/m);
+  const wrong = deploy("--env", "prod");
+  assert.equal(wrong.status, 2);
+  assert.match(wrong.stderr, /--env staging\|production/);
+});
