@@ -22,7 +22,7 @@ test("benchmark smoke run: every phase measures, and the D1 and size targets are
     "enqueue: D1 round trips per request (1 job)",
     "enqueue: D1 round trips per request (100 jobs)",
     "consumer: D1 round trips per message batch (max)",
-    "D1 rows written per succeeded job, before indexes",
+    "D1 rows written per succeeded job, before indexes and the history's row per batch",
     "producer WASM gzip",
     "consumer WASM gzip",
   ]) {

@@ -1,0 +1,148 @@
+// The platform's HTTP API, typed by the producer's own OpenAPI document (`openapi.ts` is
+// generated from it: `npm run types`; a test fails when they differ). `fetch` only, so it runs
+// in Workers, Node 20+, Deno and browsers; a Worker may pass its service binding's `fetch`.
+import type { components } from "./openapi.js";
+
+type Schemas = components["schemas"];
+export type EnqueueRequest = Schemas["EnqueueRequest"];
+export type EnqueueResult = Schemas["EnqueueResult"];
+export type Job = Schemas["Job"];
+export type JobStatus = Schemas["Status"];
+export type JobPage = Schemas["JobPage"];
+export type Filter = Schemas["Filter"];
+export type BulkResult = Schemas["BulkResult"];
+export type Stats = Schemas["Stats"];
+export type History = Schemas["History"];
+export type DeadLetterPage = Schemas["DeadLetterPage"];
+
+/** A bulk action's jobs: ids, or a filter (as the job search takes). */
+export type Selection = { ids: string[] } | { filter: Filter };
+
+/** An error answer of the API: its status, code and, where it names one, the offending field. */
+export class JobsApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly field?: string;
+
+  constructor(status: number, code: string, message: string, field?: string) {
+    super(field ? `${code} (${field}): ${message}` : `${code}: ${message}`);
+    this.name = "JobsApiError";
+    this.status = status;
+    this.code = code;
+    this.field = field;
+  }
+}
+
+export interface ClientOptions {
+  /** The producer's URL (`https://jobs.example.com`); with a service binding, any URL. */
+  baseUrl: string;
+  /** An enqueue token, or an admin token for the admin calls. */
+  token: string;
+  /** `fetch` to use: the global one by default, or a service binding's (`env.JOBS.fetch.bind(env.JOBS)`). */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+}
+
+export interface WaitOptions {
+  /** Stop at one of these (default: any finished state). */
+  until?: JobStatus[];
+  timeoutMs?: number;
+  intervalMs?: number;
+}
+
+const FINISHED: JobStatus[] = ["succeeded", "dead", "cancelled", "skipped"];
+
+export class JobsClient {
+  readonly #base: string;
+  readonly #token: string;
+  readonly #fetch: (input: string, init?: RequestInit) => Promise<Response>;
+
+  constructor(options: ClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** One request; a non-2xx answer throws a `JobsApiError`. */
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await this.#fetch(`${this.#base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const parsed = text ? JSON.parse(text) : undefined;
+    if (!res.ok) {
+      const error = parsed?.error ?? {};
+      throw new JobsApiError(res.status, error.code ?? `http_${res.status}`, error.message ?? text, error.field);
+    }
+    return parsed as T;
+  }
+
+  /** POST /v1/jobs: 202 for a new job, 200 with `deduplicated: true` for a live duplicate key. */
+  enqueue(job: EnqueueRequest): Promise<EnqueueResult> {
+    return this.request("POST", "/v1/jobs", job);
+  }
+
+  /** POST /v1/jobs/batch: up to 100 jobs, all or none; one result per job, in order. */
+  async enqueueBatch(jobs: EnqueueRequest[]): Promise<EnqueueResult[]> {
+    const answer = await this.request<{ jobs: EnqueueResult[] }>("POST", "/v1/jobs/batch", { jobs });
+    return answer.jobs;
+  }
+
+  /** GET /v1/jobs/{id}: the job and its run records. */
+  getJob(id: string): Promise<Job> {
+    return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+
+  /** Polls the job until it reaches one of `until` (default: finished); throws on the timeout. */
+  async waitFor(id: string, options: WaitOptions = {}): Promise<Job> {
+    const until = options.until ?? FINISHED;
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const job = await this.getJob(id);
+      if (until.includes(job.status)) return job;
+      if (Date.now() > deadline) throw new Error(`job ${id} is still ${job.status} after the timeout`);
+      await new Promise((r) => setTimeout(r, options.intervalMs ?? 500));
+    }
+  }
+
+  // Admin calls (an admin token).
+
+  stats(): Promise<Stats> {
+    return this.request("GET", "/v1/admin/stats");
+  }
+
+  history(minutes = 60): Promise<History> {
+    return this.request("GET", `/v1/admin/history?minutes=${minutes}`);
+  }
+
+  /** GET /v1/admin/jobs: `query` keys as the search takes them (status, type, family, ...). */
+  listJobs(query: Record<string, string | number> = {}): Promise<JobPage> {
+    const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+    const qs = params.size ? `?${params}` : "";
+    return this.request("GET", `/v1/admin/jobs${qs}`);
+  }
+
+  retryJobs(selection: Selection, dryRun = false): Promise<BulkResult> {
+    return this.request("POST", "/v1/admin/jobs/retry", { ...selection, dry_run: dryRun });
+  }
+
+  cancelJobs(selection: Selection, dryRun = false): Promise<BulkResult> {
+    return this.request("POST", "/v1/admin/jobs/cancel", { ...selection, dry_run: dryRun });
+  }
+
+  setJobsStatus(status: "queued" | "cancelled" | "skipped", selection: Selection, dryRun = false): Promise<BulkResult> {
+    return this.request("POST", "/v1/admin/jobs/status", { status, ...selection, dry_run: dryRun });
+  }
+
+  deadLetters(query: Record<string, string | number> = {}): Promise<DeadLetterPage> {
+    const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+    return this.request("GET", `/v1/admin/dead-letters${params.size ? `?${params}` : ""}`);
+  }
+
+  replayDeadLetters(selection: Selection, dryRun = false): Promise<BulkResult> {
+    return this.request("POST", "/v1/admin/dead-letters/replay", { ...selection, dry_run: dryRun });
+  }
+}

@@ -1,0 +1,103 @@
+// The TypeScript client (clients/js, built by scripts/test.sh) against the built workers on local
+// workerd: enqueue, read, wait and operate jobs, typed errors carrying the server's code and
+// field; verifyDelivery on deliveries the real consumer signed; and its types equal to what
+// openapi-typescript generates from the producer's OpenAPI document today.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT, SIGNING_SECRET, startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer, verifySignature } from "./support/app_server.mjs";
+import { JobsApiError, JobsClient, signTestDelivery, verifyDelivery } from "../clients/js/dist/index.js";
+
+let app, p, jobs, admin;
+before(async () => {
+  app = await startAppServer();
+  p = await startPlatform();
+  const fetch = (url, init) => p.mf.dispatchFetch(url, init);
+  jobs = new JobsClient({ baseUrl: "http://jobs.local", token: TOKENS.enqueue, fetch });
+  admin = new JobsClient({ baseUrl: "http://jobs.local/", token: TOKENS.admin, fetch });
+});
+after(async () => {
+  await p?.dispose();
+  await app?.close();
+});
+
+test("enqueue, enqueueBatch, getJob and waitFor", async () => {
+  const one = await jobs.enqueue({ type: "noop", payload: {} });
+  assert.equal(one.status, "queued");
+  const done = await jobs.waitFor(one.id, { timeoutMs: 20_000, intervalMs: 100 });
+  assert.equal(done.status, "succeeded");
+  assert.equal(done.runs.length, 1);
+  const batch = await jobs.enqueueBatch([{ type: "noop" }, { type: "noop", priority: 70 }]);
+  assert.equal(batch.length, 2);
+  assert.equal((await jobs.getJob(batch[1].id)).priority, 70);
+});
+
+test("errors carry the server's status, code and field", async () => {
+  await assert.rejects(jobs.enqueue({ type: "http", payload: { url: "not a url" } }), (e) => {
+    assert.ok(e instanceof JobsApiError);
+    assert.deepEqual([e.status, e.code, e.field], [422, "invalid_payload", "payload.url"]);
+    return true;
+  });
+  await assert.rejects(jobs.getJob("01JNOPE"), (e) => e.status === 404 && e.code === "not_found" && e.field === "id");
+  await assert.rejects(jobs.stats(), (e) => e.status === 403 && e.code === "forbidden", "an enqueue token on an admin call");
+});
+
+test("admin calls: stats, history, the job search and a bulk action's dry run", async () => {
+  const waiting = await admin.enqueue({ type: "noop", delay_seconds: 3600 });
+  const stats = await admin.stats();
+  assert.ok(stats.families.default.counts.succeeded >= 1);
+  const history = await admin.history(5);
+  assert.equal(history.families.default.length, 5);
+  const page = await admin.listJobs({ status: "scheduled,queued", type: "noop" });
+  assert.ok(page.jobs.some((j) => j.id === waiting.id));
+  const dry = await admin.cancelJobs({ ids: [waiting.id] }, true);
+  assert.equal(dry.count, 1);
+  assert.equal((await admin.getJob(waiting.id)).status, waiting.status, "a dry run moves nothing");
+  const cancelled = await admin.setJobsStatus("cancelled", { ids: [waiting.id] });
+  assert.equal(cancelled.count, 1);
+});
+
+test("verifyDelivery accepts what the consumer signed, and says why it refuses the rest", async () => {
+  const url = app.url("/client/hook");
+  const enq = await jobs.enqueue({ type: "http", payload: { url, method: "POST", body: { hello: "app" } } });
+  await jobs.waitFor(enq.id, { timeoutMs: 20_000, intervalMs: 100 });
+  const [sent] = app.requests("/client/hook");
+  const received = (headers = sent.headers, body = sent.body) =>
+    new Request(url, { method: sent.method, headers, body });
+
+  const ok = await verifyDelivery(received(), { secrets: ["old-secret", SIGNING_SECRET], url });
+  assert.equal(ok.valid, true, JSON.stringify(ok));
+  assert.deepEqual(ok.job, { id: enq.id, type: "http", attempt: 1 });
+  assert.equal(ok.body, sent.body);
+
+  const refused = async (request, options) => (await verifyDelivery(request, { secrets: SIGNING_SECRET, url, ...options })).reason;
+  assert.equal(await refused(received(sent.headers, sent.body.replace("app", "APP"))), "no_matching_signature");
+  assert.equal(await refused(received(), { url: app.url("/elsewhere") }), "no_matching_signature");
+  assert.equal(await refused(received(), { secrets: "wrong" }), "no_matching_signature");
+  assert.equal(await refused(received(), { now: Date.now() + 3_600_000 }), "stale_timestamp");
+  const { "x-jobs-signature": _, ...unsigned } = sent.headers;
+  assert.equal(await refused(received(unsigned)), "missing_signature");
+  assert.equal(await refused(received({ ...sent.headers, "x-jobs-signature": "t=1" })), "invalid_signature_header");
+});
+
+test("signTestDelivery signs as the platform does: the platform's check accepts it", async () => {
+  const url = "https://app.example.com/jobs?x=1";
+  const request = await signTestDelivery({ url, secret: "s3cret", body: '{"a":1}', jobType: "message_relay", jobId: "01JOB", attempt: 2 });
+  assert.equal((await verifyDelivery(request, { secrets: "s3cret" })).valid, true);
+  const headers = Object.fromEntries(request.headers);
+  const parts = { method: "POST", url, jobType: "message_relay", jobId: "01JOB", attempt: "2", body: await request.text() };
+  assert.equal(verifySignature("s3cret", headers["x-jobs-signature"], parts), true, "the tests' own implementation agrees");
+});
+
+test("the client's types are what openapi-typescript generates from the OpenAPI document now", () => {
+  const out = join(mkdtempSync(join(tmpdir(), "openapi-")), "openapi.ts");
+  const bin = join(ROOT, "node_modules", ".bin", "openapi-typescript");
+  const run = spawnSync(bin, [join(ROOT, "producer", "openapi.json"), "-o", out], { encoding: "utf8" });
+  assert.equal(run.status, 0, run.stderr);
+  const committed = readFileSync(join(ROOT, "clients", "js", "src", "openapi.ts"), "utf8");
+  assert.equal(readFileSync(out, "utf8"), committed, "run `npm run types -w clients/js` and commit src/openapi.ts");
+});
