@@ -14,6 +14,7 @@ export type BulkResult = Schemas["BulkResult"];
 export type Stats = Schemas["Stats"];
 export type History = Schemas["History"];
 export type DeadLetterPage = Schemas["DeadLetterPage"];
+export type Failure = Schemas["Failure"];
 
 /** A bulk action's jobs: ids, or a filter (as the job search takes). */
 export type Selection = { ids: string[] } | { filter: Filter };
@@ -116,6 +117,12 @@ export class JobsClient {
 
   history(minutes = 60): Promise<History> {
     return this.request("GET", `/v1/admin/history?minutes=${minutes}`);
+  }
+
+  /** GET /v1/admin/failures: the latest failed attempts (retried or dead), newest first. */
+  async failures(limit = 50): Promise<Failure[]> {
+    const answer = await this.request<{ failures: Failure[] }>("GET", `/v1/admin/failures?limit=${limit}`);
+    return answer.failures;
   }
 
   /** GET /v1/admin/jobs: `query` keys as the search takes them (status, type, family, ...). */

@@ -7,6 +7,7 @@ export type {
   DeadLetterPage,
   EnqueueRequest,
   EnqueueResult,
+  Failure,
   Filter,
   History,
   Job,
