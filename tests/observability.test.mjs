@@ -3,7 +3,9 @@
 // the app endpoint and the PagerDuty/Slack/digest webhooks are real local HTTP servers.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { enqueueAndDeliver, enqueueBatch, jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { enqueueAndDeliver, enqueueBatch, jobMessage, logCollector, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { tick, DAY, MINUTE } from "./support/sweep.mjs";
 import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
@@ -137,6 +139,29 @@ describe("skipped and interrupted jobs (manual delivery)", () => {
     await p.deliver("jobs-default", [message]);
     const events = logs.of(enq.body.id).map((l) => `${l.event}${l.reason ? `:${l.reason}` : ""}`);
     assert.deepEqual(events, ["job.completed", "job.skipped:finished"]);
+  });
+
+  test("the dashboard's Workers Logs queries name fields the Workers log", async () => {
+    app.script("/dashboard-queries", [{ status: 500 }]);
+    const failing = await p.enqueue({ type: "http", max_attempts: 1, payload: { url: app.url("/dashboard-queries") } });
+    await p.deliver("jobs-default", [jobMessage(failing.body.id, "http")]);
+    await p.deliver("jobs-default", [jobMessage("01JNOPE2", "noop")]);
+    await tick(p, Date.now());
+
+    // The README table under "In the Cloudflare dashboard": | question | filter | fields |.
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### In the Cloudflare dashboard"), readme.indexOf("### Analytics Engine"));
+    const rows = section.split("\n").filter((l) => l.startsWith("| ") && l.includes("`"));
+    assert.ok(rows.length >= 5, "the table is there");
+    for (const row of rows) {
+      const [, , filter, show] = row.split("|").map((cell) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+      const [key, value] = filter;
+      const matching = logs.lines.filter((l) => (key === "event" ? l.event === value : key in l));
+      assert.ok(matching.length > 0, `some line has ${key}${key === "event" ? ` = ${value}` : ""}`);
+      for (const field of show) {
+        assert.ok(matching.some((l) => field in l), `${row}: no ${key === "event" ? value : key} line has ${field}`);
+      }
+    }
   });
 
   test("the lease rescuer logs job.interrupted with the lost attempt's duration", async () => {

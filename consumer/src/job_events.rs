@@ -5,18 +5,17 @@
 
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::observe::analytics_points::execution_point;
 use jobs_shared::observe::job_event::{
     decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
 };
 use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
+use jobs_shared::util::analytics_write::write_point_to;
 use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
 use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use worker::{
-    console_error, console_log, console_warn, AnalyticsEngineDataPointBuilder,
-    AnalyticsEngineDataset, Env,
-};
+use worker::{console_error, console_log, console_warn, AnalyticsEngineDataset, Env};
 
 use crate::delivery::Delivery;
 use crate::job_context::JobContext;
@@ -59,22 +58,23 @@ pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
     }
 }
 
-/// index: job type; blobs: family, outcome, error class; doubles: duration ms, attempt, cost
-/// (cents). The README's SQL API queries read these positions.
+/// The attempt's point, laid out as `analytics_points::EXECUTION` says.
 fn write_point(dataset: &AnalyticsEngineDataset, family: Family, a: &Recorded<'_>) {
     let error_class = decision_error(a.decision).map_or("", |e| e.class.as_str());
-    let written = AnalyticsEngineDataPointBuilder::new()
-        .indexes([a.job.job_type.as_str()])
-        .add_blob(family.as_str())
-        .add_blob(run_outcome(a.decision))
-        .add_blob(error_class)
-        .add_double(a.duration_ms as f64)
-        .add_double(a.job.attempts)
-        .add_double(a.cost_cents)
-        .write_to(dataset);
-    if let Err(e) = written {
-        console_error!("analytics engine write failed: {e}");
-    }
+    let values = (
+        a.duration_ms as f64,
+        f64::from(a.job.attempts),
+        a.cost_cents,
+    );
+    let outcome = run_outcome(a.decision);
+    let point = execution_point(
+        &a.job.job_type,
+        family.as_str(),
+        outcome,
+        error_class,
+        values,
+    );
+    write_point_to(dataset, &point);
 }
 
 /// `job.skipped`: a delivered message ran nothing; `reason` says why and `action` whether the

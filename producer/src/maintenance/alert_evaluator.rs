@@ -14,9 +14,11 @@ use jobs_shared::observe::alert_rules::{
     alert_channel, changes, firing, AlertConfig, FamilyWindow, Firing, LateSchedule, LongRunning,
     Observations, StoredAlert,
 };
+use jobs_shared::observe::analytics_points::backlog_point;
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
 use jobs_shared::observe::job_minutes::minute_of;
 use jobs_shared::observe::severity::Severity;
+use jobs_shared::util::analytics_write::write_point_to;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
@@ -25,7 +27,7 @@ use jobs_store::job_runs::job_run_alert_window_by_family;
 use jobs_store::jobs::{job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
-use worker::{console_error, console_log, AnalyticsEngineDataPointBuilder, D1PreparedStatement};
+use worker::{console_error, console_log, D1PreparedStatement};
 
 use super::{notifier, Tick};
 use crate::env_config;
@@ -203,14 +205,6 @@ fn write_backlog_points(tick: &Tick<'_>, backlog: &[FamilyWindow], running: &[Ru
             .iter()
             .find(|r| r.family == name)
             .map_or(0, |r| r.running);
-        let written = AnalyticsEngineDataPointBuilder::new()
-            .indexes([name])
-            .add_blob(name)
-            .add_double(waiting as f64)
-            .add_double(busy as f64)
-            .write_to(&dataset);
-        if let Err(e) = written {
-            console_error!("analytics engine write failed: {e}");
-        }
+        write_point_to(&dataset, &backlog_point(name, waiting as f64, busy as f64));
     }
 }

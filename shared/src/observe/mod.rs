@@ -2,6 +2,7 @@
 //! hears about them, correlation ids, and handlers' own span events.
 
 pub mod alert_rules;
+pub mod analytics_points;
 pub mod correlation;
 pub mod d1_stats;
 pub mod escalation;
