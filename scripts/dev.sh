@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-chromium.sh # screenshot_capture's browser, behind the stand-in
 
-# Local secrets, made once. The consumer reads its own .dev.vars beside its config.
+# Local secrets, made once (see .dev.vars.example and consumer/.dev.vars.example). The consumer
+# reads its own .dev.vars beside its config.
 if [ ! -f .dev.vars ]; then
   token() { node -e 'console.log(require("crypto").randomBytes(18).toString("base64url"))'; }
   {
