@@ -27,6 +27,17 @@ after(async () => {
 
 const admin = async (path) => (await p.request("GET", path, { token: TOKENS.admin })).body;
 
+/** A new tab on the dashboard, signed in with the admin token; `errors` collects page errors. */
+async function signedIn() {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(new URL("/dashboard/", base).href);
+  await page.fill("#token", TOKENS.admin);
+  await page.click("#login button[type=submit]");
+  return { page, errors };
+}
+
 test("the page is served from static assets with a strict CSP and no data", async () => {
   const res = await fetch(new URL("/dashboard/", base));
   assert.equal(res.status, 200);
@@ -47,12 +58,7 @@ test("load the dashboard, see the API's numbers, replay a dead job by clicking",
   await p.enqueue({ type: "noop", payload: {} }); // one waiting in the backlog
   const stats = await admin("/v1/admin/stats");
 
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(new URL("/dashboard/", base).href);
-  await page.fill("#token", TOKENS.admin);
-  await page.click("#login button[type=submit]");
+  const { page, errors } = await signedIn();
 
   const familyCell = (family, field) => page.locator(`#families tr[data-family="${family}"] td[data-field="${field}"]`);
   await familyCell("default", "backlog").waitFor();
@@ -98,12 +104,7 @@ test("the last hour's charts draw each family's minutes from the history the API
   const total = (key) => history.families.default.reduce((n, point) => n + point[key], 0);
   assert.ok(total("succeeded") >= 3 && total("failed") >= 1);
 
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(new URL("/dashboard/", base).href);
-  await page.fill("#token", TOKENS.admin);
-  await page.click("#login button[type=submit]");
+  const { page, errors } = await signedIn();
   const chart = (family, series) => page.locator(`#history svg[data-family="${family}"][data-series="${series}"]`);
   await chart("default", "succeeded").waitFor();
   assert.equal(await page.locator("#history tbody tr").count(), 5, "a row per family");

@@ -18,17 +18,25 @@ pub fn minute_of(at_ms: i64) -> i64 {
     at_ms.div_euclid(MINUTE_MS) * MINUTE_MS
 }
 
-/// What one batch adds to a family-minute.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct MinuteTally {
-    pub family: &'static str,
-    pub minute: i64,
+/// The attempts a family-minute counts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MinuteCounts {
     pub succeeded: i64,
     /// Retried or dead (a skip is no failure).
     pub failed: i64,
     pub dead: i64,
     pub sum_ms: i64,
     pub max_ms: i64,
+}
+
+/// What one batch adds to a family-minute.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MinuteTally {
+    pub family: &'static str,
+    pub minute: i64,
+    #[serde(flatten)]
+    pub counts: MinuteCounts,
 }
 
 /// An attempt that ended: when, how long it took, and its run record's outcome
@@ -55,7 +63,7 @@ pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> 
                 out.len() - 1
             }
         };
-        let t = &mut out[at];
+        let t = &mut out[at].counts;
         match e.outcome {
             "succeeded" => t.succeeded += 1,
             "retrying" => t.failed += 1,
@@ -78,11 +86,8 @@ pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> 
 pub struct MinuteRow {
     pub family: String,
     pub minute: i64,
-    pub succeeded: i64,
-    pub failed: i64,
-    pub dead: i64,
-    pub sum_ms: i64,
-    pub max_ms: i64,
+    #[serde(flatten)]
+    pub counts: MinuteCounts,
     pub backlog: Option<i64>,
 }
 
@@ -134,14 +139,15 @@ fn point(minute: i64, row: Option<&MinuteRow>) -> Point {
             backlog: None,
         };
     };
-    let ran = r.succeeded + r.failed;
+    let c = &r.counts;
+    let ran = c.succeeded + c.failed;
     Point {
         minute,
-        succeeded: r.succeeded,
-        failed: r.failed,
-        dead: r.dead,
-        avg_ms: (ran > 0).then(|| r.sum_ms / ran),
-        max_ms: (ran > 0).then_some(r.max_ms),
+        succeeded: c.succeeded,
+        failed: c.failed,
+        dead: c.dead,
+        avg_ms: (ran > 0).then(|| c.sum_ms / ran),
+        max_ms: (ran > 0).then_some(c.max_ms),
         backlog: r.backlog,
     }
 }
@@ -166,7 +172,10 @@ mod tests {
         let minutes = tally(Family::Low, ended);
         let got: Vec<_> = minutes
             .iter()
-            .map(|t| (t.minute, t.succeeded, t.failed, t.dead, t.sum_ms, t.max_ms))
+            .map(|t| {
+                let c = &t.counts;
+                (t.minute, c.succeeded, c.failed, c.dead, c.sum_ms, c.max_ms)
+            })
             .collect();
         assert_eq!(
             got,
@@ -184,12 +193,14 @@ mod tests {
         let rows = [MinuteRow {
             family: "default".into(),
             minute: 120_000,
-            succeeded: 3,
-            failed: 1,
-            sum_ms: 400,
-            max_ms: 250,
+            counts: MinuteCounts {
+                succeeded: 3,
+                failed: 1,
+                sum_ms: 400,
+                max_ms: 250,
+                ..MinuteCounts::default()
+            },
             backlog: Some(9),
-            ..MinuteRow::default()
         }];
         let all = series(&rows, 150_000, 3);
         assert_eq!(all.len(), Family::ALL.len());
