@@ -128,6 +128,35 @@ describe("ai_tagging under a monthly budget", () => {
     );
     assert.equal(job.result.cost_cents, cost);
     assert.equal(job.runs[0].cost_cents, cost, "the run record carries the attempt's cost");
+    // The run record says what ran: the model, and calls and tokens equal to the budget's
+    // counters; its LLM responses, too large to keep inline, are one R2 object per run.
+    const run = job.runs[0];
+    assert.equal(run.handler, "ai_tagging");
+    assert.deepEqual(run.llm, {
+      model: "claude-test",
+      calls: budget.requests,
+      input_tokens: budget.tokens_input,
+      output_tokens: budget.tokens_output,
+    });
+    assert.ok(run.bytes.out > 0 && run.bytes.in > 0, JSON.stringify(run.bytes));
+    assert.equal(run.artifacts.length, 1);
+    const [artifact] = run.artifacts;
+    assert.deepEqual(
+      [artifact.kind, artifact.key, artifact.content_type, artifact.inline],
+      ["llm_responses", `artifacts/${job.id}/1/llm_responses.jsonl`, "application/x-ndjson", undefined],
+    );
+    const stored = await (await p.mf.getR2Bucket("ARTIFACTS", p.consumerName)).get(artifact.key);
+    const text = await stored.text();
+    assert.equal(artifact.size, Buffer.byteLength(text));
+    const responses = text.trim().split("\n").map((line) => JSON.parse(line));
+    assert.equal(responses.length, 45, "one line per call");
+    assert.equal(new Set(responses.map((r) => r.item_id)).size, 45);
+    for (const r of responses) {
+      assert.equal(r.status, "tagged");
+      assert.deepEqual([r.input_tokens, r.output_tokens], [USAGE.input_tokens, USAGE.output_tokens]);
+      assert.equal(JSON.parse(r.reply).sentiment, "positive");
+    }
+    assert.deepEqual(job.artifacts, [{ ...artifact, run: 1 }]);
     assert.deepEqual(await alertRows(), [], "2.7 % raises nothing");
     assert.equal(events("budget.check")[0].budget_action, "normal");
 

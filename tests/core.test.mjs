@@ -2,7 +2,7 @@
 // local queues, and a real local HTTP server as the app endpoint.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { d1Stats, jobMessage, startPlatform, TOKENS, SIGNING_SECRET } from "./support/platform.mjs";
+import { d1Stats, jobMessage, logCollector, startPlatform, TOKENS, SIGNING_SECRET } from "./support/platform.mjs";
 import { signedParts, startAppServer, verifySignature } from "./support/app_server.mjs";
 
 let app;
@@ -13,9 +13,11 @@ after(() => app.close());
 
 describe("jobs flow through the real local queues", () => {
   let p;
+  const logs = logCollector();
   before(async () => {
     p = await startPlatform({
       consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/apps/weather") },
+      onLog: logs.onLog,
     });
   });
   after(() => p.dispose());
@@ -35,6 +37,21 @@ describe("jobs flow through the real local queues", () => {
     assert.equal(job.runs[0].attempt, 1);
     assert.equal(job.runs[0].outcome, "succeeded");
     assert.equal(job.runs[0].error, null);
+    // What ran it: the handler, the consumer's version and invocation (the id its
+    // batch.completed line carries), the body bytes sent and read, the lease it held.
+    const run = job.runs[0];
+    assert.equal(run.handler, "http");
+    assert.equal(typeof run.version, "string");
+    assert.ok(run.version.length > 0, "a version id, or local");
+    assert.match(run.invocation, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.deepEqual(run.bytes, { out: JSON.stringify({ hello: "world" }).length, in: JSON.stringify({ ok: true }).length });
+    assert.ok(Date.parse(run.lease_until) > Date.parse(run.started_at), "the lease it held");
+    assert.deepEqual(run.artifacts, []);
+    assert.deepEqual(job.artifacts, []);
+    const completed = await p.waitFor(() => logs.events("batch.completed").find((l) => l.invocation === run.invocation), {
+      what: "the invocation's batch.completed line",
+    });
+    assert.match(completed.queue, /^jobs-default/);
 
     const [req] = app.requests("/ok");
     assert.equal(req.method, "POST");

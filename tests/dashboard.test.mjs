@@ -126,3 +126,27 @@ test("a wrong token is refused and the page asks again", async () => {
   assert.match(await page.locator("#status").textContent(), /cannot use the admin API/);
   assert.equal(await page.evaluate(() => sessionStorage.getItem("cf-jobs-admin-token")), null);
 });
+
+test("a job's view lists what each run produced: its artifacts", async () => {
+  // A refresh of every due source (none here) keeps its feed summary, inline, as its artifact.
+  const enq = await p.enqueue({ type: "rss_feed_refresh", payload: {} });
+  await p.deliver(`jobs-${enq.body.family}`, [jobMessage(enq.body.id, "rss_feed_refresh")]);
+  const job = (await p.getJob(enq.body.id)).body;
+  assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+  const [artifact] = job.artifacts;
+  assert.equal(artifact.kind, "feed_summary");
+
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  // A link to the job opens its view once signed in.
+  await page.goto(new URL(`/dashboard/#job=${job.id}`, base).href);
+  await page.fill("#token", TOKENS.admin);
+  await page.click("#login button[type=submit]");
+  const listed = page.locator('#artifacts tr[data-run="1"]');
+  await listed.waitFor();
+  assert.equal(await listed.locator("td[data-field=kind]").textContent(), "feed_summary");
+  assert.equal(await listed.locator("td[data-field=kept]").textContent(), JSON.stringify(artifact.inline));
+  assert.equal(await page.locator("#runs tbody tr td").nth(6).textContent(), "rss_refresh");
+  assert.deepEqual(errors, []);
+});

@@ -17,7 +17,7 @@ test("the dry run plans every resource of the environment and wrangler accepts t
   const run = deploy("--env", "staging", "--dry-run");
   assert.equal(run.status, 0, run.stderr + run.stdout);
   const need = resources("staging");
-  for (const name of [need.database, need.bucket, ...need.queues, "jobs-producer-staging", "jobs-consumer-staging"]) {
+  for (const name of [need.database, ...need.buckets, ...need.queues, "jobs-producer-staging", "jobs-consumer-staging"]) {
     assert.match(run.stdout, new RegExp(`\\b${name}\\b`), name);
   }
   assert.equal(need.queues.length, 14, "5 families and their DLQs, 4 express lanes");
@@ -32,7 +32,7 @@ test("the dry run plans every resource of the environment and wrangler accepts t
 test("environments never share a resource, and a second run creates nothing", () => {
   const staging = resources("staging");
   const production = resources("production");
-  const all = (r) => [r.database, r.bucket, ...r.queues];
+  const all = (r) => [r.database, ...r.buckets, ...r.queues];
   assert.deepEqual(all(staging).filter((n) => all(production).includes(n)), []);
 
   const first = plan("staging", null, CONFIGS);
@@ -41,12 +41,16 @@ test("environments never share a resource, and a second run creates nothing", ()
   const account = {
     databases: new Set([staging.database]),
     queues: new Set(staging.queues),
-    buckets: new Set([staging.bucket]),
+    buckets: new Set(staging.buckets),
     secrets: { producer: new Set(["ENQUEUE_TOKENS", "ADMIN_TOKENS"]), consumer: new Set(["SIGNING_SECRETS"]) },
   };
   const again = plan("staging", account, CONFIGS);
   assert.deepEqual(creates(again), []);
-  assert.deepEqual(again.filter((s) => !s.done).map((s) => s.what), ["migrations", "deploy", "deploy"]);
+  assert.deepEqual(
+    again.filter((s) => !s.done).map((s) => s.what),
+    ["R2 expiry", "R2 expiry", "migrations", "deploy", "deploy"],
+    "only what keeps a deployment current: the rules (replaced as they are), migrations, the Workers",
+  );
 });
 
 test("the database id is filled in, and a wrong environment is refused", () => {

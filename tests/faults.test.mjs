@@ -4,7 +4,7 @@
 // workerd with its real D1, and checks that no job is lost, stranded or run past its bounds.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jobMessage, startPlatform } from "./support/platform.mjs";
+import { jobMessage, refuseSuccess, startPlatform } from "./support/platform.mjs";
 import { startHostileServer } from "./support/hostile_server.mjs";
 
 const MAX_RESULT_BYTES = 64 * 1024;
@@ -110,19 +110,13 @@ describe("hostile answers cannot stall, poison or multiply a batch", () => {
   test("a row D1 refuses fails its own job alone; the batch's other outcomes are written", async () => {
     const ids = await enqueueHttp(p, "/slow?ms=1", 4);
     const poisoned = ids[2];
-    await p.db
-      .prepare(
-        `CREATE TRIGGER refuse_one BEFORE UPDATE OF status ON jobs
-         WHEN NEW.id = '${poisoned}' AND NEW.status = 'succeeded'
-         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
-      )
-      .run();
+    const undo = await refuseSuccess(p, poisoned);
     try {
       const result = await p.deliver("jobs-default", messages(ids));
       assert.equal(result.explicitAcks.length, 3);
       assert.deepEqual(result.retryMessages.map((m) => m.msgId), [`m-${poisoned}`]);
     } finally {
-      await p.db.prepare("DROP TRIGGER refuse_one").run();
+      await undo();
     }
     const refused = await job(p, poisoned);
     assert.equal(refused.status, "retrying");
@@ -197,6 +191,13 @@ describe("leases: a lost attempt is recorded and counted", () => {
         [2, "succeeded", null],
       ],
     );
+    // The lost attempt's record names the consumer invocation whose claim found it: the one
+    // that then ran the job.
+    const [lost, ran] = done.runs;
+    assert.equal(lost.found_by, "consumer");
+    assert.match(lost.invocation, /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.equal(lost.invocation, ran.invocation);
+    assert.ok(Date.parse(lost.lease_until) < Date.parse(lost.finished_at), "the lease it held had run out");
   });
 
   test("a worker that outlived its lease cannot overwrite the attempt that took over", async () => {

@@ -82,6 +82,10 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     const rescued = await p.waitForStatus(retry.body.id, "succeeded");
     assert.deepEqual(rescued.runs.map((r) => r.outcome), ["retrying", "succeeded"]);
     assert.equal(rescued.runs[0].error.class, "lease_expired");
+    // The lost attempt's record says who found it and the lease it held.
+    assert.equal(rescued.runs[0].found_by, "sweep");
+    assert.equal(Date.parse(rescued.runs[0].lease_until), now - MINUTE);
+    assert.equal(rescued.runs[1].found_by, undefined);
     assert.equal(rescued.attempts, 2);
 
     const dead = (await p.getJob(last.body.id)).body;

@@ -161,6 +161,17 @@ describe("rss_feed_refresh", () => {
     assert.equal(s.last_error_message, null);
     assert.equal(s.retry_after_until, null);
     assert.equal(s.items.new, 2);
+    // Every attempt keeps its own feed summary, the failed one too, listed on the job.
+    const summaries = job.runs.map((r) => r.artifacts.find((a) => a.kind === "feed_summary"));
+    assert.ok(summaries.every(Boolean), JSON.stringify(job.runs));
+    const [failed] = summaries[0].inline.sources;
+    assert.deepEqual([failed.id, failed.outcome], [limited.id, "failed"]);
+    assert.match(failed.error, /429/);
+    const [refreshed] = summaries.at(-1).inline.sources;
+    assert.deepEqual([refreshed.id, refreshed.outcome, refreshed.new], [limited.id, "refreshed", 2]);
+    assert.equal(summaries[0].content_type, "application/json");
+    assert.ok(job.runs.at(-1).bytes.in > 0, "the feed's bytes were read");
+    assert.deepEqual(job.artifacts.map((a) => a.run), job.runs.map((r) => r.run).reverse(), "newest run first");
   });
 
   test("5 consecutive failures disable a source; the admin re-enables it", async () => {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { chromium as playwright } from "playwright-core";
 import { unstable_readConfig } from "wrangler";
-import { jobMessage, logCollector, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { jobMessage, logCollector, refuseSuccess, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { startChromium } from "../dev/browser-standin/chromium.mjs";
 
@@ -91,7 +91,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.equal(job.status, "succeeded", JSON.stringify(job.error));
     assert.equal(decisions.retryMessages.length, 0);
     const r = job.result;
-    assert.equal(r.key, `screenshots/${job.id}.png`);
+    assert.equal(r.key, `screenshots/${job.id}/1.png`);
     assert.deepEqual(
       [r.width, r.height, r.format, r.content_type, r.status, r.mode],
       [640, 480, "png", "image/png", 200, "binding"],
@@ -106,6 +106,40 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.deepEqual(dimensions(bytes), { format: "png", width: 640, height: 480 });
     assert.equal(object.httpMetadata.contentType, "image/png");
     assert.equal(object.customMetadata.job_id, job.id);
+    // The image is the run's artifact, listed on the job.
+    const artifact = { kind: "screenshot", content_type: "image/png", size: r.size, key: r.key, width: 640, height: 480 };
+    assert.deepEqual(job.runs[0].artifacts, [artifact]);
+    assert.deepEqual(job.artifacts, [{ ...artifact, run: 1 }]);
+    assert.equal(job.runs[0].handler, "screenshot");
+    assert.equal(job.runs[0].bytes.in, r.size, "the image's bytes");
+  });
+
+  test("a retry keeps each attempt's image: one R2 object and one artifact per attempt", async () => {
+    app.script("/again", [html('<h1 style="background:#facade">Again</h1>')]);
+    const enq = await p.enqueue({ type: "screenshot_capture", payload: { url: app.url("/again"), viewport: { width: 320, height: 240 } } });
+    // D1 refuses the first attempt's success (a real fault): that attempt is retried, its
+    // image already stored.
+    const undo = await refuseSuccess(p, enq.body.id);
+    let first;
+    try {
+      first = (await deliverAgain(p, enq.body.id)).job;
+    } finally {
+      await undo();
+    }
+    assert.deepEqual([first.status, first.error.class], ["retrying", "internal"]);
+    // Its backoff over (the test moves its due time instead of waiting), the retry runs.
+    await p.db.prepare("UPDATE jobs SET run_at = ? WHERE id = ?").bind(Date.now(), enq.body.id).run();
+    const { job } = await deliverAgain(p, enq.body.id);
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+
+    const keys = [`screenshots/${job.id}/1.png`, `screenshots/${job.id}/2.png`];
+    assert.equal(job.result.key, keys[1], "the result names the latest image");
+    for (const key of keys) {
+      const bytes = new Uint8Array(await (await bucket.get(key)).arrayBuffer());
+      assert.deepEqual(dimensions(bytes), { format: "png", width: 320, height: 240 }, key);
+    }
+    assert.deepEqual(job.runs.map((r) => r.artifacts.map((a) => [a.kind, a.key])), [[["screenshot", keys[0]]], [["screenshot", keys[1]]]]);
+    assert.deepEqual(job.artifacts.map((a) => [a.run, a.key]), [[2, keys[1]], [1, keys[0]]]);
   });
 
   test("jpeg of the full page: the whole height, beyond the viewport", async () => {
@@ -118,7 +152,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     });
     assert.equal(job.status, "succeeded", JSON.stringify(job.error));
     assert.deepEqual([job.result.width, job.result.height, job.result.format], [500, 2000, "jpeg"]);
-    assert.equal(job.result.key, `screenshots/${job.id}.jpg`);
+    assert.equal(job.result.key, `screenshots/${job.id}/1.jpg`);
     const object = await bucket.get(job.result.key);
     const bytes = new Uint8Array(await object.arrayBuffer());
     assert.deepEqual(dimensions(bytes), { format: "jpeg", width: 500, height: 2000 });
@@ -142,7 +176,7 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.equal(job.error.class, "client_error");
     assert.match(job.error.message, /answered HTTP 404/);
     assert.equal(decisions.retryMessages.length, 0);
-    assert.equal(await bucket.get(`screenshots/${job.id}.png`), null, "nothing stored");
+    assert.equal(await bucket.get(`screenshots/${job.id}/1.png`), null, "nothing stored");
     // Without a body Chrome fails the navigation itself (ERR_HTTP_RESPONSE_CODE_FAILURE): the
     // status still decides.
     app.script("/missing-empty", [{ status: 410, raw: "" }]);

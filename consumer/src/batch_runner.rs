@@ -15,7 +15,7 @@ use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::{self, Ended};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
-    JobType, RetryPolicy,
+    JobType, RetryPolicy, RunDetails,
 };
 use jobs_store::jobs::{
     self, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
@@ -25,6 +25,7 @@ use worker::js_sys::Math;
 use worker::{console_error, D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
+use crate::invocation::Invocation;
 use crate::job_context::{HandlerRun, JobContext, Release};
 use crate::job_events::{self, Recorded};
 use crate::outbound::BatchGate;
@@ -39,7 +40,7 @@ const NOT_STARTED: Release = Release {
     reason: "released",
 };
 
-pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
+pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env, invocation: &Invocation) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
         console_error!("batch from unknown queue {queue}: retried later");
         deliveries.iter().for_each(|d| d.retry(300));
@@ -64,10 +65,11 @@ pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env) {
     };
     let started = now_ms();
     let mut stats = D1Stats::default();
-    if let Err(e) = run_jobs(&db, family, &valid, env, &mut stats).await {
+    if let Err(e) = run_jobs(&db, family, &valid, env, invocation, &mut stats).await {
         d1_failed(&valid, &e);
     }
-    job_events::batch_completed(queue, valid.len(), &stats, now_ms() - started);
+    let duration_ms = now_ms() - started;
+    job_events::batch_completed(queue, valid.len(), &stats, duration_ms, &invocation.id);
 }
 
 async fn run_jobs(
@@ -75,6 +77,7 @@ async fn run_jobs(
     family: Family,
     valid: &[&Delivery],
     env: &Env,
+    invocation: &Invocation,
     stats: &mut D1Stats,
 ) -> worker::Result<()> {
     let (limits, warnings) = ConsumerLimits::from_vars(|name| crate::config(env, name));
@@ -93,6 +96,7 @@ async fn run_jobs(
         &ids,
         batch_started,
         batch_started + lease,
+        &invocation.found_by(),
         stats,
     )
     .await?;
@@ -155,8 +159,15 @@ async fn run_jobs(
         .collect();
 
     let gate = BatchGate::new(&limits);
-    let (attempts, heartbeat_stats) =
-        execute_all(db, &runs, env, &gate, &limits, batch_started, lease).await;
+    let (attempts, heartbeat_stats) = execute_all(
+        db,
+        &runs,
+        env,
+        invocation,
+        &gate,
+        (&limits, batch_started, lease),
+    )
+    .await;
     stats.merge(&heartbeat_stats);
     for (run, ran) in runs.iter_mut().zip(attempts) {
         match ran {
@@ -303,6 +314,7 @@ impl<'a> Run<'a> {
                 .and_then(|r| r.as_ref())
                 .map(stored_result),
             cost_cents: attempt.cost_cents,
+            details: Some(&attempt.details),
             chain: self.chain.as_ref()?.write(),
         })
     }
@@ -375,10 +387,9 @@ async fn execute_all(
     db: &D1Database,
     runs: &[Run<'_>],
     env: &Env,
+    invocation: &Invocation,
     gate: &BatchGate,
-    limits: &ConsumerLimits,
-    batch_started: i64,
-    lease: i64,
+    (limits, batch_started, lease): (&ConsumerLimits, i64, i64),
 ) -> (Vec<Result<Attempt, Release>>, D1Stats) {
     let work = stream::iter(runs)
         .map(|run| async move {
@@ -391,7 +402,7 @@ async fn execute_all(
             {
                 return Err(NOT_STARTED);
             }
-            execute(job, job_type, env, gate, deadline).await
+            execute(job, job_type, (env, invocation), gate, deadline).await
         })
         .buffered(limits.connections)
         .collect::<Vec<_>>();
@@ -448,6 +459,8 @@ struct Attempt {
     /// The job's own retry policy, else its type's (the default one for a type this build
     /// does not know).
     policy: RetryPolicy,
+    /// What ran it and what it produced, for its run record.
+    details: RunDetails,
 }
 
 /// Runs one job within its deadline (a little over it, so a handler's own timeout, with its
@@ -457,7 +470,7 @@ struct Attempt {
 async fn execute(
     job: &Claimed,
     job_type: Option<JobType>,
-    env: &Env,
+    (env, invocation): (&Env, &Invocation),
     gate: &BatchGate,
     deadline_ms: i64,
 ) -> Result<Attempt, Release> {
@@ -497,6 +510,14 @@ async fn execute(
     } else {
         (ran.outcome, Vec::new())
     };
+    let details = RunDetails {
+        version: invocation.version.clone(),
+        invocation: invocation.id.clone(),
+        handler: job_type.map_or("unknown", |t| t.handler().module()),
+        bytes: outbound.bytes(),
+        llm: ran.llm,
+        artifacts: ran.artifacts,
+    };
     Ok(Attempt {
         started_at,
         finished_at,
@@ -506,6 +527,7 @@ async fn execute(
         policy: (job.retry_policy.as_deref())
             .and_then(JobRetry::from_stored)
             .unwrap_or_else(|| job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry)),
+        details,
     })
 }
 

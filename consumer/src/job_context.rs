@@ -1,7 +1,7 @@
 //! What every handler is given and gives back, and the helpers they share: one signature for
 //! every handler in `crate::handlers` (README "Adding a job type").
 
-use jobs_shared::{ErrorClass, JobError, JobType};
+use jobs_shared::{Artifact, ErrorClass, JobError, JobType, LlmUse};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use worker::Env;
@@ -14,12 +14,15 @@ use jobs_store::jobs::Claimed;
 /// whether follow-up jobs in its result may be enqueued: built-in handlers and the team's own
 /// app endpoints are trusted, an `http` target only when its job allows it. A handler that
 /// could not start its work for want of a shared resource (a browser) gives `release`
-/// instead: no attempt is spent and the outcome is ignored.
+/// instead: no attempt is spent and the outcome is ignored. `llm` and `artifacts` go on the
+/// attempt's run record (README "Run records and artifacts"), whatever its outcome.
 pub struct HandlerRun {
     pub outcome: Result<Option<Value>, JobError>,
     pub cost_cents: f64,
     pub follow_ups_trusted: bool,
     pub release: Option<Release>,
+    pub llm: Option<LlmUse>,
+    pub artifacts: Vec<Artifact>,
 }
 
 /// A job handed back unstarted: its claim is undone (queued, no attempt, no run record) and its
@@ -38,7 +41,14 @@ impl HandlerRun {
             cost_cents: 0.0,
             follow_ups_trusted: true,
             release: None,
+            llm: None,
+            artifacts: Vec::new(),
         }
+    }
+
+    /// The run with what the attempt produced.
+    pub fn with_artifacts(self, artifacts: Vec<Artifact>) -> HandlerRun {
+        HandlerRun { artifacts, ..self }
     }
 
     /// The job did not start (see [`Release`]).

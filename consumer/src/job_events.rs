@@ -170,12 +170,20 @@ impl Drop for SpanLog<'_> {
     }
 }
 
-/// One line per batch: its size, wall time and D1 work (what the benchmark counts).
-pub fn batch_completed(queue: &str, messages: usize, stats: &D1Stats, duration_ms: i64) {
+/// One line per batch: its size, wall time and D1 work (what the benchmark counts), and the
+/// invocation id its run records carry.
+pub fn batch_completed(
+    queue: &str,
+    messages: usize,
+    stats: &D1Stats,
+    duration_ms: i64,
+    invocation: &str,
+) {
     emit(json!({
         "event": "batch.completed",
         "level": "info",
         "queue": queue,
+        "invocation": invocation,
         "messages": messages,
         "duration_ms": duration_ms,
         "d1.round_trips": stats.round_trips,

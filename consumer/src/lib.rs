@@ -5,12 +5,14 @@
 //! and redelivering the whole batch) whenever the handler returns `Err`. Here every message is
 //! acked or retried explicitly and the export always resolves.
 
+mod artifacts;
 mod batch_runner;
 mod chain;
 mod dead_letters;
 mod deadline;
 mod delivery;
 mod handlers;
+mod invocation;
 mod job_context;
 mod job_events;
 mod outbound;
@@ -26,7 +28,8 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
     console_error_panic_hook::set_once();
     let queue = batch.queue().map(String::from).unwrap_or_default();
     let messages = delivery::Delivery::all(&batch, queue_delay_limit(&env));
-    batch_runner::run(&queue, messages, &env).await;
+    let invocation = invocation::Invocation::start(&env);
+    batch_runner::run(&queue, messages, &env, &invocation).await;
     Ok(JsValue::UNDEFINED)
 }
 

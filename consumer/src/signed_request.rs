@@ -87,6 +87,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         }
     }
 
+    let body_bytes = body.len();
     let mut init = RequestInit::new();
     init.with_method(out.method.clone()).with_headers(headers);
     if !body.is_empty() {
@@ -94,7 +95,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
     }
     let request = Request::new_with_init(url.as_str(), &init).map_err(invalid_request)?;
 
-    let response = fetch_timeout::fetch(outbound, request, out.timeout_ms).await?;
+    let response = fetch_timeout::fetch(outbound, request, body_bytes, out.timeout_ms).await?;
     let status = response.status_code();
     fetch_timeout::check_status(&response)?;
     // The body shares the request's timeout, and only its first MAX_RESPONSE_BYTES are read.

@@ -239,7 +239,15 @@ async function showJob(id) {
   $("#runs tbody").replaceChildren(
     ...job.runs.map((r) =>
       row([cell(String(r.run)), cell(String(r.attempt)), cell(when(r.started_at)), cell(ms(r.duration_ms), { cls: "num" }),
-        cell(r.outcome), cell(errorText(r.error), { cls: "error" })]),
+        cell(r.outcome), cell(errorText(r.error), { cls: "error" }), cell(r.handler ?? r.found_by),
+        cell(r.invocation, { cls: "id" }), cell(String((r.artifacts ?? []).length), { cls: "num" })]),
+    ),
+  );
+  // Each run's artifacts, newest run first: an R2 key, or the body kept inline.
+  $("#artifacts tbody").replaceChildren(
+    ...job.artifacts.map((a) =>
+      row([cell(String(a.run)), cell(a.kind, { field: "kind" }), cell(`${a.size} B`, { cls: "num" }),
+        cell(a.key ?? JSON.stringify(a.inline), { field: "kept" })], { run: a.run }),
     ),
   );
   $("#detail").scrollIntoView({ block: "nearest" });

@@ -33,6 +33,17 @@ pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
 
 fn view(job: &JobRow, runs: &[RunRow]) -> Value {
     let summary = &job.summary;
+    let runs: Vec<Value> = runs.iter().map(run_view).collect();
+    // Every run's artifacts, newest run first, each naming its run.
+    let artifacts: Vec<Value> = (runs.iter().rev())
+        .flat_map(|run| {
+            let artifacts = run["artifacts"].as_array().cloned().unwrap_or_default();
+            artifacts.into_iter().map(move |mut a| {
+                a["run"] = run["run"].clone();
+                a
+            })
+        })
+        .collect();
     json!({
         "id": summary.id,
         "type": summary.job_type,
@@ -54,12 +65,16 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "enqueued_by": summary.enqueued_by,
         "retry": job.retry_policy.as_deref().map(parse_json),
         "expires_at": job.expires_at.map(rfc3339),
-        "runs": runs.iter().map(run_view).collect::<Vec<_>>(),
+        "runs": runs,
+        "artifacts": artifacts,
     })
 }
 
+/// A run record, with its details (README "Run records and artifacts") as fields of their own:
+/// what ran it, its bytes, LLM use and artifacts, the lease it held; a lost attempt's say who
+/// found it. Runs recorded before details were kept have none of these.
 fn run_view(run: &RunRow) -> Value {
-    json!({
+    let mut view = json!({
         "run": run.run,
         "attempt": run.attempt,
         "started_at": rfc3339(run.started_at),
@@ -68,7 +83,15 @@ fn run_view(run: &RunRow) -> Value {
         "error": run.error_class.as_ref().map(|class| json!({ "class": class, "message": run.error_message })),
         "duration_ms": run.duration_ms,
         "cost_cents": run.cost_cents,
-    })
+    });
+    let details = run.details.as_deref().map(parse_json);
+    if let (Value::Object(view), Some(Value::Object(mut details))) = (&mut view, details) {
+        if let Some(lease) = details.get("lease_until").and_then(Value::as_i64) {
+            details.insert("lease_until".into(), rfc3339(lease).into());
+        }
+        view.extend(details);
+    }
+    view
 }
 
 /// Stored JSON was validated on the way in; should a row ever hold anything else, show it as text.

@@ -66,6 +66,9 @@ pub use job::payloads::{
     ScreenshotCapturePayload,
 };
 pub use job::registry::{Handler, ScheduleGate};
+pub use job::run_details::{
+    cut, found_by_consumer, Artifact, Bytes, LlmUse, Placement, RunDetails, FOUND_BY_SWEEP,
+};
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
 pub use retry::error_class::{classify_http_status, ErrorClass, JobError};

@@ -15,31 +15,38 @@ use jobs_shared::SqlValue;
 /// The statement that gives each lost attempt its run record: every job `lost` selects (a
 /// WHERE clause over `jobs`: `running`, its lease run out), at `now` (an SQL parameter such as
 /// `?1`). The consumer's claim and the sweep's rescuer both write it, whichever finds the job
-/// first; the other's insert is a no-op.
-pub(crate) fn record_lost_attempts_sql(now: &str, lost: &str) -> String {
+/// first; the other's insert is a no-op. `found_by` (an SQL expression of JSON text, shared
+/// `found_by_consumer` or `FOUND_BY_SWEEP`) says which, and becomes the run's details with the
+/// lease the attempt held.
+pub(crate) fn record_lost_attempts_sql(now: &str, lost: &str, found_by: &str) -> String {
     format!(
         "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
-         error_message, duration_ms) \
+         error_message, duration_ms, details) \
          SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, \
          CASE WHEN attempts >= max_attempts THEN '{Dead}' ELSE '{Retrying}' END, '{LeaseExpired}', \
-         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}) FROM jobs WHERE {lost} \
+         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}), \
+         json_set({found_by}, '$.lease_until', lease_until) FROM jobs WHERE {lost} \
          ON CONFLICT DO NOTHING"
     )
 }
 
 /// The run records of one kind of outcome, from `rows` (a JSON array over which `run_values`
 /// are SQL, see `jobs::job_set_outcome_many`), each for a job still `running` under that run.
+/// The row's field `details_at` (its details, shared `RunDetails`) is written with the lease
+/// the job held, read here before the job's own update clears it.
 pub(crate) fn job_run_insert_outcomes(
     db: &D1Database,
     rows: &JsValue,
     run_columns: &str,
     run_values: &str,
+    details_at: usize,
 ) -> worker::Result<D1PreparedStatement> {
     db.prepare(format!(
         "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, duration_ms, \
-         {run_columns}) \
+         details, {run_columns}) \
          SELECT j.id, j.runs, j.attempts, o.value ->> 2, o.value ->> 3, \
-         (o.value ->> 3) - (o.value ->> 2), {run_values} \
+         (o.value ->> 3) - (o.value ->> 2), \
+         json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), {run_values} \
          FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
          AND +j.status = '{Running}' AND j.runs = o.value ->> 1"
     ))
@@ -58,13 +65,15 @@ pub struct RunRow {
     pub error_message: Option<String>,
     pub duration_ms: i64,
     pub cost_cents: f64,
+    /// JSON (shared `RunDetails`, or a lost attempt's finder); NULL on runs recorded before it.
+    pub details: Option<String>,
 }
 
 /// Every run of the job `id`, in order.
 pub async fn job_run_list(db: &D1Database, id: &str) -> worker::Result<Vec<RunRow>> {
     db.prepare(
         "SELECT run, attempt, started_at, finished_at, outcome, error_class, error_message, \
-         duration_ms, cost_cents FROM job_runs WHERE job_id = ? ORDER BY run",
+         duration_ms, cost_cents, details FROM job_runs WHERE job_id = ? ORDER BY run",
     )
     .bind(&[id.into()])?
     .all()

@@ -89,6 +89,21 @@ export function logCollector() {
   };
 }
 
+/**
+ * A real D1 fault: a trigger that refuses job `id`'s move to `succeeded`, so its success cannot
+ * be recorded. Returns the undo (drops the trigger).
+ */
+export async function refuseSuccess(p, id) {
+  await p.db
+    .prepare(
+      `CREATE TRIGGER refuse_success BEFORE UPDATE OF status ON jobs
+       WHEN NEW.id = '${id}' AND NEW.status = 'succeeded'
+       BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+    )
+    .run();
+  return () => p.db.prepare("DROP TRIGGER refuse_success").run();
+}
+
 /** Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3"`. */
 export function d1Stats(headers) {
   const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";

@@ -33,9 +33,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         timeout_ms: payload.timeout_ms.unwrap_or(ctx.job_type.spec().timeout_ms),
     };
     HandlerRun {
-        outcome: signed_request::send(ctx, out).await,
-        cost_cents: 0.0,
         follow_ups_trusted: payload.allow_follow_ups,
-        release: None,
+        ..HandlerRun::of(signed_request::send(ctx, out).await)
     }
 }

@@ -190,7 +190,7 @@ async fn request<'a>(
         .with_redirect(RequestRedirect::Manual);
     let request = Request::new_with_init(url.as_str(), &init)
         .map_err(|e| ProbeError::Link(None, e.to_string()))?;
-    fetch_timeout::fetch(outbound, request, CHECK_TIMEOUT_MS)
+    fetch_timeout::fetch(outbound, request, 0, CHECK_TIMEOUT_MS)
         .await
         .map_err(link_error)
 }

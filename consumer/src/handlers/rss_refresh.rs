@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use worker::RequestInit;
 use worker::{console_warn, D1Database, D1PreparedStatement, Headers, Method, Request};
 
+use crate::artifacts;
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::job_events::SpanLog;
 use crate::outbound::fetch_timeout::{self, Fetched};
@@ -35,11 +36,19 @@ const CONCURRENT_FETCHES: usize = 6;
 const WRITE_EVERY_BYTES: usize = 2 * 1024 * 1024;
 const ACCEPT: &str = "application/rss+xml, application/atom+xml, application/xml;q=0.9, */*;q=0.5";
 
+/// Every attempt, failed ones too, keeps its per-source summary as its `feed_summary` artifact.
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    HandlerRun::of(refresh(ctx).await)
+    let mut summaries = Vec::new();
+    let outcome = refresh(ctx, &mut summaries).await;
+    let summary = json!({ "sources": summaries }).to_string();
+    let artifact = artifacts::keep(ctx, "feed_summary", "application/json", &summary).await;
+    HandlerRun::of(outcome).with_artifacts(vec![artifact])
 }
 
-async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
+async fn refresh(
+    ctx: &JobContext<'_>,
+    summaries: &mut Vec<Value>,
+) -> Result<Option<Value>, JobError> {
     let (job, env, outbound) = (ctx.job, ctx.env, ctx.outbound);
     let started = crate::now_ms();
     let events = &SpanLog::of(ctx);
@@ -62,7 +71,6 @@ async fn refresh(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
         ));
     }
 
-    let mut summaries = Vec::new();
     let mut due = Vec::new();
     for source in &sources {
         match refresh_decision(&state(source), started, force) {
@@ -395,7 +403,7 @@ async fn request<'a>(
     init.with_method(Method::Get).with_headers(headers);
     let request = Request::new_with_init(url, &init)
         .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad feed URL: {e}")))?;
-    let response = fetch_timeout::fetch(outbound, request, timeout_ms).await?;
+    let response = fetch_timeout::fetch(outbound, request, 0, timeout_ms).await?;
     let status = response.status_code();
     if matches!(status, 404 | 410) {
         return Err(JobError::new(ErrorClass::Gone, format!("HTTP {status}")));

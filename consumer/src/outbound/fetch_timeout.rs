@@ -2,15 +2,17 @@
 //! handler that calls out goes through here, and through the batch's outbound gate
 //! (crate::outbound), under a deadline (crate::deadline).
 
+use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
+use std::rc::Rc;
 
 use async_lock::SemaphoreGuard;
 use futures::StreamExt;
-use jobs_shared::{classify_http_status, CappedBody, ErrorClass, JobError};
+use jobs_shared::{classify_http_status, Bytes, CappedBody, ErrorClass, JobError};
 use worker::{AbortController, Fetch, Request, Response};
 
 use crate::deadline::within;
-use crate::outbound::Outbound;
+use crate::outbound::{count, Outbound};
 
 /// The response's status classified, with its Retry-After honoured: 2xx is Ok.
 pub fn check_status(response: &Response) -> Result<(), JobError> {
@@ -23,11 +25,13 @@ pub fn check_status(response: &Response) -> Result<(), JobError> {
 }
 
 /// A response and the batch connection it holds until dropped (its body may still be read
-/// until `ends_at`, the end of the request's own timeout).
+/// until `ends_at`, the end of the request's own timeout); what is read counts toward the
+/// job's `bytes`.
 pub struct Fetched<'a> {
     response: Response,
     controller: AbortController,
     ends_at: i64,
+    bytes: Rc<Cell<Bytes>>,
     _connection: SemaphoreGuard<'a>,
 }
 
@@ -65,6 +69,7 @@ impl Fetched<'_> {
                 let chunk = chunk.map_err(|e| {
                     JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
                 })?;
+                count(&self.bytes, 0, chunk.len());
                 if body.push(&chunk).is_err() {
                     return Ok(true);
                 }
@@ -93,15 +98,17 @@ impl Fetched<'_> {
     }
 }
 
-/// Sends `request` on one of the batch's connections; `timeout_ms` (for the answer and its
-/// body) starts once the connection is ours, so waiting for one never times a request out, and
-/// is cut only where the job's deadline comes first.
+/// Sends `request` (whose body is `body_bytes` long) on one of the batch's connections;
+/// `timeout_ms` (for the answer and its body) starts once the connection is ours, so waiting
+/// for one never times a request out, and is cut only where the job's deadline comes first.
 pub async fn fetch<'a>(
     outbound: &Outbound<'a>,
     request: Request,
+    body_bytes: usize,
     timeout_ms: u32,
 ) -> Result<Fetched<'a>, JobError> {
     let (connection, timeout_ms) = outbound.connection(timeout_ms).await?;
+    count(&outbound.bytes, body_bytes, 0);
     let ends_at = crate::now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();
     let signal = controller.signal();
@@ -111,6 +118,7 @@ pub async fn fetch<'a>(
             response,
             controller,
             ends_at,
+            bytes: outbound.bytes.clone(),
             _connection: connection,
         }),
         Some(Err(e)) => Err(JobError::new(

@@ -8,10 +8,11 @@
 pub mod fetch_timeout;
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use async_lock::{Semaphore, SemaphoreGuard};
 use jobs_shared::job::lease::ConsumerLimits;
-use jobs_shared::{ErrorClass, JobError};
+use jobs_shared::{Bytes, ErrorClass, JobError};
 
 use crate::deadline::within;
 
@@ -45,17 +46,30 @@ impl BatchGate {
         Outbound {
             gate: self,
             requests_end_ms,
+            bytes: Rc::default(),
         }
     }
 }
 
-/// The gate as one job sees it.
+/// The gate as one job sees it, and the body bytes its requests sent and read (its run
+/// record's `bytes`): counted by `fetch_timeout` as requests go out and bodies are read.
 pub struct Outbound<'a> {
     gate: &'a BatchGate,
     requests_end_ms: i64,
+    bytes: Rc<Cell<Bytes>>,
 }
 
 impl<'a> Outbound<'a> {
+    /// The body bytes the job's requests sent and read so far.
+    pub fn bytes(&self) -> Bytes {
+        self.bytes.get()
+    }
+
+    /// Counts `bytes` more received outside `fetch_timeout` (a browser's image).
+    pub fn add_received(&self, bytes: usize) {
+        count(&self.bytes, 0, bytes);
+    }
+
     /// A connection for one subrequest of `timeout_ms`, held until the guard drops (after the
     /// body is read), and the time the request may take from now: its timeout, cut only where
     /// the job's own deadline comes first. It waits for a connection while at least
@@ -92,4 +106,12 @@ impl<'a> Outbound<'a> {
         let left = (self.requests_end_ms - crate::now_ms()).max(MIN_REQUEST_MS);
         Ok((guard, i64::from(timeout_ms).min(left) as u32))
     }
+}
+
+/// Adds to a job's byte counts.
+fn count(bytes: &Cell<Bytes>, out: usize, received: usize) {
+    let mut now = bytes.get();
+    now.out += out as u64;
+    now.received += received as u64;
+    bytes.set(now);
 }

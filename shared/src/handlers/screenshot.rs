@@ -215,13 +215,14 @@ pub fn content_type(format: ImageFormat) -> &'static str {
     }
 }
 
-/// One object per job: a retry overwrites its own earlier attempt instead of leaving litter.
-pub fn screenshot_key(job_id: &str, format: ImageFormat) -> String {
+/// One object per attempt (the job's run number): a retry never overwrites an earlier
+/// attempt's image (README "Run records and artifacts").
+pub fn screenshot_key(job_id: &str, run: u32, format: ImageFormat) -> String {
     let extension = match format {
         ImageFormat::Png => "png",
         ImageFormat::Jpeg => "jpg",
     };
-    format!("screenshots/{job_id}.{extension}")
+    format!("screenshots/{job_id}/{run}.{extension}")
 }
 
 /// `Page.navigate`'s `errorText` (Chrome's net error name) as a job error. Only
@@ -470,12 +471,12 @@ mod tests {
             ErrorClass::NotConfigured
         );
         assert_eq!(
-            screenshot_key("01K", ImageFormat::Png),
-            "screenshots/01K.png"
+            screenshot_key("01K", 1, ImageFormat::Png),
+            "screenshots/01K/1.png"
         );
         assert_eq!(
-            screenshot_key("01K", ImageFormat::Jpeg),
-            "screenshots/01K.jpg"
+            screenshot_key("01K", 2, ImageFormat::Jpeg),
+            "screenshots/01K/2.jpg"
         );
         assert_eq!(content_type(ImageFormat::Jpeg), "image/jpeg");
     }

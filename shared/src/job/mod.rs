@@ -13,4 +13,5 @@ pub mod lifecycle;
 pub mod pause;
 pub mod payloads;
 pub mod registry;
+pub mod run_details;
 pub mod stored_result;

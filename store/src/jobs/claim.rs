@@ -104,7 +104,8 @@ pub struct Claim {
 /// for those ids only: on the happy path there are none, and the claim returns nothing else.
 /// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
 /// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
-/// past its max_attempts. A claimable job past its `expires_at` goes `skipped` (error class
+/// past its max_attempts; `found_by` (shared `found_by_consumer`) goes on that run record.
+/// A claimable job past its `expires_at` goes `skipped` (error class
 /// `expired`) and is not run.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
@@ -114,6 +115,7 @@ pub async fn job_claim(
     ids: &[&str],
     now_ms: i64,
     lease_until: i64,
+    found_by: &str,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
     let ids_json = json(ids);
@@ -123,11 +125,14 @@ pub async fn job_claim(
         "id IN (SELECT value FROM json_each(?1)) AND +status = '{Running}' AND lease_until < ?2 \
                 AND family = ?3"
     );
-    let record_lost = db.prepare(record_lost_attempts_sql("?2", &lost)).bind(&[
-        ids_json.clone(),
-        num(now_ms),
-        family_name.clone(),
-    ])?;
+    let record_lost = db
+        .prepare(record_lost_attempts_sql("?2", &lost, "?4"))
+        .bind(&[
+            ids_json.clone(),
+            num(now_ms),
+            family_name.clone(),
+            JsValue::from_str(found_by),
+        ])?;
     let exhaust = db
         .prepare(format!(
             "UPDATE jobs SET status = '{Dead}', finished_at = ?2, lease_until = NULL, \

@@ -6,7 +6,7 @@ use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
 use jobs_shared::JobStatus::{Queued, Running, Succeeded};
-use jobs_shared::{ChainMove, D1Stats, Decision, JobError, NewJob};
+use jobs_shared::{ChainMove, D1Stats, Decision, JobError, NewJob, RunDetails};
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -40,6 +40,8 @@ pub struct Finished<'a> {
     pub result: Option<String>,
     /// What the attempt spent, in cents (job_runs.cost_cents).
     pub cost_cents: f64,
+    /// What ran it and what it produced (job_runs.details).
+    pub details: Option<&'a RunDetails>,
     /// The chain's move after it, with the next step's job when there is one.
     pub chain: (&'a ChainMove, Option<&'a NewJob>),
 }
@@ -128,18 +130,22 @@ pub async fn job_set_outcome_many(
 
 /// How one kind of outcome is written: the run record's columns and the job's new state, as
 /// SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
-/// 3 finished_at, the rest the kind's own).
+/// 3 finished_at, the rest the kind's own, the run's details last).
 struct OutcomeSql {
-    /// job_runs columns after (job_id, run, attempt, started_at, finished_at, duration_ms).
+    /// job_runs columns after (job_id, run, attempt, started_at, finished_at, duration_ms,
+    /// details).
     run_columns: &'static str,
     run_values: String,
     jobs_set: String,
+    /// The row field that holds the run's details.
+    details_at: usize,
 }
 
 impl OutcomeSql {
-    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents].
+    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details].
     fn succeeded() -> OutcomeSql {
         OutcomeSql {
+            details_at: 6,
             run_columns: "outcome, cost_cents",
             run_values: format!("'{Succeeded}', o.value ->> 5"),
             jobs_set: format!(
@@ -150,10 +156,11 @@ impl OutcomeSql {
     }
 
     /// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
-    /// error_message, run_at, sent_at, finished_at or null]. The run's outcome is also the
-    /// job's new status (retrying, dead, or skipped: a skip's reason is its error class).
+    /// error_message, run_at, sent_at, finished_at or null, details]. The run's outcome is also
+    /// the job's new status (retrying, dead, or skipped: a skip's reason is its error class).
     fn failed() -> OutcomeSql {
         OutcomeSql {
+            details_at: 11,
             run_columns: "cost_cents, outcome, error_class, error_message",
             run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7".into(),
             jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
@@ -170,7 +177,13 @@ impl OutcomeSql {
         rows: String,
     ) -> worker::Result<[D1PreparedStatement; 2]> {
         let rows = JsValue::from_str(&rows);
-        let runs = job_run_insert_outcomes(db, &rows, self.run_columns, &self.run_values)?;
+        let runs = job_run_insert_outcomes(
+            db,
+            &rows,
+            self.run_columns,
+            &self.run_values,
+            self.details_at,
+        )?;
         let jobs_set = &self.jobs_set;
         let jobs = db
             .prepare(format!(
@@ -201,7 +214,15 @@ fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedState
 
 /// A success as the succeeded statements read it.
 #[derive(Serialize)]
-struct SucceededRow<'a>(&'a str, u32, i64, i64, Option<&'a str>, f64);
+struct SucceededRow<'a>(
+    &'a str,
+    u32,
+    i64,
+    i64,
+    Option<&'a str>,
+    f64,
+    Option<&'a RunDetails>,
+);
 
 impl<'a> SucceededRow<'a> {
     fn of(f: &'a Finished<'_>) -> Self {
@@ -213,6 +234,7 @@ impl<'a> SucceededRow<'a> {
             f.finished_at,
             f.result.as_deref(),
             f.cost_cents,
+            f.details,
         )
     }
 }
@@ -231,6 +253,7 @@ struct FailedRow<'a>(
     Option<i64>,
     Option<i64>,
     Option<i64>,
+    Option<&'a RunDetails>,
 );
 
 impl<'a> FailedRow<'a> {
@@ -255,6 +278,7 @@ impl<'a> FailedRow<'a> {
             run_at,
             message_in_queue.then_some(f.finished_at),
             finished,
+            f.details,
         )
     }
 }

@@ -6,6 +6,7 @@
 use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::ErrorClass::LeaseExpired;
 use jobs_shared::JobStatus::{self, Dead, Running};
+use jobs_shared::FOUND_BY_SWEEP;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -95,7 +96,11 @@ pub fn job_rescue_many(
          AND status = '{Running}' AND lease_until < ?1"
     );
     let record_run = db
-        .prepare(record_lost_attempts_sql("?1", &lost))
+        .prepare(record_lost_attempts_sql(
+            "?1",
+            &lost,
+            &format!("'{FOUND_BY_SWEEP}'"),
+        ))
         .bind(&[num(now_ms), moves.clone()])?;
     let release = db
         .prepare(format!(

@@ -29,14 +29,18 @@ pub struct Llm {
 
 /// One item's call.
 pub enum Call {
+    /// `reply`: the model's text (kept in the run's `llm_responses` artifact).
     Tagged {
         tags: AiTags,
         usage: Usage,
+        reply: String,
     },
     /// The model answered, but not with valid tags: billed, and the item stays untagged.
+    /// `reply`: its text, or the whole body when it was no Messages API reply.
     Invalid {
         reason: String,
         usage: Usage,
+        reply: String,
     },
     /// No answer to use (timeout, 5xx, 429, ...).
     Failed(JobError),
@@ -52,6 +56,10 @@ impl Call {
 }
 
 impl Llm {
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
     pub fn from_env(env: &Env) -> Result<Llm, JobError> {
         let not_configured = |message: String| JobError::new(ErrorClass::NotConfigured, message);
         let api_key = crate::config(env, "LLM_API_KEY")
@@ -76,7 +84,8 @@ impl Llm {
 
     async fn send(&self, outbound: &Outbound<'_>, item: &Item) -> Result<Call, JobError> {
         let prompt = tagging_prompt(&item.title, &item.url, item.description.as_deref());
-        let body = request_body(&self.model, MAX_TOKENS, TAGGING_SYSTEM_PROMPT, &prompt);
+        let body =
+            request_body(&self.model, MAX_TOKENS, TAGGING_SYSTEM_PROMPT, &prompt).to_string();
         let headers = Headers::new();
         for (name, value) in [
             ("x-api-key", self.api_key.as_str()),
@@ -88,9 +97,9 @@ impl Llm {
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
             .with_headers(headers)
-            .with_body(Some(body.to_string().into()));
+            .with_body(Some(body.as_str().into()));
         let request = Request::new_with_init(&self.url, &init).map_err(bad_config)?;
-        let response = fetch_timeout::fetch(outbound, request, CALL_TIMEOUT_MS).await?;
+        let response = fetch_timeout::fetch(outbound, request, body.len(), CALL_TIMEOUT_MS).await?;
         let status = response.status_code();
         if matches!(status, 401 | 403) {
             return Err(JobError::new(
@@ -104,15 +113,18 @@ impl Llm {
             Err(reason) => Call::Invalid {
                 reason,
                 usage: Usage::default(),
+                reply: text,
             },
             Ok(reply) => match parse_tags(&reply.text) {
                 Ok(tags) => Call::Tagged {
                     tags,
                     usage: reply.usage,
+                    reply: reply.text,
                 },
                 Err(reason) => Call::Invalid {
                     reason,
                     usage: reply.usage,
+                    reply: reply.text,
                 },
             },
         })

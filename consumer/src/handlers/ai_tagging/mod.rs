@@ -11,6 +11,7 @@
 //! per batch (two when D1 refuses the tags: the spend is then written alone).
 
 mod llm;
+mod spent;
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
@@ -25,6 +26,7 @@ use crate::job_events::SpanLog;
 use jobs_store::budgets::{self, Budget, ItemCounts, Spend};
 use jobs_store::feed_items::{self, Item, Tagged};
 use llm::{Call, Llm, CALL_TIMEOUT_MS};
+use spent::Spent;
 
 const TYPE: JobType = JobType::AI_TAGGING;
 /// LLM calls in flight at once (a Worker may hold 6 connections open).
@@ -37,17 +39,12 @@ const WORST_BATCH_MS: i64 = (20 / CONCURRENT_CALLS as i64) * CALL_TIMEOUT_MS as 
 
 /// Runs the job; the run's start picks the budget month.
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    let mut cost_cents = 0.0;
-    let outcome = tag(ctx, &mut cost_cents).await;
-    HandlerRun {
-        outcome,
-        cost_cents,
-        follow_ups_trusted: true,
-        release: None,
-    }
+    let mut spent = Spent::default();
+    let outcome = tag(ctx, &mut spent).await;
+    spent.into_run(ctx, outcome).await
 }
 
-async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>, JobError> {
+async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, JobError> {
     let (job, env, outbound, now_ms) = (ctx.job, ctx.env, ctx.outbound, ctx.started_at);
     let events = &SpanLog::of(ctx);
     let payload: AiTaggingPayload = job_context::payload(job)?;
@@ -116,7 +113,7 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
             untagged.extend(later.iter().map(|i| i.id));
         }
         // Spent whether or not the write below succeeds: the run record says so either way.
-        *cost_cents += batch.spend.cost_cents;
+        spent.add(&llm, &batch, chunk, &calls);
         let (after, alerts) = write(&db, &month, &batch, &untagged, now_ms).await?;
         tagged(events, &batch);
         report.add(action, &batch);
@@ -147,7 +144,7 @@ async fn tag(ctx: &JobContext<'_>, cost_cents: &mut f64) -> Result<Option<Value>
         "invalid": report.invalid,
         "failed": report.failed,
         "not_reached": rest.len(),
-        "cost_cents": cents(*cost_cents),
+        "cost_cents": cents(spent.cost_cents),
         "batches": report.batches,
         "stopped": stopped,
         "budget": budget_view(&budget),

@@ -1,7 +1,8 @@
 //! `screenshot_capture`: a page captured by the Browser Rendering binding
 //! (`SCREENSHOT_MODE=binding`, the default) or its REST endpoint (`rest`), stored in the R2
-//! bucket `SCREENSHOTS` under `screenshots/<job id>.<png|jpg>`; the result names the object,
-//! its size and the pixel dimensions read from the image's own header. At most 3 run at once:
+//! bucket `SCREENSHOTS` under `screenshots/<job id>/<run>.<png|jpg>`, one object per attempt
+//! (the run's artifact); the result names the latest object, its size and the pixel
+//! dimensions read from the image's own header. At most 3 run at once:
 //! the screenshot family's queue consumer has batch size 1 and max_concurrency 3. When the
 //! browser service answers 429 (every browser of the account busy) the job waits for a slot:
 //! released unstarted, no attempt spent (README "Screenshots").
@@ -13,7 +14,7 @@ mod rest;
 use std::collections::HashMap;
 
 use jobs_shared::{
-    content_type, image_info, screenshot_key, Capture, CaptureMode, ErrorClass, JobError,
+    content_type, image_info, screenshot_key, Artifact, Capture, CaptureMode, ErrorClass, JobError,
     ScreenshotCapturePayload,
 };
 use serde_json::{json, Value};
@@ -27,7 +28,7 @@ const BROWSER_BUSY_RETRY_SECS: u64 = 10;
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     match capture(ctx).await {
-        Ok(result) => HandlerRun::of(Ok(result)),
+        Ok((result, artifact)) => HandlerRun::of(Ok(Some(result))).with_artifacts(vec![artifact]),
         Err(Stop::Failed(e)) => HandlerRun::of(Err(e)),
         Err(Stop::Busy(e)) => HandlerRun::released(Release {
             retry_secs: e.retry_after_secs.unwrap_or(BROWSER_BUSY_RETRY_SECS),
@@ -59,7 +60,7 @@ impl Stop {
     }
 }
 
-async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
+async fn capture(ctx: &JobContext<'_>) -> Result<(Value, Artifact), Stop> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let payload: ScreenshotCapturePayload = job_context::payload(job)?;
     let capture = Capture::new(payload, job_type.spec().timeout_ms);
@@ -82,6 +83,7 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
             None,
         ),
     };
+    outbound.add_received(bytes.len());
     let info = image_info(&bytes)
         .filter(|info| info.format == capture.format)
         .ok_or_else(|| {
@@ -94,7 +96,7 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
                 ),
             )
         })?;
-    let key = screenshot_key(&job.id, info.format);
+    let key = screenshot_key(&job.id, job.runs, info.format);
     let size = bytes.len();
     let metadata = HttpMetadata {
         content_type: Some(content_type(info.format).to_string()),
@@ -112,7 +114,10 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
         .await
         .map_err(|e| JobError::new(ErrorClass::Internal, format!("R2 put {key}: {e}")))?;
     let (status, final_url) = page.unzip();
-    Ok(Some(json!({
+    let artifact = Artifact::stored("screenshot", content_type(info.format), size, key.clone())
+        .with("width", info.width)
+        .with("height", info.height);
+    let result = json!({
         "key": key,
         "size": size,
         "width": info.width,
@@ -123,5 +128,6 @@ async fn capture(ctx: &JobContext<'_>) -> Result<Option<Value>, Stop> {
         "final_url": final_url,
         "status": status,
         "mode": mode.as_str(),
-    })))
+    });
+    Ok((result, artifact))
 }

@@ -44,14 +44,15 @@ pub async fn capture(
     headers
         .set("content-type", "application/json")
         .map_err(invalid_request)?;
+    let body = capture.rest_body().to_string();
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
-        .with_body(Some(capture.rest_body().to_string().into()));
+        .with_body(Some(body.as_str().into()));
     let request = Request::new_with_init(&url, &init).map_err(invalid_request)?;
 
     let timeout = capture.timeout_ms.saturating_add(OVERHEAD_MS);
-    let mut response = fetch_timeout::fetch(outbound, request, timeout).await?;
+    let mut response = fetch_timeout::fetch(outbound, request, body.len(), timeout).await?;
     if let Err(e) = fetch_timeout::check_status(&response) {
         let detail = api_errors(&response.text().await.unwrap_or_default());
         return Err(JobError {

@@ -1,0 +1,41 @@
+//! Where a run's artifacts are kept (README "Run records and artifacts"): a small one inline on
+//! its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job and run,
+//! so a retry never overwrites an earlier attempt's.
+
+use jobs_shared::{Artifact, Placement};
+use worker::{console_warn, HttpMetadata};
+
+use crate::job_context::JobContext;
+
+/// Keeps `body`, the artifact `kind` of the attempt in `ctx`, and describes it. Without the
+/// bucket, or when R2 refuses it, its start is kept inline, marked `truncated`.
+pub async fn keep(
+    ctx: &JobContext<'_>,
+    kind: &'static str,
+    content_type: &'static str,
+    body: &str,
+) -> Artifact {
+    let bucket = ctx.env.bucket("ARTIFACTS").ok();
+    let (job, run) = (&ctx.job.id, ctx.job.runs);
+    let place = |has_bucket| Artifact::place(kind, content_type, body, job, run, has_bucket);
+    let (artifact, placement) = place(bucket.is_some());
+    let (Placement::Stored(key), Some(bucket)) = (&placement, bucket) else {
+        return artifact;
+    };
+    let metadata = HttpMetadata {
+        content_type: Some(content_type.to_string()),
+        ..HttpMetadata::default()
+    };
+    match bucket
+        .put(key, body.to_string())
+        .http_metadata(metadata)
+        .execute()
+        .await
+    {
+        Ok(_) => artifact,
+        Err(e) => {
+            console_warn!("R2 put {key} failed ({e}): the artifact is kept cut, inline");
+            place(false).0
+        }
+    }
+}

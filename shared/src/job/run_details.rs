@@ -1,0 +1,256 @@
+//! What one attempt ran and what it produced, kept as one JSON value on its run record
+//! (`job_runs.details`, README "Run records and artifacts"): one column written by the
+//! statement that writes the run, so it costs no row of its own.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::budget::Usage;
+
+/// A lost attempt's details when the sweep's rescuer found it (README "Run records and
+/// artifacts").
+pub const FOUND_BY_SWEEP: &str = r#"{"found_by":"sweep"}"#;
+
+/// A lost attempt's details when a consumer invocation's claim found it.
+pub fn found_by_consumer(version: &str, invocation: &str) -> String {
+    serde_json::json!({ "found_by": "consumer", "invocation": invocation, "version": version })
+        .to_string()
+}
+
+/// An artifact's body kept inline on its run record up to this size; a larger one goes to R2
+/// (the `ARTIFACTS` bucket), or, without that bucket, is cut to this size.
+pub const INLINE_ARTIFACT_MAX_BYTES: usize = 4 * 1024;
+
+/// What ran the attempt and what it did. `lease_until` is added by the record's SQL (the
+/// lease the job held when its outcome was written).
+#[derive(Serialize)]
+pub struct RunDetails {
+    /// The consumer's deployed version id (its version-metadata binding), else `local`.
+    pub version: String,
+    /// The consumer invocation that ran it; its `batch.completed` line carries the same id.
+    pub invocation: String,
+    /// The handler module of the job's registry row.
+    pub handler: &'static str,
+    pub bytes: Bytes,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmUse>,
+    pub artifacts: Vec<Artifact>,
+}
+
+/// Body bytes of the attempt's outbound requests: sent, and received (read).
+#[derive(Serialize, Clone, Copy, Default, Debug, PartialEq)]
+pub struct Bytes {
+    pub out: u64,
+    #[serde(rename = "in")]
+    pub received: u64,
+}
+
+/// The LLM work of an attempt: the model, its calls, and the tokens they used.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct LlmUse {
+    pub model: String,
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl LlmUse {
+    pub fn add(&mut self, usage: Usage, calls: u32) {
+        self.calls += calls;
+        self.input_tokens += usage.input_tokens;
+        self.output_tokens += usage.output_tokens;
+    }
+}
+
+/// One thing an attempt produced: its `kind`, its size in bytes, and either its R2 `key` or
+/// its body `inline` (bounded by INLINE_ARTIFACT_MAX_BYTES); `extra` holds kind-specific fields.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Artifact {
+    pub kind: &'static str,
+    pub content_type: &'static str,
+    pub size: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Where an artifact's body goes.
+#[derive(Debug, PartialEq)]
+pub enum Placement {
+    Inline(Value),
+    /// In R2 under this key.
+    Stored(String),
+    /// No bucket to hold it: its first INLINE_ARTIFACT_MAX_BYTES, inline.
+    Cut(Value),
+}
+
+impl Artifact {
+    /// An artifact whose body lives in R2 under `key`.
+    pub fn stored(
+        kind: &'static str,
+        content_type: &'static str,
+        size: usize,
+        key: String,
+    ) -> Self {
+        Artifact {
+            key: Some(key),
+            ..Artifact::bare(kind, content_type, size)
+        }
+    }
+
+    fn bare(kind: &'static str, content_type: &'static str, size: usize) -> Self {
+        Artifact {
+            kind,
+            content_type,
+            size,
+            key: None,
+            inline: None,
+            truncated: false,
+            extra: Map::new(),
+        }
+    }
+
+    /// The artifact `kind` of run `run` of job `job_id`, whose body is `body` (JSON text, or
+    /// JSON lines): inline when small, else to R2 when `has_bucket`, else cut.
+    pub fn place(
+        kind: &'static str,
+        content_type: &'static str,
+        body: &str,
+        job_id: &str,
+        run: u32,
+        has_bucket: bool,
+    ) -> (Artifact, Placement) {
+        let inline = |text: &str| {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+        };
+        let size = body.len();
+        let placement = if size <= INLINE_ARTIFACT_MAX_BYTES {
+            Placement::Inline(inline(body))
+        } else if has_bucket {
+            Placement::Stored(artifact_key(job_id, run, kind))
+        } else {
+            Placement::Cut(Value::String(
+                cut(body, INLINE_ARTIFACT_MAX_BYTES).to_string(),
+            ))
+        };
+        let mut artifact = Artifact::bare(kind, content_type, size);
+        match &placement {
+            Placement::Inline(v) => artifact.inline = Some(v.clone()),
+            Placement::Stored(key) => artifact.key = Some(key.clone()),
+            Placement::Cut(v) => {
+                artifact.inline = Some(v.clone());
+                artifact.truncated = true;
+            }
+        }
+        (artifact, placement)
+    }
+
+    /// The artifact with one more kind-specific field.
+    pub fn with(mut self, name: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(name.to_string(), value.into());
+        self
+    }
+}
+
+/// At most `max` bytes of `text`, ending on a character boundary.
+pub fn cut(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The R2 key of an artifact: per job and run, so a retry never overwrites an earlier
+/// attempt's. Under `artifacts/`, the prefix the bucket's lifecycle rule expires.
+pub fn artifact_key(job_id: &str, run: u32, kind: &str) -> String {
+    let extension = if kind.ends_with("responses") {
+        "jsonl"
+    } else {
+        "json"
+    };
+    format!("artifacts/{job_id}/{run}/{kind}.{extension}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn small_bodies_stay_inline_large_ones_go_to_r2_or_are_cut() {
+        let (a, p) = Artifact::place(
+            "feed_summary",
+            "application/json",
+            "{\"a\":1}",
+            "J",
+            2,
+            true,
+        );
+        assert_eq!(p, Placement::Inline(json!({"a": 1})));
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            json!({"kind": "feed_summary", "content_type": "application/json", "size": 7, "inline": {"a": 1}})
+        );
+        let big = "é".repeat(INLINE_ARTIFACT_MAX_BYTES);
+        let (a, p) = Artifact::place("llm_responses", "application/x-ndjson", &big, "J", 2, true);
+        assert_eq!(
+            p,
+            Placement::Stored("artifacts/J/2/llm_responses.jsonl".into())
+        );
+        assert_eq!(a.key.as_deref(), Some("artifacts/J/2/llm_responses.jsonl"));
+        assert_eq!((a.size, a.inline), (big.len(), None));
+        let (a, p) = Artifact::place("llm_responses", "application/x-ndjson", &big, "J", 2, false);
+        let Placement::Cut(Value::String(cut)) = p else {
+            panic!("not cut")
+        };
+        assert!(cut.len() <= INLINE_ARTIFACT_MAX_BYTES && a.truncated && a.key.is_none());
+        assert_eq!(super::cut("aé", 2), "a");
+        assert_eq!(super::cut("ab", 9), "ab");
+    }
+
+    #[test]
+    fn details_serialize_as_the_api_shows_them() {
+        let mut llm = LlmUse {
+            model: "m".into(),
+            calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+        };
+        llm.add(
+            Usage {
+                input_tokens: 10,
+                output_tokens: 3,
+            },
+            2,
+        );
+        let details = RunDetails {
+            version: "local".into(),
+            invocation: "01K".into(),
+            handler: "ai_tagging",
+            bytes: Bytes {
+                out: 5,
+                received: 7,
+            },
+            llm: Some(llm),
+            artifacts: vec![
+                Artifact::stored("screenshot", "image/png", 9, "k".into()).with("width", 3)
+            ],
+        };
+        assert_eq!(
+            serde_json::to_value(&details).unwrap(),
+            json!({
+                "version": "local", "invocation": "01K", "handler": "ai_tagging",
+                "bytes": {"out": 5, "in": 7},
+                "llm": {"model": "m", "calls": 2, "input_tokens": 10, "output_tokens": 3},
+                "artifacts": [{"kind": "screenshot", "content_type": "image/png", "size": 9,
+                               "key": "k", "width": 3}],
+            })
+        );
+    }
+}
