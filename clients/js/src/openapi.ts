@@ -3529,6 +3529,24 @@ export interface components {
             /** @description the request's correlation id: its traceparent's trace id, its X-Request-Id, or a new one (also in the X-Request-Id response header) */
             correlation_id: string;
         };
+        /** @description What one attempt produced (README "Run records and artifacts"): an R2 `key`, or its body `inline` (at most 4 KiB; `truncated` when cut). Kind-specific fields beside these: a screenshot's `width` and `height`. */
+        Artifact: {
+            /** @enum {string} */
+            kind: "screenshot" | "feed_summary" | "llm_responses";
+            content_type: string;
+            /** @description bytes of the whole artifact */
+            size: number;
+            /** @description the R2 object: SCREENSHOTS for a screenshot, else ARTIFACTS */
+            key?: string;
+            /** @description the body, kept on the run record */
+            inline?: unknown;
+            truncated?: boolean;
+            width?: number;
+            height?: number;
+            /** @description on the job's own list only: the run that produced it */
+            run?: number;
+        };
+        /** @description One attempt. Fields after cost_cents are its details (README "Run records and artifacts"), absent on runs recorded before they were kept; a lost attempt has found_by, lease_until and (found by a consumer) invocation and version. */
         Run: {
             run: number;
             attempt: number;
@@ -3541,6 +3559,35 @@ export interface components {
             error: components["schemas"]["ErrorClassMessage"];
             duration_ms: number;
             cost_cents: number;
+            /** @description the handler module that ran the attempt */
+            handler?: string;
+            /** @description the consumer's deployed version id, or local */
+            version?: string;
+            /** @description the consumer invocation (ULID) that ran it, or whose claim found it lost; its batch.completed log line carries the same id */
+            invocation?: string;
+            /**
+             * Format: date-time
+             * @description the lease the job held when the outcome was written
+             */
+            lease_until?: string;
+            /** @description body bytes of the attempt's outbound requests, sent and read */
+            bytes?: {
+                out: number;
+                in: number;
+            };
+            /** @description LLM work (ai_tagging) */
+            llm?: {
+                model: string;
+                calls: number;
+                input_tokens: number;
+                output_tokens: number;
+            };
+            artifacts?: components["schemas"]["Artifact"][];
+            /**
+             * @description a lost attempt: who found its lease expired
+             * @enum {string}
+             */
+            found_by?: "consumer" | "sweep";
         };
         Job: {
             id: string;
@@ -3590,6 +3637,8 @@ export interface components {
                     in_progress: number[];
                 };
             };
+            /** @description every run's artifacts, newest run first, each with its run */
+            artifacts: components["schemas"]["Artifact"][];
         };
         JobSummary: {
             id: string;
