@@ -355,6 +355,48 @@ mod tests {
         assert!(!Family::Screenshot.enters_express(0, 100));
     }
 
+    /// The Workers' wrangler configs name each family's queues and bindings as its row does, and
+    /// consume each queue with the family's concurrency.
+    #[test]
+    fn the_wrangler_configs_follow_the_rows() {
+        let producer = include_str!("../../../wrangler.toml");
+        let consumer = include_str!("../../../consumer/wrangler.toml");
+        let sends =
+            |binding: &str, queue: &str| format!("binding = \"{binding}\"\nqueue = \"{queue}\"\n");
+        for f in Family::ALL {
+            let mut queues = vec![(f.queue_binding(), f.queue_name())];
+            queues.extend(
+                f.express_queue_name()
+                    .map(|q| (f.lane_binding(Lane::Express), q)),
+            );
+            queues.push((f.dlq_binding(), f.dlq_name()));
+            for (binding, queue) in queues {
+                for config in [producer, consumer] {
+                    assert!(
+                        config.contains(&sends(binding, queue)),
+                        "{binding} -> {queue}"
+                    );
+                }
+            }
+            for queue in [Some(f.queue_name()), f.express_queue_name()]
+                .into_iter()
+                .flatten()
+            {
+                let start = consumer
+                    .find(&format!("queue = \"{queue}\"\nmax_batch_size"))
+                    .unwrap_or_else(|| panic!("{queue} is consumed"));
+                let block = &consumer[start
+                    ..consumer[start..]
+                        .find("\n\n")
+                        .map_or(consumer.len(), |e| start + e)];
+                let concurrency = format!("max_concurrency = {}\n", f.concurrency());
+                assert!(block.contains(&concurrency), "{queue}: {concurrency}");
+                let dlq = format!("dead_letter_queue = \"{}\"", f.dlq_name());
+                assert!(block.contains(&dlq), "{queue}: {dlq}");
+            }
+        }
+    }
+
     #[test]
     fn escalation_by_family() {
         assert_eq!(Family::High.escalation(), Escalation::Page);
