@@ -25,7 +25,8 @@ describe("job logs and correlation ids (real queues)", () => {
   const logs = logCollector();
   before(async () => {
     p = await startPlatform({
-      consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/apps/weather") },
+      // Every success logged, as LOG_SUCCESS_PERCENT=100 asks (by default none is: see below).
+      consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/apps/weather"), LOG_SUCCESS_PERCENT: "100" },
       onLog: logs.onLog,
     });
   });
@@ -48,7 +49,7 @@ describe("job logs and correlation ids (real queues)", () => {
       const l = logs.of(enq.body.id);
       return l.some((x) => x.event === "job.completed") && l;
     }, { what: "the job's log lines" });
-    assert.deepEqual(lines.map((l) => l.event), ["job.completed"], "one line per successful attempt");
+    assert.deepEqual(lines.map((l) => l.event), ["job.completed"], "one line per successful attempt at 100 %");
     for (const line of lines) {
       for (const key of SPAN_ATTRIBUTES) assert.ok(key in line, `${line.event} has ${key}`);
       assert.equal(line.correlation_id, TRACE);
@@ -138,7 +139,23 @@ describe("skipped and interrupted jobs (manual delivery)", () => {
     await p.deliver("jobs-default", [message]);
     await p.deliver("jobs-default", [message]);
     const events = logs.of(enq.body.id).map((l) => `${l.event}${l.reason ? `:${l.reason}` : ""}`);
-    assert.deepEqual(events, ["job.completed", "job.skipped:finished"]);
+    assert.deepEqual(events, ["job.skipped:finished"], "the success itself is counted, not logged");
+  });
+
+  test("by default a success writes no line of its own: its batch's batch.completed counts it; a failure always logs", async () => {
+    app.script("/settled-fail", [{ status: 500 }]);
+    const ok = await enqueueBatch(p, { type: "noop" }, 3);
+    const bad = await enqueueBatch(p, { type: "http", max_attempts: 1, payload: { url: app.url("/settled-fail") } }, 1);
+    const before = logs.events("batch.completed").length;
+    await p.deliver("jobs-default", [...ok.map((id) => jobMessage(id, "noop")), jobMessage(bad[0], "http")]);
+    for (const id of ok) assert.deepEqual(logs.of(id), [], "no line for a success");
+    assert.deepEqual(logs.of(bad[0]).map((l) => l.event), ["job.failed", "job.exhausted"]);
+    const [batch] = logs.events("batch.completed").slice(before);
+    assert.deepEqual(
+      [batch["jobs.succeeded"], batch["jobs.retried"], batch["jobs.dead"], batch["jobs.skipped"], batch.messages],
+      [3, 0, 1, 0, 4],
+    );
+    assert.ok(batch["attempts.duration_ms.max"] >= 0 && batch["attempts.duration_ms.sum"] >= batch["attempts.duration_ms.max"]);
   });
 
   test("the dashboard's Workers Logs queries name fields the Workers log", async () => {

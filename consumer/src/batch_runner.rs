@@ -11,7 +11,7 @@ use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
-use jobs_shared::observe::job_event::run_outcome;
+use jobs_shared::observe::job_event::{run_outcome, Settled};
 use jobs_shared::observe::job_minutes::{self, Ended};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
@@ -65,11 +65,16 @@ pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env, invocation: 
     };
     let started = now_ms();
     let mut stats = D1Stats::default();
-    if let Err(e) = run_jobs(&db, family, &valid, env, invocation, &mut stats).await {
-        d1_failed(&valid, &e);
-    }
+    let settled = match run_jobs(&db, family, &valid, env, invocation, &mut stats).await {
+        Ok(settled) => settled,
+        Err(e) => {
+            d1_failed(&valid, &e);
+            Settled::default()
+        }
+    };
     let duration_ms = now_ms() - started;
-    job_events::batch_completed(queue, valid.len(), &stats, duration_ms, &invocation.id);
+    let work = (&stats, &settled);
+    job_events::batch_completed(queue, valid.len(), work, duration_ms, &invocation.id);
 }
 
 async fn run_jobs(
@@ -79,7 +84,7 @@ async fn run_jobs(
     env: &Env,
     invocation: &Invocation,
     stats: &mut D1Stats,
-) -> worker::Result<()> {
+) -> worker::Result<Settled> {
     let (limits, warnings) = ConsumerLimits::from_vars(|name| crate::config(env, name));
     warnings
         .iter()
@@ -206,7 +211,7 @@ async fn run_jobs(
                         .for_each(|r| r.delivery.retry((lease / 1000) as u64));
                     d1_failed(&unclaimed, &e);
                     dead_letters::send(family, &dead, env).await;
-                    return Ok(());
+                    return Ok(Settled::default());
                 }
             }
         }
@@ -219,7 +224,7 @@ async fn run_jobs(
     }
 
     let recorded: Vec<Recorded> = runs.iter().filter_map(Run::recorded).collect();
-    job_events::recorded(family, &recorded, env);
+    let settled = job_events::recorded(family, &recorded, env);
     for run in &runs {
         match &run.decision {
             // Released unstarted: it comes back, with no attempt spent.
@@ -247,7 +252,7 @@ async fn run_jobs(
         dead_letters::send(family, &dead, env),
         chain::send(env, &next_steps)
     );
-    Ok(())
+    Ok(settled)
 }
 
 /// One claimed job through the batch: claimed, run (or released unstarted), decided, chained.

@@ -7,7 +7,8 @@ use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::observe::analytics_points::execution_point;
 use jobs_shared::observe::job_event::{
-    decision_error, job_event, outcome_events, run_outcome, JobEventKind, JobRef,
+    decision_error, job_event, logs_success, outcome_events, run_outcome, success_log_percent,
+    JobEventKind, JobRef, Settled,
 };
 use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
 use jobs_shared::util::analytics_write::write_point_to;
@@ -44,18 +45,29 @@ pub struct Recorded<'a> {
     pub delivery_attempts: u32,
 }
 
-pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
+/// The batch's attempts: each one's data point, and its lines, except a success's own line
+/// unless `LOG_SUCCESS_PERCENT` keeps it (the batch's `batch.completed` counts it). Answers
+/// what the batch settled.
+pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) -> Settled {
     let dataset = env.analytics_engine(DATASET_BINDING).ok();
+    let mut warnings = Vec::new();
+    let percent = success_log_percent(crate::config(env, "LOG_SUCCESS_PERCENT"), &mut warnings);
+    warnings.iter().for_each(|w| console_warn!("config: {w}"));
+    let mut settled = Settled::default();
     for a in attempts {
-        let extra = [("delivery.attempts", json!(a.delivery_attempts))];
-        let lines = outcome_events(&job_ref(a.job, family), a.decision, a.duration_ms, &extra);
-        for line in lines {
-            emit(line);
+        settled.add(a.decision, a.duration_ms);
+        if *a.decision != Decision::Succeed || logs_success(&a.job.id, percent) {
+            let extra = [("delivery.attempts", json!(a.delivery_attempts))];
+            let job = job_ref(a.job, family);
+            outcome_events(&job, a.decision, a.duration_ms, &extra)
+                .into_iter()
+                .for_each(emit);
         }
         if let Some(dataset) = &dataset {
             write_point(dataset, family, a);
         }
     }
+    settled
 }
 
 /// The attempt's point, laid out as `analytics_points::EXECUTION` says.
@@ -170,16 +182,17 @@ impl Drop for SpanLog<'_> {
     }
 }
 
-/// One line per batch: its size, wall time and D1 work (what the benchmark counts), and the
-/// invocation id its run records carry.
+/// One line per batch: its size, wall time and D1 work (what the benchmark counts), what it
+/// settled (the attempts by outcome and their durations), and the invocation id its run records
+/// carry.
 pub fn batch_completed(
     queue: &str,
     messages: usize,
-    stats: &D1Stats,
+    (stats, settled): (&D1Stats, &Settled),
     duration_ms: i64,
     invocation: &str,
 ) {
-    emit(json!({
+    let mut line = json!({
         "event": "batch.completed",
         "level": "info",
         "queue": queue,
@@ -189,7 +202,11 @@ pub fn batch_completed(
         "d1.round_trips": stats.round_trips,
         "d1.rows_read": stats.rows_read,
         "d1.rows_written": stats.rows_written,
-    }));
+    });
+    for (name, value) in settled.fields() {
+        line[name] = value;
+    }
+    emit(line);
 }
 
 /// One line, at the console level its `level` names (Workers Logs filters on both).

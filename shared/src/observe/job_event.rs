@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::job::job_outcome::Decision;
 use crate::job::job_type::JobType;
 use crate::retry::error_class::JobError;
+use crate::util::config_var::int_var;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobEventKind {
@@ -182,6 +183,60 @@ pub fn outcome_events(
     ]
 }
 
+/// `LOG_SUCCESS_PERCENT`: the share of succeeded attempts that get their own `job.completed`
+/// line, 1-100 (README "Log schema"). Unset: none, since `batch.completed` counts them and
+/// Workers Logs bills per line; failures, retries, dead jobs and skips always get theirs.
+pub fn success_log_percent(value: Option<String>, warnings: &mut Vec<String>) -> u32 {
+    int_var("LOG_SUCCESS_PERCENT", value, 100, "none", warnings).map_or(0, |n| n as u32)
+}
+
+/// Whether a succeeded attempt of `job_id` is logged at `percent`: chosen by the id, so a job's
+/// attempts are logged alike and a sample is the same from one run to the next.
+pub fn logs_success(job_id: &str, percent: u32) -> bool {
+    let hash = job_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    hash % 100 < u64::from(percent)
+}
+
+/// What a batch settled, for its `batch.completed` line: the attempts by outcome, and their
+/// durations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    pub succeeded: u32,
+    pub retried: u32,
+    pub dead: u32,
+    pub skipped: u32,
+    pub duration_ms_sum: i64,
+    pub duration_ms_max: i64,
+}
+
+impl Settled {
+    pub fn add(&mut self, decision: &Decision, duration_ms: i64) {
+        let count = match run_outcome(decision) {
+            "succeeded" => &mut self.succeeded,
+            "retrying" => &mut self.retried,
+            "dead" => &mut self.dead,
+            _ => &mut self.skipped,
+        };
+        *count += 1;
+        self.duration_ms_sum += duration_ms;
+        self.duration_ms_max = self.duration_ms_max.max(duration_ms);
+    }
+
+    /// Its fields on the `batch.completed` line.
+    pub fn fields(&self) -> [(&'static str, Value); 6] {
+        [
+            ("jobs.succeeded", json!(self.succeeded)),
+            ("jobs.retried", json!(self.retried)),
+            ("jobs.dead", json!(self.dead)),
+            ("jobs.skipped", json!(self.skipped)),
+            ("attempts.duration_ms.sum", json!(self.duration_ms_sum)),
+            ("attempts.duration_ms.max", json!(self.duration_ms_max)),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +328,40 @@ mod tests {
             "consumer::handlers::rss_refresh"
         );
         assert_eq!(handler_name("nope"), "unknown");
+    }
+
+    #[test]
+    fn successes_are_logged_at_the_percent_and_settled_counts_everything() {
+        let ids: Vec<String> = (0..1000).map(|i| format!("01JOB{i:05}")).collect();
+        let logged = |percent| ids.iter().filter(|id| logs_success(id, percent)).count();
+        assert_eq!(logged(0), 0);
+        assert_eq!(logged(100), 1000);
+        assert!((400..600).contains(&logged(50)), "{}", logged(50));
+        assert!(
+            ids.iter()
+                .all(|id| logs_success(id, 10) <= logs_success(id, 20)),
+            "a larger share keeps the smaller's"
+        );
+
+        let mut warnings = Vec::new();
+        assert_eq!(success_log_percent(None, &mut warnings), 0);
+        assert_eq!(success_log_percent(Some("25".into()), &mut warnings), 25);
+        assert_eq!(success_log_percent(Some("150".into()), &mut warnings), 0);
+        assert_eq!(warnings.len(), 1);
+
+        let mut settled = Settled::default();
+        settled.add(&Decision::Succeed, 5);
+        settled.add(&Decision::Succeed, 9);
+        let error = JobError::new(crate::ErrorClass::ServerError, "x");
+        settled.add(&Decision::Dead { error }, 2);
+        assert_eq!(
+            (
+                settled.succeeded,
+                settled.dead,
+                settled.duration_ms_sum,
+                settled.duration_ms_max
+            ),
+            (2, 1, 16, 9)
+        );
     }
 }
