@@ -11,7 +11,7 @@ use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
-use jobs_shared::observe::job_event::{run_outcome, Settled};
+use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
@@ -186,9 +186,10 @@ async fn run_jobs(
     let ended = finished.iter().map(|f| Ended {
         finished_at: f.finished_at,
         duration_ms: f.finished_at - f.started_at,
-        outcome: run_outcome(f.decision),
+        decision: f.decision,
     });
     let minutes = job_minutes::tally(family, ended);
+    let settled = (minutes.iter()).fold(Settled::default(), |all, m| all.merged(&m.settled));
     let leftovers = Leftovers {
         released: &released,
         failed_chains: &failed_chains,
@@ -224,7 +225,7 @@ async fn run_jobs(
     }
 
     let recorded: Vec<Recorded> = runs.iter().filter_map(Run::recorded).collect();
-    let settled = job_events::recorded(family, &recorded, env);
+    job_events::recorded(family, &recorded, env);
     for run in &runs {
         match &run.decision {
             // Released unstarted: it comes back, with no attempt spent.

@@ -46,16 +46,13 @@ pub struct Recorded<'a> {
 }
 
 /// The batch's attempts: each one's data point, and its lines, except a success's own line
-/// unless `LOG_SUCCESS_PERCENT` keeps it (the batch's `batch.completed` counts it). Answers
-/// what the batch settled.
-pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) -> Settled {
+/// unless `LOG_SUCCESS_PERCENT` keeps it (the batch's `batch.completed` counts it).
+pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
     let dataset = env.analytics_engine(DATASET_BINDING).ok();
     let mut warnings = Vec::new();
     let percent = success_log_percent(crate::config(env, "LOG_SUCCESS_PERCENT"), &mut warnings);
     warnings.iter().for_each(|w| console_warn!("config: {w}"));
-    let mut settled = Settled::default();
     for a in attempts {
-        settled.add(a.decision, a.duration_ms);
         if *a.decision != Decision::Succeed || logs_success(&a.job.id, percent) {
             let extra = [("delivery.attempts", json!(a.delivery_attempts))];
             let job = job_ref(a.job, family);
@@ -67,7 +64,6 @@ pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) -> Settled
             write_point(dataset, family, a);
         }
     }
-    settled
 }
 
 /// The attempt's point, laid out as `analytics_points::EXECUTION` says.

@@ -16,7 +16,8 @@ pub fn job_minute_add_many(
     db.prepare(
         "INSERT INTO job_minutes (family, minute, succeeded, failed, dead, sum_ms, max_ms) \
          SELECT t.value ->> 'family', t.value ->> 'minute', t.value ->> 'succeeded', \
-         t.value ->> 'failed', t.value ->> 'dead', t.value ->> 'sum_ms', t.value ->> 'max_ms' \
+         (t.value ->> 'retried') + (t.value ->> 'dead'), t.value ->> 'dead', \
+         t.value ->> 'duration_ms_sum', t.value ->> 'duration_ms_max' \
          FROM json_each(?1) t WHERE true \
          ON CONFLICT (family, minute) DO UPDATE SET succeeded = succeeded + excluded.succeeded, \
          failed = failed + excluded.failed, dead = dead + excluded.dead, \

@@ -52,6 +52,12 @@ export interface WaitOptions {
 
 const FINISHED: JobStatus[] = ["succeeded", "dead", "cancelled", "skipped"];
 
+/** `?key=value&...` for the non-empty `query`, else nothing. */
+function queryString(query: Record<string, string | number>): string {
+  const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+  return params.size ? `?${params}` : "";
+}
+
 export class JobsClient {
   readonly #base: string;
   readonly #token: string;
@@ -127,9 +133,7 @@ export class JobsClient {
 
   /** GET /v1/admin/jobs: `query` keys as the search takes them (status, type, family, ...). */
   listJobs(query: Record<string, string | number> = {}): Promise<JobPage> {
-    const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
-    const qs = params.size ? `?${params}` : "";
-    return this.request("GET", `/v1/admin/jobs${qs}`);
+    return this.request("GET", `/v1/admin/jobs${queryString(query)}`);
   }
 
   retryJobs(selection: Selection, dryRun = false): Promise<BulkResult> {
@@ -145,8 +149,7 @@ export class JobsClient {
   }
 
   deadLetters(query: Record<string, string | number> = {}): Promise<DeadLetterPage> {
-    const params = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
-    return this.request("GET", `/v1/admin/dead-letters${params.size ? `?${params}` : ""}`);
+    return this.request("GET", `/v1/admin/dead-letters${queryString(query)}`);
   }
 
   replayDeadLetters(selection: Selection, dryRun = false): Promise<BulkResult> {

@@ -9,6 +9,8 @@
 //! or holds, is never promoted: a new family would take it out of its pause (it still gains
 //! priority, and moves once resumed).
 
+use std::collections::HashSet;
+
 use jobs_shared::{Family, AGING_STEP};
 use jobs_store::jobs::{job_age_priority, job_promote, Aged, Unsent};
 use serde_json::{json, Value};
@@ -38,9 +40,10 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         promoted.extend(result.results::<Unsent>()?);
     }
     let promoted_count = promoted.len();
+    let moved: HashSet<&str> = promoted.iter().map(|p| p.id.as_str()).collect();
     let express: Vec<Unsent> = aged
         .iter()
-        .filter(|a| a.held_at.is_none() && !promoted.iter().any(|p| p.id == a.job.id))
+        .filter(|a| a.held_at.is_none() && !moved.contains(a.job.id.as_str()))
         .filter(|a| {
             let priority = a.job.priority;
             Family::parse(&a.job.family)

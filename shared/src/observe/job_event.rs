@@ -201,7 +201,7 @@ pub fn logs_success(job_id: &str, percent: u32) -> bool {
 
 /// What a batch settled, for its `batch.completed` line: the attempts by outcome, and their
 /// durations.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Settled {
     pub succeeded: u32,
     pub retried: u32,
@@ -222,6 +222,18 @@ impl Settled {
         *count += 1;
         self.duration_ms_sum += duration_ms;
         self.duration_ms_max = self.duration_ms_max.max(duration_ms);
+    }
+
+    /// Both together (a batch's minutes, summed).
+    pub fn merged(self, other: &Settled) -> Settled {
+        Settled {
+            succeeded: self.succeeded + other.succeeded,
+            retried: self.retried + other.retried,
+            dead: self.dead + other.dead,
+            skipped: self.skipped + other.skipped,
+            duration_ms_sum: self.duration_ms_sum + other.duration_ms_sum,
+            duration_ms_max: self.duration_ms_max.max(other.duration_ms_max),
+        }
     }
 
     /// Its fields on the `batch.completed` line.

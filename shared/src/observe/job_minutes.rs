@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::job::family::Family;
+use crate::job::job_outcome::Decision;
+use crate::observe::job_event::Settled;
 
 pub const MINUTE_MS: i64 = 60_000;
 
@@ -30,24 +32,24 @@ pub struct MinuteCounts {
     pub max_ms: i64,
 }
 
-/// What one batch adds to a family-minute.
+/// What one batch adds to a family-minute: what it settled in that minute (the store writes
+/// `retried + dead` as `failed`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MinuteTally {
     pub family: &'static str,
     pub minute: i64,
     #[serde(flatten)]
-    pub counts: MinuteCounts,
+    pub settled: Settled,
 }
 
-/// An attempt that ended: when, how long it took, and its run record's outcome
-/// (`observe::job_event::run_outcome`: succeeded, retrying, dead, skipped).
+/// An attempt that ended: when, how long it took, and what followed it.
 pub struct Ended<'a> {
     pub finished_at: i64,
     pub duration_ms: i64,
-    pub outcome: &'a str,
+    pub decision: &'a Decision,
 }
 
-/// A batch's attempts, summed per minute (in minute order).
+/// A batch's attempts, settled per minute (in minute order).
 pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> Vec<MinuteTally> {
     let mut out: Vec<MinuteTally> = Vec::new();
     for e in ended {
@@ -63,18 +65,7 @@ pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> 
                 out.len() - 1
             }
         };
-        let t = &mut out[at].counts;
-        match e.outcome {
-            "succeeded" => t.succeeded += 1,
-            "retrying" => t.failed += 1,
-            "dead" => {
-                t.failed += 1;
-                t.dead += 1;
-            }
-            _ => {}
-        }
-        t.sum_ms += e.duration_ms;
-        t.max_ms = t.max_ms.max(e.duration_ms);
+        out[at].settled.add(e.decision, e.duration_ms);
     }
     out.sort_by_key(|t| t.minute);
     out
@@ -155,26 +146,42 @@ fn point(minute: i64, row: Option<&MinuteRow>) -> Point {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::error_class::{ErrorClass, JobError};
 
     #[test]
     fn a_batch_is_summed_per_minute() {
-        let ended = [
-            (61_000, 10, "succeeded"),
-            (119_999, 30, "dead"),
-            (120_000, 5, "retrying"),
-            (59_000, 7, "skipped"),
-        ]
-        .map(|(finished_at, duration_ms, outcome)| Ended {
-            finished_at,
-            duration_ms,
-            outcome,
-        });
+        let error = || JobError::new(ErrorClass::ServerError, "x");
+        let decisions = [
+            Decision::Succeed,
+            Decision::Dead { error: error() },
+            Decision::Retry {
+                error: error(),
+                delay_secs: 30,
+            },
+            Decision::Skip { error: error() },
+        ];
+        let ended = [(61_000, 10), (119_999, 30), (120_000, 5), (59_000, 7)]
+            .into_iter()
+            .zip(&decisions)
+            .map(|((finished_at, duration_ms), decision)| Ended {
+                finished_at,
+                duration_ms,
+                decision,
+            });
         let minutes = tally(Family::Low, ended);
         let got: Vec<_> = minutes
             .iter()
             .map(|t| {
-                let c = &t.counts;
-                (t.minute, c.succeeded, c.failed, c.dead, c.sum_ms, c.max_ms)
+                let s = &t.settled;
+                let failed = s.retried + s.dead;
+                (
+                    t.minute,
+                    s.succeeded,
+                    failed,
+                    s.dead,
+                    s.duration_ms_sum,
+                    s.duration_ms_max,
+                )
             })
             .collect();
         assert_eq!(
