@@ -168,7 +168,7 @@ describe("recovery at scale", () => {
     const { p } = it;
     const now = Date.now();
     await insertJobs(p, 2500, "lease", {
-      status: "running", attempts: 1, runs: 1, started_at: now - 10 * MINUTE, lease_until: now - MINUTE,
+      status: "running", attempts: 1, runs: 1, run_at: now - 10 * MINUTE, started_at: now - 10 * MINUTE, lease_until: now - MINUTE,
     });
     const started = Date.now();
     await tick(p, now);

@@ -9,6 +9,18 @@ import { tick, unsentProducer, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
 
 const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
 const set = (p, id, sql, ...params) => p.db.prepare(`UPDATE jobs SET ${sql} WHERE id = ?`).bind(...params, id).run();
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/** The job as if enqueued at `ms`: its ULID id (with its runs) and created_at moved back in time. */
+async function createdAt(p, id, ms) {
+  const time = Array.from({ length: 10 }, (_, i) => CROCKFORD[Math.floor(ms / 32 ** (9 - i)) % 32]).join("");
+  const moved = time + id.slice(10);
+  await p.db.batch([
+    p.db.prepare("PRAGMA defer_foreign_keys = on"),
+    p.db.prepare("UPDATE jobs SET id = ?1, created_at = ?3 WHERE id = ?2").bind(moved, id, ms),
+    p.db.prepare("UPDATE job_runs SET job_id = ?1 WHERE job_id = ?2").bind(moved, id),
+  ]);
+  return moved;
+}
 
 describe("delays, outbox, rescue and retention on the real queues", () => {
   let p;
@@ -75,7 +87,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
       [5, 1, 5].map((max_attempts) => p.enqueue({ type: "noop", delay_seconds: 3600, max_attempts })),
     );
     for (const [enq, leaseEnd] of [[retry, now - MINUTE], [last, now - MINUTE], [alive, now + 4 * MINUTE]]) {
-      await set(p, enq.body.id, "status = 'running', attempts = 1, runs = 1, started_at = ?, lease_until = ?", now - 6 * MINUTE, leaseEnd);
+      await set(p, enq.body.id, "status = 'running', attempts = 1, runs = 1, run_at = ?1, started_at = ?1, lease_until = ?2", now - 6 * MINUTE, leaseEnd);
     }
     await tick(p, now);
 
@@ -105,7 +117,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     const now = Date.now();
     const enq = await p.enqueue({ type: "noop", delay_seconds: 3600, max_attempts: 1, steps: [{ type: "noop" }] });
     const id = enq.body.id;
-    await set(p, id, "status = 'running', attempts = 1, runs = 1, started_at = ?, lease_until = ?", now - 6 * MINUTE, now - MINUTE);
+    await set(p, id, "status = 'running', attempts = 1, runs = 1, run_at = ?1, started_at = ?1, lease_until = ?2", now - 6 * MINUTE, now - MINUTE);
     const before = await p.count("SELECT count(*) FROM jobs");
     await tick(p, now);
     const parent = (await p.getJob(id)).body;
@@ -121,7 +133,10 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     const ids = [];
     for (let i = 0; i < 5; i++) ids.push((await p.enqueue({ type: "noop" })).body.id);
     await Promise.all(ids.slice(0, 4).map((id) => p.waitForStatus(id, "succeeded")));
-    const [oldDone, newDone, oldDead, ancientDead] = ids;
+    // Succeeded jobs are found by id (ULIDs sort by creation): theirs are as old as they are.
+    const oldDone = await createdAt(p, ids[0], now - 92 * DAY);
+    const newDone = await createdAt(p, ids[1], now - 90 * DAY);
+    const [oldDead, ancientDead] = ids.slice(2);
     await set(p, oldDone, "finished_at = ?", now - 91 * DAY);
     await set(p, newDone, "finished_at = ?", now - 89 * DAY);
     await set(p, oldDead, "status = 'dead', finished_at = ?", now - 100 * DAY);

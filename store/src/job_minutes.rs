@@ -6,7 +6,7 @@ use jobs_shared::Family;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
-use crate::jobs::backlog_statuses;
+use crate::jobs::backlog_by_family_sql;
 
 /// Adds a batch's tallies to their family-minutes (one statement, for the batch's record).
 pub fn job_minute_add_many(
@@ -37,11 +37,10 @@ pub fn job_minute_record_backlog(
     db.prepare(format!(
         "INSERT INTO job_minutes (family, minute, backlog) \
          SELECT f.value, ?2, COALESCE(b.backlog, 0) FROM json_each(?3) f LEFT JOIN \
-         (SELECT family, COUNT(*) AS backlog FROM jobs WHERE status IN ({}) AND run_at <= ?1 \
-          GROUP BY family) b ON b.family = f.value WHERE true \
+         ({}) b ON b.family = f.value WHERE true \
          ON CONFLICT (family, minute) DO UPDATE SET backlog = excluded.backlog \
          RETURNING family, backlog",
-        backlog_statuses()
+        backlog_by_family_sql()
     ))
     .bind(&[num(now_ms), num(minute), json(&families)])
 }

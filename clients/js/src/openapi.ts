@@ -588,7 +588,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search jobs (priority high to low, then oldest first) */
+        /** Search jobs (newest first) */
         get: {
             parameters: {
                 query?: {

@@ -32,7 +32,8 @@ pub async fn page(
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), 50, 200)?;
     let after = d1::param(&pairs, "cursor")
         .map(page_cursor::decode)
-        .transpose()?;
+        .transpose()?
+        .map(|(_, id)| id);
     let db = d1::database(env)?;
     let mut rows = job_list(
         &db,
@@ -45,9 +46,7 @@ pub async fn page(
     )
     .await
     .map_err(|e| respond::internal(&e))?;
-    let next = super::page_end(&mut rows, limit, |row| {
-        page_cursor::encode(row.priority, &row.id)
-    });
+    let next = super::page_end(&mut rows, limit, |row| page_cursor::encode(0, &row.id));
     Ok((rows, next))
 }
 

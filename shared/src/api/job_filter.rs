@@ -137,13 +137,9 @@ impl JobFilter {
         Ok(())
     }
 
-    /// `WHERE` conditions over `jobs` (never empty: `1 = 1` matches all) and their values, in
-    /// placeholder order. `only` narrows the statuses to those an action may move; a filter
-    /// naming none of them matches nothing.
-    pub fn to_sql(&self, only: Option<&[JobStatus]>) -> (String, Vec<SqlValue>) {
-        let mut conds = vec!["1 = 1".to_string()];
-        let mut values = Vec::new();
-        let statuses: Vec<JobStatus> = match only {
+    /// The statuses the filter matches, narrowed to `only` (empty: any status, unless `only`).
+    pub fn statuses_within(&self, only: Option<&[JobStatus]>) -> Vec<JobStatus> {
+        match only {
             Some(allowed) if self.statuses.is_empty() => allowed.to_vec(),
             Some(allowed) => self
                 .statuses
@@ -152,7 +148,16 @@ impl JobFilter {
                 .filter(|s| allowed.contains(s))
                 .collect(),
             None => self.statuses.clone(),
-        };
+        }
+    }
+
+    /// `WHERE` conditions over `jobs` (never empty: `1 = 1` matches all) and their values, in
+    /// placeholder order. `only` narrows the statuses to those an action may move; a filter
+    /// naming none of them matches nothing.
+    pub fn to_sql(&self, only: Option<&[JobStatus]>) -> (String, Vec<SqlValue>) {
+        let mut conds = vec!["1 = 1".to_string()];
+        let mut values = Vec::new();
+        let statuses = self.statuses_within(only);
         if only.is_some() || !statuses.is_empty() {
             conds.push(format!(
                 "status IN ({})",

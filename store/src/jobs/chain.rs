@@ -8,6 +8,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::claim::Claimed;
+use super::indexes::ENDED;
 use super::insert::initial_status;
 use crate::d1::{json, num, opt_str};
 
@@ -58,18 +59,19 @@ pub fn job_set_chain_failed_many(
 
 /// Fails the chains of the steps an operator's move just ended as `to` (cancelled or skipped)
 /// at `now_ms`, unless already ended, naming the step as a step's end does ("step N (type) was
-/// cancelled by an operator"). The moved jobs are found through the index on (status,
+/// cancelled by an operator"). The moved jobs are found through `jobs_ended` on (status,
 /// finished_at), since the move set `finished_at` to `now_ms`.
 pub fn job_set_chain_failed_by_operator(
     db: &D1Database,
     to: JobStatus,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
+    let (ended, term) = (ENDED.jobs(), ENDED.term);
     db.prepare(format!(
         "UPDATE jobs SET chain_status = '{CHAIN_FAILED}', chain_error = s.message, updated_at = ?2 \
          FROM (SELECT COALESCE(parent_id, id) AS root, 'step ' || COALESCE(chain_step, 0) || \
-           ' (' || type || ') was ' || status || ' by an operator' AS message FROM jobs \
-           WHERE status = ?1 AND finished_at = ?2 \
+           ' (' || type || ') was ' || status || ' by an operator' AS message FROM {ended} \
+           WHERE {term} AND status = ?1 AND finished_at = ?2 \
            AND (parent_id IS NOT NULL OR chain_status IS NOT NULL)) AS s \
          WHERE jobs.id = s.root AND jobs.chain_status = '{CHAIN_RUNNING}'"
     ))

@@ -10,6 +10,7 @@ mod claim;
 mod counts;
 mod escalation;
 mod held;
+mod indexes;
 mod insert;
 mod operator;
 mod outcome;
@@ -23,7 +24,7 @@ use serde::Deserialize;
 pub use arrivals::job_settle_dlq_arrivals;
 pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
 pub use claim::{job_claim, job_extend_leases, Claim, Claimed, Exhausted, Held, PastExpiry, Seen};
-pub(crate) use counts::backlog_statuses;
+pub(crate) use counts::backlog_by_family_sql;
 pub use counts::{
     job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
     job_count_running_by_family, job_count_waiting_by_family, CountRow, RunningRow, WaitingRow,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::chain::job_set_chain_failed_by_operator;
-use super::read::{SummaryRow, SUMMARY_COLUMNS};
+use super::read::{filtered, SummaryRow, SUMMARY_COLUMNS};
 use crate::audit::{self, Entry};
 use crate::d1::{statement, text};
 use crate::sql::status_list;
@@ -42,17 +42,18 @@ fn set_values(to: JobStatus, now_ms: i64) -> Vec<SqlValue> {
 }
 
 /// The jobs a selection picks among those in `sources` (the states the move may start from),
-/// as SQL over `jobs`.
-fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
+/// as `FROM` and `WHERE` over `jobs`.
+fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, String, Vec<SqlValue>) {
     match selection {
         Selection::Ids(ids) => (
+            "jobs".to_string(),
             format!(
                 "id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
                 status_list(sources)
             ),
             vec![text(serde_json::to_string(ids).unwrap_or_default())],
         ),
-        Selection::Filter(filter) => filter.to_sql(Some(sources)),
+        Selection::Filter(filter) => filtered(filter, Some(sources)),
     }
 }
 
@@ -71,12 +72,12 @@ fn key_holder(alias: &str) -> String {
 /// keeps it from moving (NULL: it may move). Of two selected jobs with one key, the first in the
 /// stable order moves and holds the key against the second. The selection's values bind first.
 fn held_cte(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
-    let (conds, values) = selection_sql(selection, sources);
+    let (from, conds, values) = selection_sql(selection, sources);
     let holder = key_holder("p");
     let sql = format!(
         "WITH picked AS (SELECT id, type, dedup_key, priority, \
          ROW_NUMBER() OVER (PARTITION BY type, dedup_key ORDER BY priority DESC, id) AS nth \
-         FROM jobs WHERE {conds}), \
+         FROM {from} WHERE {conds}), \
          held AS (SELECT p.id, p.priority, COALESCE({holder}, CASE WHEN p.dedup_key IS NOT NULL \
          AND p.nth > 1 THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
          AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) "

@@ -1,11 +1,13 @@
-//! Reading jobs: one job as the API shows it, and the operator's filtered lists in a stable
-//! order (priority high to low, then oldest first, since ids are ULIDs), paged by a cursor.
+//! Reading jobs: one job as the API shows it, and the operator's filtered lists newest first
+//! (ids are ULIDs: the primary key's order), paged by a cursor, so a page reads about as many
+//! rows as it shows however many jobs the table holds.
 
 use jobs_shared::util::queue_send::Stored;
 use jobs_shared::{JobFilter, JobStatus, SqlValue};
 use serde::Deserialize;
 use worker::D1Database;
 
+use super::indexes::holding;
 use crate::d1::{statement, text};
 
 /// A job row as the API shows it: its summary and the rest.
@@ -88,26 +90,37 @@ pub struct Page<'a> {
     pub filter: &'a JobFilter,
     /// Restricts the statuses (the dead-letter list's `dead`) and adds each job's DLQ arrivals.
     pub only: Option<&'a [JobStatus]>,
-    pub after: Option<(i64, String)>,
+    /// The id of the last job of the previous page.
+    pub after: Option<String>,
     pub limit: u32,
 }
 
-/// One page, plus one row more than `limit` when there is a next page.
+/// `FROM` and `WHERE` (with its values) for the jobs `filter` picks among `only`'s statuses:
+/// through the partial index that holds every status it can match, when one does.
+pub(super) fn filtered(
+    filter: &JobFilter,
+    only: Option<&[JobStatus]>,
+) -> (String, String, Vec<SqlValue>) {
+    let (conds, values) = filter.to_sql(only);
+    match holding(&filter.statuses_within(only)) {
+        Some(index) => (index.jobs(), format!("{} AND {conds}", index.term), values),
+        None => ("jobs".to_string(), conds, values),
+    }
+}
+
+/// One page, plus one row more than `limit` when there is a next page. A filter on live
+/// statuses, or on statuses that ended unsucceeded, reads their index and sorts what it holds;
+/// any other walks the primary key from the newest job.
 pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<SummaryRow>> {
-    let (mut conds, mut values) = page.filter.to_sql(page.only);
-    if let Some((priority, id)) = &page.after {
-        conds.push_str(" AND (priority < ? OR (priority = ? AND id > ?))");
-        values.extend([
-            SqlValue::Int(*priority),
-            SqlValue::Int(*priority),
-            text(id.as_str()),
-        ]);
+    let (from, mut conds, mut values) = filtered(page.filter, page.only);
+    if let Some(id) = &page.after {
+        conds.push_str(" AND id < ?");
+        values.push(text(id.as_str()));
     }
     values.push(SqlValue::Int(i64::from(page.limit) + 1));
     let extra = if page.only.is_some() { DLQ_COLUMNS } else { "" };
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS}{extra} FROM jobs WHERE {conds} \
-         ORDER BY priority DESC, id LIMIT ?"
+        "SELECT {SUMMARY_COLUMNS}{extra} FROM {from} WHERE {conds} ORDER BY id DESC LIMIT ?"
     );
     let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
     results[0].results()

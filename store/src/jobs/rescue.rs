@@ -11,6 +11,7 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::chain::{CHAIN_FAILED, CHAIN_RUNNING};
+use super::indexes::UNFINISHED;
 use super::{Unsent, UNSENT_COLUMNS};
 use crate::d1::{json, num};
 use crate::job_runs::record_lost_attempts_sql;
@@ -29,15 +30,18 @@ pub struct Expired {
     pub chain: ChainColumns,
 }
 
-/// Up to `limit` jobs whose lease ran out by `now_ms`, the longest expired first.
+/// Up to `limit` jobs whose lease ran out by `now_ms`, the longest expired first. Read among
+/// live jobs due by then (a running job was due when claimed, and claimed before its lease).
 pub async fn job_list_expired(
     db: &D1Database,
     now_ms: i64,
     limit: u32,
 ) -> worker::Result<Vec<Expired>> {
+    let (live, term) = (UNFINISHED.jobs(), UNFINISHED.term);
     db.prepare(format!(
         "SELECT id, type, attempts, max_attempts, runs, parent_id, chain_step, chain_status \
-         FROM jobs WHERE status = '{Running}' AND lease_until < ?1 ORDER BY lease_until LIMIT ?2"
+         FROM {live} WHERE {term} AND run_at < ?1 AND status = '{Running}' AND lease_until < ?1 \
+         ORDER BY lease_until LIMIT ?2"
     ))
     .bind(&[num(now_ms), num(limit.into())])?
     .all()

@@ -3,9 +3,11 @@
 //! Each is a compare-and-set on the state it reads, so overlapping ticks write nothing twice.
 
 use jobs_shared::JobStatus::{Cancelled, Dead, Queued, Retrying, Scheduled, Skipped, Succeeded};
-use jobs_shared::{Family, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
+use jobs_shared::{job_id, Family, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
+use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::indexes::{ENDED, UNFINISHED, WAITING};
 use super::{Unsent, UNSENT_COLUMNS};
 use crate::d1::{json, num};
 use crate::pauses::PAUSED_JOB_SQL;
@@ -22,18 +24,19 @@ pub fn job_schedule(
     limit: u32,
 ) -> worker::Result<[D1PreparedStatement; 2]> {
     let params = [num(now_ms), num(horizon_ms), num(limit.into())];
+    let (waiting, term) = (WAITING.jobs(), WAITING.term);
     let release = db
         .prepare(format!(
             "UPDATE jobs SET status = '{Queued}', updated_at = ?1 WHERE id IN \
-             (SELECT id FROM jobs WHERE status = '{Scheduled}' AND sent_at IS NULL AND run_at <= ?2 \
-             ORDER BY run_at LIMIT ?3) AND status = '{Scheduled}' AND sent_at IS NULL \
-             RETURNING {UNSENT_COLUMNS}"
+             (SELECT id FROM {waiting} WHERE {term} AND status = '{Scheduled}' \
+             AND sent_at IS NULL AND run_at <= ?2 ORDER BY run_at LIMIT ?3) \
+             AND status = '{Scheduled}' AND sent_at IS NULL RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&params)?;
     let held_retries = db
         .prepare(format!(
-            "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{Retrying}' AND sent_at IS NULL \
-             AND run_at <= ?1 ORDER BY run_at LIMIT ?2"
+            "SELECT {UNSENT_COLUMNS} FROM {waiting} WHERE {term} AND status = '{Retrying}' \
+             AND sent_at IS NULL AND run_at <= ?1 ORDER BY run_at LIMIT ?2"
         ))
         .bind(&params[1..])?;
     Ok([release, held_retries])
@@ -46,9 +49,10 @@ pub fn job_list_unsent(
     before_ms: i64,
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
+    let (live, term) = (UNFINISHED.jobs(), UNFINISHED.term);
     db.prepare(format!(
-        "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status = '{Queued}' AND sent_at IS NULL \
-         AND run_at <= ?1 AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
+        "SELECT {UNSENT_COLUMNS} FROM {live} WHERE {term} AND status = '{Queued}' \
+         AND sent_at IS NULL AND run_at <= ?1 AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
     ))
     .bind(&[num(before_ms), num(limit.into())])
 }
@@ -60,10 +64,10 @@ pub fn job_list_stranded(
     before_ms: i64,
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
-    let waiting = waiting();
+    let (waiting, live, term) = (waiting(), UNFINISHED.jobs(), UNFINISHED.term);
     db.prepare(format!(
-        "SELECT {UNSENT_COLUMNS} FROM jobs WHERE status IN ({waiting}) AND run_at <= ?1 \
-         AND sent_at <= ?1 AND held_at IS NULL ORDER BY run_at LIMIT ?2"
+        "SELECT {UNSENT_COLUMNS} FROM {live} WHERE {term} AND status IN ({waiting}) \
+         AND run_at <= ?1 AND sent_at <= ?1 AND held_at IS NULL ORDER BY run_at LIMIT ?2"
     ))
     .bind(&[num(before_ms), num(limit.into())])
 }
@@ -82,10 +86,11 @@ pub async fn job_mark_sent(db: &D1Database, ids: &[String], now_ms: i64) -> work
     Ok(())
 }
 
-/// A waiting job due more than `AGING_AFTER_MS` before `?1`: one priority aging raises.
+/// `FROM ... WHERE` a waiting job due more than `AGING_AFTER_MS` before `?1`: one priority
+/// aging raises.
 fn starving() -> String {
-    let waiting = waiting();
-    format!("status IN ({waiting}) AND run_at <= ?1 - {AGING_AFTER_MS}")
+    let (waiting, live, term) = (waiting(), UNFINISHED.jobs(), UNFINISHED.term);
+    format!("{live} WHERE {term} AND status IN ({waiting}) AND run_at <= ?1 - {AGING_AFTER_MS}")
 }
 
 /// Priority aging: up to `limit` starving jobs, the longest waiting first, gain `AGING_STEP`
@@ -98,7 +103,7 @@ pub fn job_age_priority(
     let starving = starving();
     db.prepare(format!(
         "UPDATE jobs SET priority = MIN({MAX_PRIORITY}, priority + {AGING_STEP}), aged_at = ?1, \
-         updated_at = ?1 WHERE id IN (SELECT id FROM jobs WHERE {starving} \
+         updated_at = ?1 WHERE id IN (SELECT id FROM {starving} \
          AND priority < {MAX_PRIORITY} AND (aged_at IS NULL OR aged_at <= ?1 - {AGING_EVERY_MS}) \
          ORDER BY run_at LIMIT ?2) RETURNING {UNSENT_COLUMNS}, held_at"
     ))
@@ -125,7 +130,7 @@ pub fn job_promote(
     let starving = starving();
     db.prepare(format!(
         "UPDATE jobs SET family = '{to}', sent_at = NULL, updated_at = ?1 WHERE id IN \
-         (SELECT id FROM jobs WHERE family = '{from}' AND {starving} AND priority >= {threshold} \
+         (SELECT id FROM {starving} AND family = '{from}' AND priority >= {threshold} \
          AND held_at IS NULL AND NOT {PAUSED_JOB_SQL} \
          ORDER BY priority DESC, run_at LIMIT ?2) RETURNING {UNSENT_COLUMNS}",
         to = to.as_str(),
@@ -136,21 +141,33 @@ pub fn job_promote(
 
 /// Retention: up to `limit` finished jobs, succeeded (or cancelled, skipped) before
 /// `done_before_ms` or dead before `dead_before_ms`, deleted with their run records and DLQ
-/// arrivals: three statements, job_runs, dead_letters, then jobs.
+/// arrivals: three statements, job_runs, dead_letters, then jobs. Succeeded jobs have no index
+/// of their own: they are read in id order (ULIDs sort by creation) among jobs created before
+/// `done_before_ms`, so the rows a delete reads are the oldest the table holds.
 pub fn job_delete_finished(
     db: &D1Database,
     done_before_ms: i64,
     dead_before_ms: i64,
     limit: u32,
 ) -> worker::Result<[D1PreparedStatement; 3]> {
-    let done = status_list(&[Succeeded, Cancelled, Skipped]);
+    let unrun = status_list(&[Cancelled, Skipped]);
+    let (ended, term) = (ENDED.jobs(), ENDED.term);
     // The same rows for every statement: nothing else in the transaction changes `jobs`
     // before the last one.
     let old = format!(
-        "SELECT id FROM jobs WHERE status IN ({done}) AND finished_at < ?1 \
-         UNION ALL SELECT id FROM jobs WHERE status = '{Dead}' AND finished_at < ?2 LIMIT ?3"
+        "SELECT id FROM jobs WHERE id < ?4 AND status = '{Succeeded}' AND finished_at < ?1 \
+         UNION ALL SELECT id FROM {ended} WHERE {term} AND status IN ({unrun}) \
+         AND finished_at < ?1 \
+         UNION ALL SELECT id FROM {ended} WHERE {term} AND status = '{Dead}' \
+         AND finished_at < ?2 LIMIT ?3"
     );
-    let params = [num(done_before_ms), num(dead_before_ms), num(limit.into())];
+    let first_id_after = job_id(done_before_ms, 0);
+    let params = [
+        num(done_before_ms),
+        num(dead_before_ms),
+        num(limit.into()),
+        JsValue::from_str(&first_id_after),
+    ];
     Ok([
         db.prepare(format!("DELETE FROM job_runs WHERE job_id IN ({old})"))
             .bind(&params)?,
