@@ -21,3 +21,7 @@ CREATE INDEX jobs_waiting ON jobs (status, run_at) WHERE status IN ('scheduled',
 -- Succeeded jobs are found by their id (retention) and counted from `job_minutes`.
 CREATE INDEX jobs_ended ON jobs (status, finished_at)
   WHERE finished_at IS NOT NULL AND status <> 'succeeded';
+
+-- Failed attempts (retried, dead, skipped), newest first: the operator's recent failures, read
+-- without walking past the run records of successes.
+CREATE INDEX job_runs_failed ON job_runs (finished_at) WHERE outcome <> 'succeeded';

@@ -96,7 +96,8 @@ pub struct FailureRow {
     pub error_message: Option<String>,
 }
 
-/// The latest failed attempts (retried or dead), newest first.
+/// The latest failed attempts (retried or dead), newest first, through `job_runs_failed`
+/// (migration 0015): its condition is repeated word for word.
 pub async fn job_run_list_recent_failures(
     db: &D1Database,
     limit: u32,
@@ -106,8 +107,9 @@ pub async fn job_run_list_recent_failures(
         &format!(
             "SELECT r.job_id, j.type, j.family, j.status, r.run, r.attempt, r.finished_at, \
              r.outcome, r.error_class, r.error_message \
-             FROM job_runs r JOIN jobs j ON j.id = r.job_id \
-             WHERE r.outcome IN ('{Retrying}', '{Dead}') ORDER BY r.finished_at DESC LIMIT ?"
+             FROM job_runs r INDEXED BY job_runs_failed JOIN jobs j ON j.id = r.job_id \
+             WHERE r.outcome <> '{Succeeded}' AND r.outcome IN ('{Retrying}', '{Dead}') \
+             ORDER BY r.finished_at DESC LIMIT ?"
         ),
         &[SqlValue::Int(i64::from(limit))],
     )?;
