@@ -62,6 +62,7 @@ describe("job logs and correlation ids (real queues)", () => {
     assert.equal(lines[0]["delivery.attempts"], 1);
     const [batch] = logs.events("batch.completed");
     assert.equal(typeof batch["d1.rows_written"], "number", "the benchmark's batch line stays");
+    assert.ok(batch["d1.sql_ms"] > 0, "D1's own SQL time, the capacity model's input");
   });
 
   test("X-Request-Id is used when there is no traceparent, and an id is minted when neither is sent", async () => {

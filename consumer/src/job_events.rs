@@ -198,6 +198,7 @@ pub fn batch_completed(
         "d1.round_trips": stats.round_trips,
         "d1.rows_read": stats.rows_read,
         "d1.rows_written": stats.rows_written,
+        "d1.sql_ms": stats.sql_ms(),
     });
     for (name, value) in settled.fields() {
         line[name] = value;

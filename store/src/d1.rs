@@ -49,10 +49,9 @@ pub async fn counted_batch(
 ) -> worker::Result<Vec<D1Result>> {
     let results = db.batch(statements).await?;
     stats.add_round_trip(results.iter().map(|r| {
-        r.meta()
-            .ok()
-            .flatten()
-            .map_or((None, None), |m| (m.rows_read, m.rows_written))
+        r.meta().ok().flatten().map_or((None, None, None), |m| {
+            (m.rows_read, m.rows_written, m.duration)
+        })
     }));
     Ok(results)
 }
