@@ -8,6 +8,7 @@
 // (the floor plus the round trips the contract allows, each an empty statement) shows how much
 // of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
 // making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
+// Each end-to-end run also counts what Cloudflare would bill for it (cost.mjs).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -15,11 +16,16 @@ import { spawnSync } from "node:child_process";
 import { Miniflare } from "miniflare";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
+import { priced, usagePerJob } from "./cost.mjs";
+import { PRICES_CHECKED } from "./prices.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
 const KB = 1024;
 const NOOP = { type: "noop", payload: {} };
+/** Priced jobs besides noop and http: one that fails once (retried after 1 s), one delayed 1 s. */
+const RETRIED = { type: "noop", payload: { fail_times: 1 }, retry: { policy: "fixed", table: [1] } };
+const DELAYED = { type: "noop", payload: {}, delay_seconds: 1 };
 /** The history's row per consumer batch (job_minutes), not per job: left out of the rows target. */
 const rowsPerJobLessHistory = (run) => round(run.d1_rows_written_per_job - run.consumer_batches / run.jobs);
 
@@ -40,7 +46,7 @@ function wasmSize(path) {
   return { raw_bytes: bytes.length, gzip_bytes: gzipSync(bytes, { level: 9 }).length };
 }
 
-/** The platform: enqueue phases without a consumer, then end to end with one. */
+/** The platform: enqueue phases without a consumer, then end to end with one, counting its cost. */
 async function platformRun(appUrl, N) {
   const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
   const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
@@ -71,8 +77,10 @@ async function platformRun(appUrl, N) {
     // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
     // seldom: the end time is the consumer's own log timestamp of its last batch.
     const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
+    const dbBytes = async () => (await p.db.prepare("SELECT 1").run()).meta.size_after;
     const coldStartMs = await warmUp(() => post(p.mf, "/v1/jobs/batch", jobsBody(job, WARM_UP_JOBS)), succeeded);
-    logs.lines.length = 0;
+    logs.clear();
+    const bytesBefore = await dbBytes();
     const enqueueStats = [];
     const requests = Math.ceil(jobs / 100);
     const started = Date.now();
@@ -84,6 +92,7 @@ async function platformRun(appUrl, N) {
     const total = requests * 100;
     await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
     const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
+    const storedBytes = (await dbBytes()) - bytesBefore;
     await p.dispose();
     const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
     const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
@@ -101,14 +110,18 @@ async function platformRun(appUrl, N) {
       d1_rows_read_per_job: round(rowsRead / total),
       consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
       consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
+      ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
     };
   };
+  const pricedJobs = Math.min(N, 1000);
   return {
     single,
     batch,
     noop: await e2e(NOOP),
     noopWithoutIndexes: await e2e(NOOP, { jobs: Math.min(N, 2000), withoutIndexes: true }),
     http: await e2e({ type: "http", payload: { url: appUrl, method: "POST" } }),
+    retried: await e2e(RETRIED, { jobs: pricedJobs }),
+    delayed: await e2e(DELAYED, { jobs: pricedJobs }),
   };
 }
 
@@ -168,7 +181,7 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
 
 /**
  * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run and returns the
- * medians, the floors, the ratios and each target's verdict.
+ * medians, the floors, the ratios, the cost per million jobs and each target's verdict.
  */
 export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, build = true, log = console.error } = {}) {
   if (build) {
@@ -216,6 +229,13 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
     },
     e2e_noop_without_indexes: medianOf(runs, (r) => r.platform.noopWithoutIndexes),
     floor,
+    cost: {
+      prices_checked: PRICES_CHECKED,
+      noop: priced(e2eNoop),
+      http: priced(e2eHttp),
+      retried_once: priced(medianOf(runs, (r) => r.platform.retried)),
+      delayed: priced(medianOf(runs, (r) => r.platform.delayed)),
+    },
     wasm: {
       producer: wasmSize(join(ROOT, "producer", "build", "index_bg.wasm")),
       consumer: wasmSize(join(ROOT, "consumer", "build", "index_bg.wasm")),
@@ -232,9 +252,21 @@ function columns(rows) {
   return rows.map((row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd());
 }
 
-/** The result as a table, for a terminal. */
+/** The result as tables, for a terminal. */
 export function formatTable(r) {
   const kb = (b) => `${round(b / KB, 1)} KB`;
+  const usd = (x) => `$${x < 10 ? round(x, 3) : round(x, 2)}`;
+  const costRow = (name, c) => [
+    name,
+    c.requests_per_job,
+    c.d1_rows_written_per_job,
+    c.d1_rows_read_per_job,
+    c.queue_operations_per_job,
+    c.log_events_per_job,
+    c.analytics_points_per_job,
+    usd(c.usd_per_million_jobs.total),
+    `${Math.round(c.stored_bytes_per_job)} B (${usd(c.usd_per_million_jobs.d1_storage_per_month_kept)}/month)`,
+  ];
   return [
     `${r.jobs} jobs, median of ${r.repeats} run(s)`,
     "",
@@ -255,6 +287,15 @@ export function formatTable(r) {
       ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
       ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
     ]),
+    "",
+    `cost per million jobs: Workers Paid list prices checked ${r.cost.prices_checked} (bench/prices.mjs), marginal (included amounts not subtracted), CPU time not priced`,
+    ...columns([
+      ["per job:", "requests", "rows written", "rows read", "queue ops", "log events", "AE points", "$ per M jobs", "D1 stored (per M jobs kept a month)"],
+      costRow("noop", r.cost.noop),
+      costRow("http", r.cost.http),
+      costRow("noop, failing once", r.cost.retried_once),
+      costRow("noop, delayed 1 s", r.cost.delayed),
+    ]).map((line) => `  ${line}`),
     "",
     "targets",
     ...r.targets.map((t) => `  ${t.met ? "met   " : "MISSED"}  ${t.name}: ${t.value} (target ${t.target})`),

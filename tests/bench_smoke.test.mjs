@@ -1,5 +1,6 @@
 // A small run of the benchmark (npm run bench) inside npm test, so it cannot rot: it runs every
-// phase on the built workers and the floors, and the targets named below hold. Throughput ratios are reported, not asserted: a shared CI machine is too noisy for them.
+// phase on the built workers and the floors and prices every job kind; the targets named below
+// hold. Throughput ratios are reported, not asserted: a shared CI machine is too noisy for them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { runBenchmark, formatTable } from "../bench/benchmark.mjs";
@@ -15,7 +16,7 @@ const ASSERTED_TARGETS = [
   "consumer: D1 round trips per message batch (max)",
 ];
 
-test("benchmark smoke run: every phase measures, and the asserted targets are met", { timeout: 300_000 }, async () => {
+test("benchmark smoke run: every phase measures, every job kind is priced, and the asserted targets are met", { timeout: 300_000 }, async () => {
   const result = await runBenchmark({ jobs: 300, repeats: 1, build: false, log: () => {} });
   console.log(formatTable(result));
   for (const phase of ["enqueue_single", "enqueue_batch", "e2e_noop", "e2e_http"]) {
@@ -27,6 +28,13 @@ test("benchmark smoke run: every phase measures, and the asserted targets are me
   assert.ok(result.e2e_noop.ratio_to_d1_floor > 0, "the D1 floor measured");
   assert.ok(result.e2e_http.ratio_to_http_floor > 0, "the http floor measured");
   assert.ok(result.e2e_noop.cold_start_ms > 0 && result.floor.e2e.cold_start_ms > 0, "cold starts measured");
+
+  for (const [kind, cost] of Object.entries(result.cost).filter(([key]) => key !== "prices_checked")) {
+    assert.ok(cost.usd_per_million_jobs.total > 0, `${kind} priced`);
+    assert.ok(cost.log_events_per_job > 0 && cost.requests_per_job > 0, `${kind}: log events and requests counted`);
+    assert.ok(cost.queue_operations_per_job >= 3, `${kind}: a write, a read and a delete per job at least`);
+  }
+  assert.ok(result.cost.retried_once.queue_operations_per_job > result.cost.noop.queue_operations_per_job, "a retry is one more read");
 
   const targets = Object.fromEntries(result.targets.map((t) => [t.name, t]));
   for (const name of ASSERTED_TARGETS) {
