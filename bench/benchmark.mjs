@@ -8,7 +8,9 @@
 // (the floor plus the round trips the contract allows, each an empty statement) shows how much
 // of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
 // making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
-// Each end-to-end run also counts what Cloudflare would bill for it (cost.mjs).
+// Each end-to-end run also counts what Cloudflare would bill for it (cost.mjs), and the
+// black-box run (black_box.mjs) sets the project, started as a user starts it, beside a
+// hand-written pair.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -16,6 +18,7 @@ import { spawnSync } from "node:child_process";
 import { Miniflare } from "miniflare";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
+import { runBlackBox } from "./black_box.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
@@ -37,6 +40,9 @@ const TARGETS = [
   ["D1 rows written per succeeded job, indexes included, less the history's row per batch", (r) => rowsPerJobLessHistory(r.e2e_noop), (v) => v <= 4, "<= 4"],
   ["end-to-end noop throughput vs the D1 floor", (r) => r.e2e_noop.ratio_to_d1_floor, (v) => v >= 0.7, ">= 0.70"],
   ["end-to-end http throughput vs the http floor", (r) => r.e2e_http.ratio_to_http_floor, (v) => v >= 0.5, ">= 0.50"],
+  ["black box: end to end vs the hand-written pair", (r) => r.black_box.ratio.e2e_noop, (v) => v >= 1, ">= 1.00"],
+  ["black box: enqueue of 100 jobs/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_batch, (v) => v >= 1, ">= 1.00"],
+  ["black box: enqueue of 1 job/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_single, (v) => v >= 1, ">= 1.00"],
   ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 450 * KB, "<= 450 KB"],
   ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 350 * KB, "<= 350 KB"],
 ];
@@ -180,10 +186,18 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
 }
 
 /**
- * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run and returns the
- * medians, the floors, the ratios, the cost per million jobs and each target's verdict.
+ * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run, then the black
+ * box `rounds` times with `blackBoxJobs` jobs, and returns the medians, the floors, the ratios,
+ * the cost per million jobs and each target's verdict.
  */
-export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, build = true, log = console.error } = {}) {
+export async function runBenchmark({
+  jobs: N = 10_000,
+  repeats: REPEATS = 3,
+  blackBoxJobs = N,
+  rounds = 3,
+  build = true,
+  log = console.error,
+} = {}) {
   if (build) {
     const build = spawnSync("node", [join(ROOT, "scripts", "build.mjs"), "producer", "consumer", "bench/floor"], { stdio: "inherit" });
     if (build.status !== 0) process.exit(build.status ?? 1);
@@ -199,6 +213,7 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
     runs.push({ floor, floorD1, floorHttp, platform });
   }
   await app.close();
+  const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });
 
   const floor = {
     single: medianOf(runs, (r) => r.floor.single),
@@ -229,6 +244,7 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
     },
     e2e_noop_without_indexes: medianOf(runs, (r) => r.platform.noopWithoutIndexes),
     floor,
+    black_box: blackBox,
     cost: {
       prices_checked: PRICES_CHECKED,
       noop: priced(e2eNoop),
@@ -255,6 +271,13 @@ function columns(rows) {
 /** The result as tables, for a terminal. */
 export function formatTable(r) {
   const kb = (b) => `${round(b / KB, 1)} KB`;
+  const bb = r.black_box;
+  const blackBoxRow = (name, phase) => [
+    name,
+    `${bb.project[phase].jobs_per_second} jobs/s`,
+    `${bb.handwritten[phase].jobs_per_second} jobs/s`,
+    `${bb.ratio[phase]}x`,
+  ];
   const usd = (x) => `$${x < 10 ? round(x, 3) : round(x, 2)}`;
   const costRow = (name, c) => [
     name,
@@ -287,6 +310,14 @@ export function formatTable(r) {
       ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
       ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
     ]),
+    "",
+    `black box: \`npm run dev\` over HTTP beside the hand-written pair (bench/handwritten), ${bb.jobs} jobs, median of ${bb.rounds} round(s)`,
+    ...columns([
+      ["", "project", "hand-written", "ratio"],
+      blackBoxRow("end to end, noop (100/request, 4 at a time)", "e2e_noop"),
+      blackBoxRow("enqueue, 100 jobs/request (4 at a time)", "enqueue_batch"),
+      blackBoxRow("enqueue, 1 job/request (16 at a time)", "enqueue_single"),
+    ]).map((line) => `  ${line}`),
     "",
     `cost per million jobs: Workers Paid list prices checked ${r.cost.prices_checked} (bench/prices.mjs), marginal (included amounts not subtracted), CPU time not priced`,
     ...columns([

@@ -1,5 +1,6 @@
 // What every part of the benchmark measures with: medians and percentiles, a bounded pool of
 // requests, an enqueue phase timed request by request, and the warm-up before anything is timed.
+// Shared by the in-process runs (benchmark.mjs) and the black-box run over HTTP (black_box.mjs).
 import { d1Stats, waitFor } from "../tests/support/platform.mjs";
 
 export const WARM_UP_JOBS = 100;

@@ -1,5 +1,6 @@
 // A small run of the benchmark (npm run bench) inside npm test, so it cannot rot: it runs every
-// phase on the built workers and the floors and prices every job kind; the targets named below
+// phase on the built workers and the floors, prices every job kind, and runs the black box
+// (`npm run dev` and the hand-written pair over HTTP) once on a few jobs; the targets named below
 // hold. Throughput ratios are reported, not asserted: a shared CI machine is too noisy for them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,8 +17,8 @@ const ASSERTED_TARGETS = [
   "consumer: D1 round trips per message batch (max)",
 ];
 
-test("benchmark smoke run: every phase measures, every job kind is priced, and the asserted targets are met", { timeout: 300_000 }, async () => {
-  const result = await runBenchmark({ jobs: 300, repeats: 1, build: false, log: () => {} });
+test("benchmark smoke run: every phase measures, every job kind is priced, and the asserted targets are met", { timeout: 600_000 }, async () => {
+  const result = await runBenchmark({ jobs: 300, repeats: 1, blackBoxJobs: 200, rounds: 1, build: false, log: () => {} });
   console.log(formatTable(result));
   for (const phase of ["enqueue_single", "enqueue_batch", "e2e_noop", "e2e_http"]) {
     assert.ok(result[phase].jobs_per_second > 0, `${phase} measured`);
@@ -28,6 +29,11 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
   assert.ok(result.e2e_noop.ratio_to_d1_floor > 0, "the D1 floor measured");
   assert.ok(result.e2e_http.ratio_to_http_floor > 0, "the http floor measured");
   assert.ok(result.e2e_noop.cold_start_ms > 0 && result.floor.e2e.cold_start_ms > 0, "cold starts measured");
+
+  assert.equal(result.black_box.jobs, 200);
+  for (const phase of ["e2e_noop", "enqueue_batch", "enqueue_single"]) {
+    assert.ok(result.black_box.ratio[phase] > 0, `black box: ${phase} of both sides measured`);
+  }
 
   for (const [kind, cost] of Object.entries(result.cost).filter(([key]) => key !== "prices_checked")) {
     assert.ok(cost.usd_per_million_jobs.total > 0, `${kind} priced`);
