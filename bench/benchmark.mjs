@@ -272,12 +272,9 @@ function columns(rows) {
 export function formatTable(r) {
   const kb = (b) => `${round(b / KB, 1)} KB`;
   const bb = r.black_box;
-  const blackBoxRow = (name, phase) => [
-    name,
-    `${bb.project[phase].jobs_per_second} jobs/s`,
-    `${bb.handwritten[phase].jobs_per_second} jobs/s`,
-    `${bb.ratio[phase]}x`,
-  ];
+  const spread = (xs) => (xs.length > 1 ? ` (${Math.min(...xs)}-${Math.max(...xs)})` : "");
+  const side = ({ jobs_per_second, rounds_jobs_per_second }) => `${jobs_per_second} jobs/s${spread(rounds_jobs_per_second)}`;
+  const blackBoxRow = (name, phase) => [name, side(bb.project[phase]), side(bb.handwritten[phase]), `${bb.ratio[phase]}x`];
   const usd = (x) => `$${x < 10 ? round(x, 3) : round(x, 2)}`;
   const costRow = (name, c) => [
     name,
@@ -311,7 +308,7 @@ export function formatTable(r) {
       ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
     ]),
     "",
-    `black box: \`npm run dev\` over HTTP beside the hand-written pair (bench/handwritten), ${bb.jobs} jobs, median of ${bb.rounds} round(s)`,
+    `black box: \`npm run dev\` over HTTP beside the hand-written pair (bench/handwritten), ${bb.jobs} jobs, median of ${bb.rounds} round(s) (their range)`,
     ...columns([
       ["", "project", "hand-written", "ratio"],
       blackBoxRow("end to end, noop (100/request, 4 at a time)", "e2e_noop"),

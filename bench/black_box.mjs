@@ -98,15 +98,18 @@ export async function runBlackBox({ jobs, rounds, log }) {
       }
     }
   }
-  const medians = (side) => Object.fromEntries(PHASES.map((phase) => [phase, medianOf(runs[side], (r) => r[phase])]));
-  const project = medians("project");
-  const handwritten = medians("handwritten");
+  const byPhase = (f) => Object.fromEntries(PHASES.map((phase) => [phase, f(phase)]));
+  // Each phase's median, and every round's throughput (how far the rounds spread).
+  const summary = (side) =>
+    byPhase((phase) => ({ ...medianOf(runs[side], (r) => r[phase]), rounds_jobs_per_second: runs[side].map((r) => r[phase].jobs_per_second) }));
+  const project = summary("project");
+  const handwritten = summary("handwritten");
   return {
     jobs: project.e2e_noop.jobs,
     rounds,
     stats_poll_ms: POLL_MS,
     project,
     handwritten,
-    ratio: Object.fromEntries(PHASES.map((phase) => [phase, round(project[phase].jobs_per_second / handwritten[phase].jobs_per_second, 3)])),
+    ratio: byPhase((phase) => round(project[phase].jobs_per_second / handwritten[phase].jobs_per_second, 3)),
   };
 }
