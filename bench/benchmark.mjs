@@ -6,7 +6,11 @@
 // the consumer's per-batch log line), never estimated. End-to-end runs are timed after a warm-up
 // request (its latency is the cold start), for the platform and the floor alike. The D1 floor
 // (the floor plus the round trips the contract allows, each an empty statement) shows how much
-// of the gap to the floor is D1 itself where the benchmark runs.
+// of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
+// making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
+// Each end-to-end run also counts what Cloudflare would bill for it (cost.mjs), and the
+// black-box run (black_box.mjs) sets the project, started as a user starts it, beside a
+// hand-written pair.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -14,101 +18,58 @@ import { spawnSync } from "node:child_process";
 import { Miniflare } from "miniflare";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
+import { runBlackBox } from "./black_box.mjs";
+import { priced, usagePerJob } from "./cost.mjs";
+import { PRICES_CHECKED } from "./prices.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
-const WARM_UP_JOBS = 100;
-/** How long the warm-up and the floor's run may take: a slow machine's, not a test's, patience. */
-const PATIENCE_MS = 15 * 60_000;
+const KB = 1024;
+const NOOP = { type: "noop", payload: {} };
+/** Priced jobs besides noop and http: one that fails once (retried after 1 s), one delayed 1 s. */
+const RETRIED = { type: "noop", payload: { fail_times: 1 }, retry: { policy: "fixed", table: [1] } };
+const DELAYED = { type: "noop", payload: {}, delay_seconds: 1 };
+/** The history's row per consumer batch (job_minutes), not per job: left out of the rows target. */
+const rowsPerJobLessHistory = (run) => round(run.d1_rows_written_per_job - run.consumer_batches / run.jobs);
 
 /** The benchmark's targets (README "Benchmark"); each row says whether it is met. */
 const TARGETS = [
   ["enqueue: D1 round trips per request (1 job)", (r) => r.enqueue_single.d1_round_trips_per_request, (v) => v === 1, "= 1"],
   ["enqueue: D1 round trips per request (100 jobs)", (r) => r.enqueue_batch.d1_round_trips_per_request, (v) => v === 1, "= 1"],
   ["consumer: D1 round trips per message batch (max)", (r) => r.e2e_noop.d1_round_trips_per_batch_max, (v) => v <= 2, "<= 2"],
-  // The charts' history adds one row per consumer batch (job_minutes), not per job: counted apart.
-  ["D1 rows written per succeeded job, before indexes and the history's row per batch", (r) => {
-    const run = r.e2e_noop_without_indexes;
-    return round(run.d1_rows_written_per_job - run.consumer_batches / run.jobs);
-  }, (v) => v <= 4, "<= 4"],
-  ["end-to-end no-op throughput vs floor", (r) => r.e2e_noop.ratio_to_floor, (v) => v >= 0.5, ">= 0.50"],
-  ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 600 * 1024, "<= 600 KB"],
-  ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 600 * 1024, "<= 600 KB"],
+  ["D1 rows written per succeeded job, indexes included, less the history's row per batch", (r) => rowsPerJobLessHistory(r.e2e_noop), (v) => v <= 4, "<= 4"],
+  ["end-to-end noop throughput vs the D1 floor", (r) => r.e2e_noop.ratio_to_d1_floor, (v) => v >= 0.7, ">= 0.70"],
+  ["end-to-end http throughput vs the http floor", (r) => r.e2e_http.ratio_to_http_floor, (v) => v >= 0.5, ">= 0.50"],
+  ["black box: end to end vs the hand-written pair", (r) => r.black_box.ratio.e2e_noop, (v) => v >= 1, ">= 1.00"],
+  ["black box: enqueue of 100 jobs/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_batch, (v) => v >= 1, ">= 1.00"],
+  ["black box: enqueue of 1 job/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_single, (v) => v >= 1, ">= 1.00"],
+  ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 450 * KB, "<= 450 KB"],
+  ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 350 * KB, "<= 350 KB"],
 ];
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
-};
-const percentile = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** Runs `count` tasks with at most CONCURRENCY in flight. */
-async function pool(count, task) {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
-    while (next < count) await task(next++);
-  });
-  await Promise.all(workers);
-}
-
-/**
- * One 100-job request through the whole path before anything is timed, so throughput is the
- * steady state and not V8 compiling the WASM; its latency is reported as the cold start.
- */
-async function warmUp(send, processed) {
-  const started = performance.now();
-  const res = await send();
-  const latency = performance.now() - started;
-  if (res.status !== 202) throw new Error(`warm-up answered ${res.status}: ${await res.text()}`);
-  await res.arrayBuffer();
-  await waitFor(async () => (await processed()) >= WARM_UP_JOBS, { what: "the warm-up jobs", everyMs: 20, timeoutMs: PATIENCE_MS });
-  return round(latency);
-}
 
 function wasmSize(path) {
   const bytes = readFileSync(path);
   return { raw_bytes: bytes.length, gzip_bytes: gzipSync(bytes, { level: 9 }).length };
 }
 
-/** Enqueue throughput and latency with `perRequest` jobs per request, no consumer running. */
-async function enqueuePhase(send, requests, perRequest) {
-  const latencies = [];
-  const stats = [];
-  const started = performance.now();
-  await pool(requests, async () => {
-    const t = performance.now();
-    const res = await send(perRequest);
-    latencies.push(performance.now() - t);
-    stats.push(d1Stats(res.headers));
-    if (res.status !== 202) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
-    await res.arrayBuffer().catch(() => {});
-  });
-  const seconds = (performance.now() - started) / 1000;
-  return {
-    jobs_per_second: round((requests * perRequest) / seconds, 1),
-    latency_ms_p50: round(percentile(latencies, 50)),
-    latency_ms_p99: round(percentile(latencies, 99)),
-    d1_round_trips_per_request: stats.length ? Math.max(...stats.map((s) => s.round_trips ?? NaN)) : null,
-    d1_rows_written_per_job: stats.length ? round(stats.reduce((a, s) => a + (s.rows_written ?? 0), 0) / (requests * perRequest)) : null,
-  };
-}
-
-const jobsBody = (type, count, payload) => JSON.stringify({ jobs: Array.from({ length: count }, () => ({ type, payload })) });
-
-/** The platform: enqueue phases without a consumer, then end to end with one. */
+/** The platform: enqueue phases without a consumer, then end to end with one, counting its cost. */
 async function platformRun(appUrl, N) {
-  const SINGLE_REQUESTS = Math.min(N, 1000);
   const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
   const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
-  const post = (path, body) => quiet.mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
-  const single = await enqueuePhase(() => post("/v1/jobs", JSON.stringify({ type: "noop", payload: {} })), SINGLE_REQUESTS, 1);
-  const batch = await enqueuePhase(() => post("/v1/jobs/batch", jobsBody("noop", 100, {})), Math.ceil(N / 100), 100);
+  const post = (mf, path, body) => mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
+  const single = await enqueuePhase(() => post(quiet.mf, "/v1/jobs", JSON.stringify(NOOP)), {
+    requests: Math.min(N, 1000),
+    perRequest: 1,
+    concurrency: CONCURRENCY,
+  });
+  const batch = await enqueuePhase((n) => post(quiet.mf, "/v1/jobs/batch", jobsBody(NOOP, n)), {
+    requests: Math.ceil(N / 100),
+    perRequest: 100,
+    concurrency: CONCURRENCY,
+  });
   await quiet.dispose();
 
-  const e2e = async (type, payload, { jobs = N, withoutIndexes = false } = {}) => {
+  const e2e = async (job, { jobs = N, withoutIndexes = false } = {}) => {
     const logs = logCollector();
     const p = await startPlatform({ onLog: logs.onLog });
     if (withoutIndexes) {
@@ -122,20 +83,22 @@ async function platformRun(appUrl, N) {
     // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
     // seldom: the end time is the consumer's own log timestamp of its last batch.
     const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
-    const post = () => p.mf.dispatchFetch("http://jobs.local/v1/jobs/batch", { method: "POST", headers, body: jobsBody(type, WARM_UP_JOBS, payload) });
-    const coldStartMs = await warmUp(post, succeeded);
-    logs.lines.length = 0;
+    const dbBytes = async () => (await p.db.prepare("SELECT 1").run()).meta.size_after;
+    const coldStartMs = await warmUp(() => post(p.mf, "/v1/jobs/batch", jobsBody(job, WARM_UP_JOBS)), succeeded);
+    logs.clear();
+    const bytesBefore = await dbBytes();
     const enqueueStats = [];
+    const requests = Math.ceil(jobs / 100);
     const started = Date.now();
-    await pool(Math.ceil(jobs / 100), async () => {
-      const res = await p.mf.dispatchFetch("http://jobs.local/v1/jobs/batch", { method: "POST", headers, body: jobsBody(type, 100, payload) });
-      if (res.status !== 202) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
+    await pool(requests, CONCURRENCY, async () => {
+      const res = await post(p.mf, "/v1/jobs/batch", jobsBody(job, 100));
       enqueueStats.push(d1Stats(res.headers));
-      await res.arrayBuffer();
+      await accepted(res);
     });
-    const total = Math.ceil(jobs / 100) * 100;
-    await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
+    const total = requests * 100;
+    await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
     const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
+    const storedBytes = (await dbBytes()) - bytesBefore;
     await p.dispose();
     const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
     const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
@@ -153,24 +116,28 @@ async function platformRun(appUrl, N) {
       d1_rows_read_per_job: round(rowsRead / total),
       consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
       consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
+      ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
     };
   };
+  const pricedJobs = Math.min(N, 1000);
   return {
     single,
     batch,
-    noop: await e2e("noop", {}),
-    noopWithoutIndexes: await e2e("noop", {}, { jobs: Math.min(N, 2000), withoutIndexes: true }),
-    http: await e2e("http", { url: appUrl, method: "POST" }),
+    noop: await e2e(NOOP),
+    noopWithoutIndexes: await e2e(NOOP, { jobs: Math.min(N, 2000), withoutIndexes: true }),
+    http: await e2e({ type: "http", payload: { url: appUrl, method: "POST" } }),
+    retried: await e2e(RETRIED, { jobs: pricedJobs }),
+    delayed: await e2e(DELAYED, { jobs: pricedJobs }),
   };
 }
 
 /**
  * The floor: the same messages through the same queue settings, no D1. With `d1`, the D1
- * floor: the same plus the round trips the platform's contract allows, each an empty statement
- * (only its end-to-end run is measured).
+ * floor: the same plus the round trips the platform's contract allows, each an empty statement;
+ * with `httpUrl`, the http floor: one POST to it per message, as many at once as the consumer
+ * (only their end-to-end runs are measured).
  */
-async function floorRun(N, { d1 = false } = {}) {
-  const SINGLE_REQUESTS = Math.min(N, 1000);
+async function floorRun(N, { d1 = false, httpUrl } = {}) {
   const consumerOptions = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"));
   const producerOptions = workerFromConfig(join(ROOT, "wrangler.toml"));
   const floor = (name, extra) => ({
@@ -187,16 +154,21 @@ async function floorRun(N, { d1 = false } = {}) {
       handleStructuredLogs: () => {},
       workers: [
         floor("floor-producer", { queueProducers: producerOptions.queueProducers }),
-        floor("floor-consumer", withConsumer ? { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } } : {}),
+        floor("floor-consumer", {
+          ...(withConsumer && { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } }),
+          ...(httpUrl && { bindings: { HTTP_URL: httpUrl } }),
+        }),
       ],
     });
-  const post = (mf, count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody("noop", count, {}) });
+  const post = (mf, count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody(NOOP, count) });
 
-  let single, batch;
-  if (!d1) {
+  let enqueue;
+  if (!d1 && !httpUrl) {
     const quiet = start(false);
-    single = await enqueuePhase(() => post(quiet, 1), SINGLE_REQUESTS, 1);
-    batch = await enqueuePhase(() => post(quiet, 100), Math.ceil(N / 100), 100);
+    enqueue = {
+      single: await enqueuePhase(() => post(quiet, 1), { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY }),
+      batch: await enqueuePhase((n) => post(quiet, n), { requests: Math.ceil(N / 100), perRequest: 100, concurrency: CONCURRENCY }),
+    };
     await quiet.dispose();
   }
 
@@ -206,26 +178,26 @@ async function floorRun(N, { d1 = false } = {}) {
   const coldStartMs = await warmUp(() => post(mf, WARM_UP_JOBS), acked);
   const total = Math.ceil(N / 100) * 100;
   const started = performance.now();
-  await pool(Math.ceil(N / 100), async () => (await post(mf, 100)).arrayBuffer());
+  await pool(Math.ceil(N / 100), CONCURRENCY, async () => accepted(await post(mf, 100)));
   await waitFor(async () => (await acked()) >= WARM_UP_JOBS + total, { what: "the floor's acks", everyMs: 10, timeoutMs: PATIENCE_MS });
   const seconds = (performance.now() - started) / 1000;
   await mf.dispose();
-  const e2e = { jobs: total, cold_start_ms: coldStartMs, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };
-  return d1 ? { e2e } : { single, batch, e2e };
-}
-
-function medianOf(runs, pick) {
-  const first = pick(runs[0]);
-  return Object.fromEntries(
-    Object.keys(first).map((k) => [k, typeof first[k] === "number" ? round(median(runs.map((r) => pick(r)[k])), 3) : first[k]]),
-  );
+  return { ...enqueue, e2e: { jobs: total, cold_start_ms: coldStartMs, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) } };
 }
 
 /**
- * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run and returns the
- * medians, the floor, the ratios and each target's verdict.
+ * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run, then the black
+ * box `rounds` times with `blackBoxJobs` jobs, and returns the medians, the floors, the ratios,
+ * the cost per million jobs and each target's verdict.
  */
-export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, build = true, log = console.error } = {}) {
+export async function runBenchmark({
+  jobs: N = 10_000,
+  repeats: REPEATS = 3,
+  blackBoxJobs = N,
+  rounds = 3,
+  build = true,
+  log = console.error,
+} = {}) {
   if (build) {
     const build = spawnSync("node", [join(ROOT, "scripts", "build.mjs"), "producer", "consumer", "bench/floor"], { stdio: "inherit" });
     if (build.status !== 0) process.exit(build.status ?? 1);
@@ -236,18 +208,23 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
     log(`run ${i + 1}/${REPEATS}: ${N} jobs`);
     const floor = await floorRun(N);
     const floorD1 = await floorRun(N, { d1: true });
+    const floorHttp = await floorRun(N, { httpUrl: app.url("/noop") });
     const platform = await platformRun(app.url("/noop"), N);
-    runs.push({ floor, floorD1, platform });
+    runs.push({ floor, floorD1, floorHttp, platform });
   }
   await app.close();
+  const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });
 
   const floor = {
     single: medianOf(runs, (r) => r.floor.single),
     batch: medianOf(runs, (r) => r.floor.batch),
     e2e: medianOf(runs, (r) => r.floor.e2e),
     e2e_with_d1_round_trips: medianOf(runs, (r) => r.floorD1.e2e),
+    e2e_http: medianOf(runs, (r) => r.floorHttp.e2e),
   };
   const ratio = (pick, floorValue) => round(median(runs.map((r) => pick(r))) / floorValue, 3);
+  const e2eNoop = medianOf(runs, (r) => r.platform.noop);
+  const e2eHttp = medianOf(runs, (r) => r.platform.http);
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: (await import("node:os")).cpus().length, node: process.version },
@@ -256,13 +233,25 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
     enqueue_single: { ...medianOf(runs, (r) => r.platform.single), ratio_to_floor: ratio((r) => r.platform.single.jobs_per_second, floor.single.jobs_per_second) },
     enqueue_batch: { ...medianOf(runs, (r) => r.platform.batch), ratio_to_floor: ratio((r) => r.platform.batch.jobs_per_second, floor.batch.jobs_per_second) },
     e2e_noop: {
-      ...medianOf(runs, (r) => r.platform.noop),
+      ...e2eNoop,
       ratio_to_floor: ratio((r) => r.platform.noop.jobs_per_second, floor.e2e.jobs_per_second),
       ratio_to_d1_floor: ratio((r) => r.platform.noop.jobs_per_second, floor.e2e_with_d1_round_trips.jobs_per_second),
     },
-    e2e_http: { ...medianOf(runs, (r) => r.platform.http), ratio_to_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e.jobs_per_second) },
+    e2e_http: {
+      ...e2eHttp,
+      ratio_to_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e.jobs_per_second),
+      ratio_to_http_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e_http.jobs_per_second),
+    },
     e2e_noop_without_indexes: medianOf(runs, (r) => r.platform.noopWithoutIndexes),
     floor,
+    black_box: blackBox,
+    cost: {
+      prices_checked: PRICES_CHECKED,
+      noop: priced(e2eNoop),
+      http: priced(e2eHttp),
+      retried_once: priced(medianOf(runs, (r) => r.platform.retried)),
+      delayed: priced(medianOf(runs, (r) => r.platform.delayed)),
+    },
     wasm: {
       producer: wasmSize(join(ROOT, "producer", "build", "index_bg.wasm")),
       consumer: wasmSize(join(ROOT, "consumer", "build", "index_bg.wasm")),
@@ -273,30 +262,68 @@ export async function runBenchmark({ jobs: N = 10_000, repeats: REPEATS = 3, bui
   return result;
 }
 
-/** The result as a table, for a terminal. */
+/** Rows of cells as aligned text columns. */
+function columns(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
+  return rows.map((row) => row.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd());
+}
+
+/** The result as tables, for a terminal. */
 export function formatTable(r) {
-  const kb = (b) => `${round(b / 1024, 1)} KB`;
-  const rows = [
-    ["enqueue, 1 job/request", `${r.enqueue_single.jobs_per_second} jobs/s`, `p50 ${r.enqueue_single.latency_ms_p50} ms, p99 ${r.enqueue_single.latency_ms_p99} ms`, `${r.enqueue_single.ratio_to_floor}x floor (${r.floor.single.jobs_per_second}/s)`],
-    ["enqueue, 100 jobs/request", `${r.enqueue_batch.jobs_per_second} jobs/s`, `p50 ${r.enqueue_batch.latency_ms_p50} ms, p99 ${r.enqueue_batch.latency_ms_p99} ms`, `${r.enqueue_batch.ratio_to_floor}x floor (${r.floor.batch.jobs_per_second}/s)`],
-    ["end to end, noop", `${r.e2e_noop.jobs_per_second} jobs/s`, `${r.e2e_noop.jobs} jobs in ${r.e2e_noop.seconds} s`, `${r.e2e_noop.ratio_to_floor}x floor (${r.floor.e2e.jobs_per_second}/s)`],
-    ["end to end, http", `${r.e2e_http.jobs_per_second} jobs/s`, `${r.e2e_http.jobs} jobs in ${r.e2e_http.seconds} s`, `${r.e2e_http.ratio_to_floor}x floor`],
-    ["  D1 floor", `${r.floor.e2e_with_d1_round_trips.jobs_per_second} jobs/s`, "the floor + D1's round trips, empty", `noop: ${r.e2e_noop.ratio_to_d1_floor}x the D1 floor`],
-    ["first request (cold)", `${r.e2e_noop.cold_start_ms} ms`, `floor: ${r.floor.e2e.cold_start_ms} ms`, "before the timed runs"],
-    ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
-    ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
-    ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
-    ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, `without them: ${r.e2e_noop_without_indexes.jobs_per_second} jobs/s (${r.e2e_noop_without_indexes.jobs} jobs)`],
-    ["consumer time", `${r.e2e_noop.consumer_ms_per_batch} ms/batch`, `${r.e2e_noop.consumer_ms_per_message} ms/message (noop)`, `http: ${r.e2e_http.consumer_ms_per_batch} ms/batch`],
-    ["WASM producer", kb(r.wasm.producer.raw_bytes), `${kb(r.wasm.producer.gzip_bytes)} gzip`, ""],
-    ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
-    ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
+  const kb = (b) => `${round(b / KB, 1)} KB`;
+  const bb = r.black_box;
+  const spread = (xs) => (xs.length > 1 ? ` (${Math.min(...xs)}-${Math.max(...xs)})` : "");
+  const side = ({ jobs_per_second, rounds_jobs_per_second }) => `${jobs_per_second} jobs/s${spread(rounds_jobs_per_second)}`;
+  const blackBoxRow = (name, phase) => [name, side(bb.project[phase]), side(bb.handwritten[phase]), `${bb.ratio[phase]}x`];
+  const usd = (x) => `$${x < 10 ? round(x, 3) : round(x, 2)}`;
+  const costRow = (name, c) => [
+    name,
+    c.requests_per_job,
+    c.d1_rows_written_per_job,
+    c.d1_rows_read_per_job,
+    c.queue_operations_per_job,
+    c.log_events_per_job,
+    c.analytics_points_per_job,
+    usd(c.usd_per_million_jobs.total),
+    `${Math.round(c.stored_bytes_per_job)} B (${usd(c.usd_per_million_jobs.d1_storage_per_month_kept)}/month)`,
   ];
-  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i].length)));
   return [
     `${r.jobs} jobs, median of ${r.repeats} run(s)`,
     "",
-    ...rows.map((row) => row.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()),
+    ...columns([
+      ["enqueue, 1 job/request", `${r.enqueue_single.jobs_per_second} jobs/s`, `p50 ${r.enqueue_single.latency_ms_p50} ms, p99 ${r.enqueue_single.latency_ms_p99} ms`, `${r.enqueue_single.ratio_to_floor}x floor (${r.floor.single.jobs_per_second}/s)`],
+      ["enqueue, 100 jobs/request", `${r.enqueue_batch.jobs_per_second} jobs/s`, `p50 ${r.enqueue_batch.latency_ms_p50} ms, p99 ${r.enqueue_batch.latency_ms_p99} ms`, `${r.enqueue_batch.ratio_to_floor}x floor (${r.floor.batch.jobs_per_second}/s)`],
+      ["end to end, noop", `${r.e2e_noop.jobs_per_second} jobs/s`, `${r.e2e_noop.jobs} jobs in ${r.e2e_noop.seconds} s`, `${r.e2e_noop.ratio_to_floor}x floor (${r.floor.e2e.jobs_per_second}/s)`],
+      ["end to end, http", `${r.e2e_http.jobs_per_second} jobs/s`, `${r.e2e_http.jobs} jobs in ${r.e2e_http.seconds} s`, `${r.e2e_http.ratio_to_floor}x floor`],
+      ["  D1 floor", `${r.floor.e2e_with_d1_round_trips.jobs_per_second} jobs/s`, "the floor + D1's round trips, empty", `noop: ${r.e2e_noop.ratio_to_d1_floor}x the D1 floor`],
+      ["  http floor", `${r.floor.e2e_http.jobs_per_second} jobs/s`, "the floor + the same fetches, same cap", `http: ${r.e2e_http.ratio_to_http_floor}x the http floor`],
+      ["first request (cold)", `${r.e2e_noop.cold_start_ms} ms`, `floor: ${r.floor.e2e.cold_start_ms} ms`, "before the timed runs"],
+      ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
+      ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
+      ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
+      ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, `without them: ${r.e2e_noop_without_indexes.jobs_per_second} jobs/s (${r.e2e_noop_without_indexes.jobs} jobs)`],
+      ["consumer time", `${r.e2e_noop.consumer_ms_per_batch} ms/batch`, `${r.e2e_noop.consumer_ms_per_message} ms/message (noop)`, `http: ${r.e2e_http.consumer_ms_per_batch} ms/batch`],
+      ["WASM producer", kb(r.wasm.producer.raw_bytes), `${kb(r.wasm.producer.gzip_bytes)} gzip`, ""],
+      ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
+      ["WASM floor", kb(r.wasm.floor.raw_bytes), `${kb(r.wasm.floor.gzip_bytes)} gzip`, ""],
+    ]),
+    "",
+    `black box: \`npm run dev\` over HTTP beside the hand-written pair (bench/handwritten), ${bb.jobs} jobs, median of ${bb.rounds} round(s) (their range)`,
+    ...columns([
+      ["", "project", "hand-written", "ratio"],
+      blackBoxRow("end to end, noop (100/request, 4 at a time)", "e2e_noop"),
+      blackBoxRow("enqueue, 100 jobs/request (4 at a time)", "enqueue_batch"),
+      blackBoxRow("enqueue, 1 job/request (16 at a time)", "enqueue_single"),
+    ]).map((line) => `  ${line}`),
+    "",
+    `cost per million jobs: Workers Paid list prices checked ${r.cost.prices_checked} (bench/prices.mjs), marginal (included amounts not subtracted), CPU time not priced`,
+    ...columns([
+      ["per job:", "requests", "rows written", "rows read", "queue ops", "log events", "AE points", "$ per M jobs", "D1 stored (per M jobs kept a month)"],
+      costRow("noop", r.cost.noop),
+      costRow("http", r.cost.http),
+      costRow("noop, failing once", r.cost.retried_once),
+      costRow("noop, delayed 1 s", r.cost.delayed),
+    ]).map((line) => `  ${line}`),
     "",
     "targets",
     ...r.targets.map((t) => `  ${t.met ? "met   " : "MISSED"}  ${t.name}: ${t.value} (target ${t.target})`),

@@ -1,5 +1,6 @@
-// npm run bench [-- --jobs 10000 --repeats 3 --out bench/results/latest.json --no-build]
-// Prints the benchmark's table and, with --out, writes the full result as JSON.
+// npm run bench [-- --jobs 10000 --repeats 3 --rounds 3 --out bench/results/latest.json --no-build]
+// Prints the benchmark's tables and, with --out, writes the full result as JSON. --rounds is how
+// many times the black-box run alternates the project and the hand-written pair.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
@@ -9,11 +10,17 @@ const { values: args } = parseArgs({
   options: {
     jobs: { type: "string", default: "10000" },
     repeats: { type: "string", default: "3" },
+    rounds: { type: "string", default: "3" },
     out: { type: "string" },
     "no-build": { type: "boolean", default: false },
   },
 });
-const result = await runBenchmark({ jobs: Number(args.jobs), repeats: Number(args.repeats), build: !args["no-build"] });
+const result = await runBenchmark({
+  jobs: Number(args.jobs),
+  repeats: Number(args.repeats),
+  rounds: Number(args.rounds),
+  build: !args["no-build"],
+});
 console.log(`\n${formatTable(result)}`);
 if (args.out) {
   mkdirSync(dirname(args.out), { recursive: true });

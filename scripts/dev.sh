@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # npm run dev: install what is missing, migrate local D1, build, and run both workers in ONE
-# `wrangler dev` (one process shares local D1 and queues between them).
+# `wrangler dev` (one process shares local D1 and queues between them). PORT (default 8787) and
+# STATE_DIR (local D1 and queues, default .wrangler/state) let a second copy run beside a
+# user's own, as the benchmark's black-box run does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -17,7 +19,8 @@ if [ ! -f .dev.vars ]; then
   echo "SIGNING_SECRET=$(token)" > consumer/.dev.vars
 fi
 
-npx wrangler d1 migrations apply DB --local --persist-to .wrangler/state
+state=${STATE_DIR:-.wrangler/state}
+npx wrangler d1 migrations apply DB --local --persist-to "$state"
 node scripts/build.mjs
 
 port=${PORT:-8787}
@@ -44,4 +47,4 @@ chromium_pid=$!
 trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
 consumer_config=$(node scripts/local-config.mjs)
 npx wrangler dev -c wrangler.toml -c "$consumer_config" -c dev/browser-standin/wrangler.toml \
-  --persist-to .wrangler/state --port "$port" --test-scheduled
+  --persist-to "$state" --port "$port" --test-scheduled

@@ -68,11 +68,15 @@ export async function startPlatform({
 
 /**
  * Collects every worker log line that is a JSON object, parsed, with Miniflare's timestamp as
- * `logged_at`; pass `onLog` to startPlatform. `of` and `events` pick one job's or one event's lines.
+ * `logged_at`; pass `onLog` to startPlatform. `of` and `events` pick one job's or one event's
+ * lines; `count` is how many lines were logged, JSON or not (Workers Logs bills each one);
+ * `clear` forgets them all (a warm-up's).
  */
 export function logCollector() {
   const lines = [];
+  let count = 0;
   const onLog = ({ message, timestamp }) => {
+    count++;
     const at = message.indexOf("{");
     if (at < 0) return;
     try {
@@ -84,6 +88,11 @@ export function logCollector() {
   return {
     lines,
     onLog,
+    count: () => count,
+    clear: () => {
+      lines.length = 0;
+      count = 0;
+    },
     of: (id) => lines.filter((l) => l["job.id"] === id),
     events: (name) => lines.filter((l) => l.event === name),
   };

@@ -7,13 +7,21 @@
 //! Given a `DB` binding it becomes the D1 floor: it also makes the round trips the platform's
 //! contract allows (one per enqueue request, two per consumer batch), each an empty statement,
 //! to show what D1 itself costs where the benchmark runs.
+//!
+//! Given an `HTTP_URL` var it becomes the http floor: its queue handler POSTs once to that URL
+//! per message and reads the answer, at most as many at once per batch as the consumer's
+//! outbound gate allows (`ConsumerLimits::DEFAULT.connections`), to show what the fetches
+//! themselves cost.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::stream::{self, StreamExt};
+use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::{job_id, JobMessage, JobType};
 use serde::Deserialize;
 use worker::{
-    event, BatchMessageBuilder, Context, Env, MessageBatch, MessageExt, Request, Response, Result,
+    event, BatchMessageBuilder, Context, Env, Fetch, Method, MessageBatch, MessageExt, Request,
+    RequestInit, Response, Result,
 };
 
 static ACKED: AtomicU64 = AtomicU64::new(0);
@@ -59,11 +67,31 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
 #[event(queue)]
 async fn queue(batch: MessageBatch<JobMessage>, env: Env, _ctx: Context) -> Result<()> {
     d1_round_trip(&env).await?;
+    let messages = batch.messages()?;
+    if let Ok(url) = env.var("HTTP_URL") {
+        let url = url.to_string();
+        stream::iter(&messages)
+            .map(|_| post(&url))
+            .buffer_unordered(ConsumerLimits::DEFAULT.connections)
+            .collect::<Vec<Result<()>>>()
+            .await
+            .into_iter()
+            .collect::<Result<()>>()?;
+    }
     d1_round_trip(&env).await?;
-    for message in batch.messages()? {
+    for message in messages {
         message.ack();
         ACKED.fetch_add(1, Ordering::Relaxed);
     }
+    Ok(())
+}
+
+/// The http floor's one request per message: a POST to `url`, its answer read whole.
+async fn post(url: &str) -> Result<()> {
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post);
+    let request = Request::new_with_init(url, &init)?;
+    Fetch::Request(request).send().await?.text().await?;
     Ok(())
 }
 

@@ -1,0 +1,115 @@
+// The black-box run (README "Benchmark"): the project as a new user runs it (`npm run dev`, i.e.
+// scripts/dev.sh: one `wrangler dev`, logs as shipped) and, beside it, a minimal hand-written
+// JavaScript pair (bench/handwritten) started the same way, each on a fresh local state. Both
+// are driven by the same code over real HTTP with the tokens a user has (.dev.vars), in
+// alternation (the first side swaps every round, so a drifting machine favours neither):
+// end to end (noop jobs in batches of 100, 4 requests at a time, timed until GET
+// /v1/admin/stats counts them succeeded), then enqueue of 1 job per request (16 at a time) and
+// of 100 (4 at a time).
+import { deepStrictEqual } from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { unstable_readConfig } from "wrangler";
+import { ROOT, waitFor } from "../tests/support/platform.mjs";
+import { startDevServer } from "./dev_server.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, medianOf, pool, round, warmUp } from "./measure.mjs";
+
+const SIDES = { project: "scripts/dev.sh", handwritten: "bench/handwritten/dev.sh" };
+const PHASES = ["e2e_noop", "enqueue_batch", "enqueue_single"];
+const NOOP = { type: "noop", payload: {} };
+const SINGLE_CONCURRENCY = 16;
+const BATCH_CONCURRENCY = 4;
+/** The pause between two reads of the stats while waiting for the jobs (one read at a time). */
+const POLL_MS = 100;
+
+/** The hand-written consumer must consume as the project's default family does. */
+function checkSameConsumerSettings() {
+  const consumer = (config) =>
+    unstable_readConfig({ config: join(ROOT, config) }).queues.consumers.find((c) => c.queue === "jobs-default");
+  deepStrictEqual(
+    consumer("bench/handwritten/consumer.toml"),
+    consumer("consumer/wrangler.toml"),
+    "bench/handwritten/consumer.toml must consume jobs-default as consumer/wrangler.toml does",
+  );
+}
+
+/**
+ * The first token of each list in .dev.vars (which `npm run dev` writes if it is missing), as a
+ * user copies it into a request: a `name:` in front of it is the token's name, not the token.
+ */
+function devTokens() {
+  const vars = Object.fromEntries(
+    readFileSync(join(ROOT, ".dev.vars"), "utf8")
+      .split("\n")
+      .map((line) => /^([A-Z_]+)=(.*)$/.exec(line.trim()))
+      .filter(Boolean)
+      .map(([, name, value]) => [name, value]),
+  );
+  const first = (list) => list.split(",")[0].trim().replace(/^[A-Za-z0-9_.-]{1,32}:/, "");
+  return { enqueue: first(vars.ENQUEUE_TOKENS), admin: first(vars.ADMIN_TOKENS) };
+}
+
+/** One side's three phases, over HTTP against the server at `url`. */
+async function drive(url, jobs) {
+  const tokens = devTokens();
+  const headers = (token) => ({ "content-type": "application/json", authorization: `Bearer ${token}` });
+  const post = (path, body) => fetch(`${url}${path}`, { method: "POST", headers: headers(tokens.enqueue), body });
+  const batch = (count) => post("/v1/jobs/batch", jobsBody(NOOP, count));
+  const succeeded = async () => {
+    const res = await fetch(`${url}/v1/admin/stats`, { headers: headers(tokens.admin) });
+    if (res.status !== 200) throw new Error(`stats answered ${res.status}: ${await res.text()}`);
+    return (await res.json()).families.default.counts.succeeded ?? 0;
+  };
+
+  const coldStartMs = await warmUp(() => batch(WARM_UP_JOBS), succeeded);
+  const requests = Math.ceil(jobs / 100);
+  const started = performance.now();
+  await pool(requests, BATCH_CONCURRENCY, async () => accepted(await batch(100)));
+  const total = requests * 100;
+  await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} jobs at ${url}`, everyMs: POLL_MS, timeoutMs: PATIENCE_MS });
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    e2e_noop: { jobs: total, cold_start_ms: coldStartMs, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) },
+    enqueue_batch: await enqueuePhase(batch, { requests, perRequest: 100, concurrency: BATCH_CONCURRENCY }),
+    enqueue_single: await enqueuePhase(() => post("/v1/jobs", JSON.stringify(NOOP)), {
+      requests: Math.min(jobs, 1000),
+      perRequest: 1,
+      concurrency: SINGLE_CONCURRENCY,
+    }),
+  };
+}
+
+/**
+ * `rounds` rounds of both sides with `jobs` jobs end to end: each phase's medians per side, and
+ * the project's throughput as a ratio to the hand-written pair's.
+ */
+export async function runBlackBox({ jobs, rounds, log }) {
+  checkSameConsumerSettings();
+  const runs = { project: [], handwritten: [] };
+  for (let i = 0; i < rounds; i++) {
+    const order = i % 2 ? ["handwritten", "project"] : ["project", "handwritten"];
+    for (const side of order) {
+      log(`black box, round ${i + 1}/${rounds}: ${side} (${SIDES[side]}), ${jobs} jobs`);
+      const server = await startDevServer(SIDES[side], { cwd: ROOT });
+      try {
+        runs[side].push(await drive(server.url, jobs));
+      } finally {
+        await server.stop();
+      }
+    }
+  }
+  const byPhase = (f) => Object.fromEntries(PHASES.map((phase) => [phase, f(phase)]));
+  // Each phase's median, and every round's throughput (how far the rounds spread).
+  const summary = (side) =>
+    byPhase((phase) => ({ ...medianOf(runs[side], (r) => r[phase]), rounds_jobs_per_second: runs[side].map((r) => r[phase].jobs_per_second) }));
+  const project = summary("project");
+  const handwritten = summary("handwritten");
+  return {
+    jobs: project.e2e_noop.jobs,
+    rounds,
+    stats_poll_ms: POLL_MS,
+    project,
+    handwritten,
+    ratio: byPhase((phase) => round(project[phase].jobs_per_second / handwritten[phase].jobs_per_second, 3)),
+  };
+}

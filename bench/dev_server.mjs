@@ -1,0 +1,82 @@
+// A dev script (scripts/dev.sh, bench/handwritten/dev.sh) run as a user runs it, for the
+// black-box run: on a free port, with local D1 and queues in a fresh temporary state dir (never
+// the user's .wrangler/state), in its own process group so that stopping it stops wrangler,
+// workerd and whatever else the script started, even when the benchmark itself dies.
+import { spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { waitFor } from "../tests/support/platform.mjs";
+import { PATIENCE_MS } from "./measure.mjs";
+
+/** Process groups still running, stopped at the latest when node exits. */
+const running = new Set();
+process.once("exit", () => running.forEach((pgid) => signalGroup(pgid, "SIGKILL")));
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => process.exit(130));
+
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // no process left in the group
+  }
+}
+
+async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Starts `script` (bash, from the repository root `cwd`) and resolves once it answers HTTP:
+ * `{url, stop()}`. Its output goes to a log in the state dir, whose tail a failure shows.
+ */
+export async function startDevServer(script, { cwd }) {
+  const state = mkdtempSync(join(tmpdir(), "bench-dev-"));
+  const log = join(state, "dev.log");
+  const port = await freePort();
+  const out = openSync(log, "w");
+  const child = spawn("bash", [script], {
+    cwd,
+    detached: true, // its own process group
+    stdio: ["ignore", out, out],
+    env: { ...process.env, PORT: String(port), STATE_DIR: join(state, "wrangler"), WRANGLER_SEND_METRICS: "false" },
+  });
+  closeSync(out); // the child holds its own copy
+  running.add(child.pid);
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const tail = () => readFileSync(log, "utf8").split("\n").slice(-30).join("\n");
+  const url = `http://127.0.0.1:${port}`;
+
+  const stop = async () => {
+    signalGroup(child.pid, "SIGTERM");
+    await waitFor(() => !signalGroup(child.pid, 0), { what: `${script} to stop`, timeoutMs: 15_000 }).catch(() =>
+      signalGroup(child.pid, "SIGKILL"),
+    );
+    running.delete(child.pid);
+    rmSync(state, { recursive: true, force: true });
+  };
+
+  let ended = false;
+  exited.then(() => (ended = true));
+  try {
+    // Any answer will do: the server is up (the first one may wait on wrangler's start).
+    await waitFor(
+      async () => {
+        if (ended) throw new Error(`${script} exited before it answered`);
+        return fetch(url).then(() => true, () => false);
+      },
+      { what: `${script} on port ${port}`, everyMs: 500, timeoutMs: PATIENCE_MS },
+    );
+  } catch (e) {
+    const output = tail();
+    await stop();
+    throw new Error(`${e.message}\n--- its output, last lines ---\n${output}`);
+  }
+  return { url, stop };
+}

@@ -1,0 +1,87 @@
+// What every part of the benchmark measures with: medians and percentiles, a bounded pool of
+// requests, an enqueue phase timed request by request, and the warm-up before anything is timed.
+// Shared by the in-process runs (benchmark.mjs) and the black-box run over HTTP (black_box.mjs).
+import { d1Stats, waitFor } from "../tests/support/platform.mjs";
+
+export const WARM_UP_JOBS = 100;
+/** How long a warm-up or a drain may take: a slow machine's, not a test's, patience. */
+export const PATIENCE_MS = 15 * 60_000;
+
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+};
+export const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+export const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** Each key of `pick(run)` as its median over `runs` (numbers), or as the first run has it. */
+export function medianOf(runs, pick) {
+  const first = pick(runs[0]);
+  return Object.fromEntries(
+    Object.keys(first).map((k) => [k, typeof first[k] === "number" ? round(median(runs.map((r) => pick(r)[k])), 3) : first[k]]),
+  );
+}
+
+/** Runs `count` tasks with at most `concurrency` in flight. */
+export async function pool(count, concurrency, task) {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, count) }, async () => {
+    while (next < count) await task(next++);
+  });
+  await Promise.all(workers);
+}
+
+/** The body of a batch enqueue: `count` jobs like `job` ({type, payload, ...options}). */
+export const jobsBody = (job, count) => JSON.stringify({ jobs: Array.from({ length: count }, () => job) });
+
+/** Throws unless `res` is the 202 of an accepted enqueue, then drains its body. */
+export async function accepted(res, what = "enqueue") {
+  if (res.status !== 202) throw new Error(`${what} answered ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+  return res;
+}
+
+/**
+ * Enqueue throughput and latency: `requests` requests of `perRequest` jobs each, `concurrency`
+ * at a time. Where the answers carry the producer's Server-Timing, the D1 work it counted too.
+ */
+export async function enqueuePhase(send, { requests, perRequest, concurrency }) {
+  const latencies = [];
+  const stats = [];
+  const started = performance.now();
+  await pool(requests, concurrency, async () => {
+    const t = performance.now();
+    const res = await send(perRequest);
+    latencies.push(performance.now() - t);
+    stats.push(d1Stats(res.headers));
+    await accepted(res);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const counted = stats.filter((s) => s.round_trips !== undefined);
+  return {
+    jobs_per_second: round((requests * perRequest) / seconds, 1),
+    latency_ms_p50: round(percentile(latencies, 50)),
+    latency_ms_p99: round(percentile(latencies, 99)),
+    ...(counted.length && {
+      d1_round_trips_per_request: Math.max(...counted.map((s) => s.round_trips)),
+      d1_rows_written_per_job: round(counted.reduce((a, s) => a + s.rows_written, 0) / (requests * perRequest)),
+    }),
+  };
+}
+
+/**
+ * One request of WARM_UP_JOBS jobs through the whole path before anything is timed, so
+ * throughput is the steady state and not V8 compiling the code; its latency is reported as
+ * the cold start. `processed` says how many jobs have gone through.
+ */
+export async function warmUp(send, processed) {
+  const started = performance.now();
+  const res = await send();
+  const latency = performance.now() - started;
+  await accepted(res, "warm-up");
+  await waitFor(async () => (await processed()) >= WARM_UP_JOBS, { what: "the warm-up jobs", everyMs: 20, timeoutMs: PATIENCE_MS });
+  return round(latency);
+}
