@@ -19,6 +19,7 @@ import { Miniflare } from "miniflare";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
 import { runBlackBox } from "./black_box.mjs";
+import { scalePoint } from "./scale.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
@@ -43,9 +44,14 @@ const TARGETS = [
   ["black box: end to end vs the hand-written pair", (r) => r.black_box.ratio.e2e_noop, (v) => v >= 1, ">= 1.00"],
   ["black box: enqueue of 100 jobs/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_batch, (v) => v >= 1, ">= 1.00"],
   ["black box: enqueue of 1 job/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_single, (v) => v >= 1, ">= 1.00"],
+  ["as the table grows: rows read per job, largest over smallest", (r) => spreadOf(r.scale, (s) => s.enqueue_rows_read_per_job + s.consumer_rows_read_per_job), (v) => v <= 1.1, "<= 1.10"],
+  ["as the table grows: the slowest admin read at the largest", (r) => Math.max(...Object.values(r.scale.at(-1).admin_ms)), (v) => v <= 1000, "<= 1000 ms"],
   ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 450 * KB, "<= 450 KB"],
   ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 350 * KB, "<= 350 KB"],
 ];
+
+/** How far a figure of the scale points spreads: the largest over the smallest. */
+const spreadOf = (points, pick) => round(Math.max(...points.map(pick)) / Math.min(...points.map(pick)), 3);
 
 function wasmSize(path) {
   const bytes = readFileSync(path);
@@ -69,17 +75,9 @@ async function platformRun(appUrl, N) {
   });
   await quiet.dispose();
 
-  const e2e = async (job, { jobs = N, withoutIndexes = false } = {}) => {
+  const e2e = async (job, { jobs = N } = {}) => {
     const logs = logCollector();
     const p = await startPlatform({ onLog: logs.onLog });
-    if (withoutIndexes) {
-      // Plain secondary indexes only: UNIQUE ones are constraints the SQL relies on (and the
-      // dedup index is only written for jobs with a dedup key). What they cost is the difference.
-      const { results } = await p.db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql NOT LIKE 'CREATE UNIQUE%' AND tbl_name IN ('jobs', 'job_runs')")
-        .all();
-      for (const { name } of results) await p.db.prepare(`DROP INDEX ${name}`).run();
-    }
     // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
     // seldom: the end time is the consumer's own log timestamp of its last batch.
     const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
@@ -124,7 +122,6 @@ async function platformRun(appUrl, N) {
     single,
     batch,
     noop: await e2e(NOOP),
-    noopWithoutIndexes: await e2e(NOOP, { jobs: Math.min(N, 2000), withoutIndexes: true }),
     http: await e2e({ type: "http", payload: { url: appUrl, method: "POST" } }),
     retried: await e2e(RETRIED, { jobs: pricedJobs }),
     delayed: await e2e(DELAYED, { jobs: pricedJobs }),
@@ -195,6 +192,8 @@ export async function runBenchmark({
   repeats: REPEATS = 3,
   blackBoxJobs = N,
   rounds = 3,
+  scale = [1_000, 100_000, 1_000_000],
+  scaleJobs = 2_000,
   build = true,
   log = console.error,
 } = {}) {
@@ -214,6 +213,11 @@ export async function runBenchmark({
   }
   await app.close();
   const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });
+  const scalePoints = [];
+  for (const preexisting of scale) {
+    log(`scale: ${scaleJobs} jobs with ${preexisting} already in D1`);
+    scalePoints.push(await scalePoint(preexisting, scaleJobs));
+  }
 
   const floor = {
     single: medianOf(runs, (r) => r.floor.single),
@@ -242,9 +246,9 @@ export async function runBenchmark({
       ratio_to_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e.jobs_per_second),
       ratio_to_http_floor: ratio((r) => r.platform.http.jobs_per_second, floor.e2e_http.jobs_per_second),
     },
-    e2e_noop_without_indexes: medianOf(runs, (r) => r.platform.noopWithoutIndexes),
     floor,
     black_box: blackBox,
+    scale: scalePoints,
     cost: {
       prices_checked: PRICES_CHECKED,
       noop: priced(e2eNoop),
@@ -301,7 +305,6 @@ export function formatTable(r) {
       ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
       ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
       ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
-      ["  of which indexes", `${round(r.e2e_noop.d1_rows_written_per_job - r.e2e_noop_without_indexes.d1_rows_written_per_job)} written`, `${r.e2e_noop_without_indexes.d1_rows_written_per_job} written without them`, `without them: ${r.e2e_noop_without_indexes.jobs_per_second} jobs/s (${r.e2e_noop_without_indexes.jobs} jobs)`],
       ["consumer time", `${r.e2e_noop.consumer_ms_per_batch} ms/batch`, `${r.e2e_noop.consumer_ms_per_message} ms/message (noop)`, `http: ${r.e2e_http.consumer_ms_per_batch} ms/batch`],
       ["WASM producer", kb(r.wasm.producer.raw_bytes), `${kb(r.wasm.producer.gzip_bytes)} gzip`, ""],
       ["WASM consumer", kb(r.wasm.consumer.raw_bytes), `${kb(r.wasm.consumer.gzip_bytes)} gzip`, ""],
@@ -323,6 +326,20 @@ export function formatTable(r) {
       costRow("http", r.cost.http),
       costRow("noop, failing once", r.cost.retried_once),
       costRow("noop, delayed 1 s", r.cost.delayed),
+    ]).map((line) => `  ${line}`),
+    "",
+    `as the table grows: ${r.scale[0].jobs} noop jobs with jobs already in D1 (bench/scale.mjs); admin reads in ms`,
+    ...columns([
+      ["already in D1", "jobs/s", "rows read/job", "rows written/job (consumer)", "D1 SQL ms (enqueue / batch)", "bytes/job", "stats", "list", "list queued", "list dead", "history", "failures"],
+      ...r.scale.map((s) => [
+        s.preexisting,
+        s.jobs_per_second,
+        `${s.enqueue_rows_read_per_job} + ${s.consumer_rows_read_per_job}`,
+        s.consumer_rows_written_per_job,
+        `${s.enqueue_sql_ms_per_request} / ${s.consumer_sql_ms_per_batch}`,
+        s.bytes_per_new_job,
+        ...["stats", "list", "list_queued", "list_dead", "history", "failures"].map((k) => s.admin_ms[k]),
+      ]),
     ]).map((line) => `  ${line}`),
     "",
     "targets",

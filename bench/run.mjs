@@ -1,6 +1,7 @@
-// npm run bench [-- --jobs 10000 --repeats 3 --rounds 3 --out bench/results/latest.json --no-build]
+// npm run bench [-- --jobs 10000 --repeats 3 --rounds 3 --scale 1000,100000,1000000 --out bench/results/latest.json --no-build]
 // Prints the benchmark's tables and, with --out, writes the full result as JSON. --rounds is how
-// many times the black-box run alternates the project and the hand-written pair.
+// many times the black-box run alternates the project and the hand-written pair; --scale lists
+// how many jobs are already in D1 at each point of the run as the table grows.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
@@ -11,6 +12,7 @@ const { values: args } = parseArgs({
     jobs: { type: "string", default: "10000" },
     repeats: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
+    scale: { type: "string", default: "1000,100000,1000000" },
     out: { type: "string" },
     "no-build": { type: "boolean", default: false },
   },
@@ -19,6 +21,7 @@ const result = await runBenchmark({
   jobs: Number(args.jobs),
   repeats: Number(args.repeats),
   rounds: Number(args.rounds),
+  scale: args.scale.split(",").map(Number),
   build: !args["no-build"],
 });
 console.log(`\n${formatTable(result)}`);

@@ -8,17 +8,28 @@ import { runBenchmark, formatTable } from "../bench/benchmark.mjs";
 
 /**
  * The targets this smoke run holds the code to, by name (bench/benchmark.mjs TARGETS). Issue 18's
- * schema and size work adds the rest as it lands: "D1 rows written per succeeded job, indexes
- * included, less the history's row per batch", "producer WASM gzip", "consumer WASM gzip".
+ * schema work adds "D1 rows written per succeeded job, indexes included, less the history's row
+ * per batch" when it reaches 4 (6 today, README "Cost").
  */
 const ASSERTED_TARGETS = [
   "enqueue: D1 round trips per request (1 job)",
   "enqueue: D1 round trips per request (100 jobs)",
   "consumer: D1 round trips per message batch (max)",
+  "as the table grows: rows read per job, largest over smallest",
+  "as the table grows: the slowest admin read at the largest",
 ];
 
 test("benchmark smoke run: every phase measures, every job kind is priced, and the asserted targets are met", { timeout: 600_000 }, async () => {
-  const result = await runBenchmark({ jobs: 300, repeats: 1, blackBoxJobs: 200, rounds: 1, build: false, log: () => {} });
+  const result = await runBenchmark({
+    jobs: 300,
+    repeats: 1,
+    blackBoxJobs: 200,
+    rounds: 1,
+    scale: [1_000, 20_000],
+    scaleJobs: 300,
+    build: false,
+    log: () => {},
+  });
   console.log(formatTable(result));
   for (const phase of ["enqueue_single", "enqueue_batch", "e2e_noop", "e2e_http"]) {
     assert.ok(result[phase].jobs_per_second > 0, `${phase} measured`);
@@ -41,6 +52,9 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
     assert.ok(cost.queue_operations_per_job >= 3, `${kind}: a write, a read and a delete per job at least`);
   }
   assert.ok(result.cost.retried_once.queue_operations_per_job > result.cost.noop.queue_operations_per_job, "a retry is one more read");
+
+  assert.deepEqual(result.scale.map((s) => s.preexisting), [1_000, 20_000]);
+  assert.ok(result.scale.every((s) => s.bytes_per_new_job > 0 && s.consumer_sql_ms_per_batch >= 0), "storage and D1 time measured");
 
   const targets = Object.fromEntries(result.targets.map((t) => [t.name, t]));
   for (const name of ASSERTED_TARGETS) {
