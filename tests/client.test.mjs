@@ -96,7 +96,7 @@ test("signTestDelivery signs as the platform does: the platform's check accepts 
 test("the client's types are what openapi-typescript generates from the OpenAPI document now", () => {
   const out = join(mkdtempSync(join(tmpdir(), "openapi-")), "openapi.ts");
   const bin = join(ROOT, "node_modules", ".bin", "openapi-typescript");
-  const run = spawnSync(bin, [join(ROOT, "producer", "openapi.json"), "-o", out], { encoding: "utf8" });
+  const run = spawnSync(bin, [join(ROOT, "producer", "static", "openapi.json"), "-o", out], { encoding: "utf8" });
   assert.equal(run.status, 0, run.stderr);
   const committed = readFileSync(join(ROOT, "clients", "js", "src", "openapi.ts"), "utf8");
   assert.equal(readFileSync(out, "utf8"), committed, "run `npm run types -w clients/js` and commit src/openapi.ts");

@@ -17,6 +17,7 @@ mod job_context;
 mod job_events;
 mod outbound;
 mod signed_request;
+mod web_url;
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;

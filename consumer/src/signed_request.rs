@@ -12,10 +12,11 @@ use jobs_shared::{
     SIGNATURE_HEADER,
 };
 use serde_json::{json, Value};
-use worker::{Headers, Method, Request, RequestInit, Url};
+use worker::{Headers, Method, Request, RequestInit};
 
 use crate::job_context::{invalid_request, JobContext};
 use crate::outbound::fetch_timeout;
+use crate::web_url;
 
 pub struct Outgoing<'a> {
     pub url: &'a str,
@@ -40,9 +41,9 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         )
     })?;
     // Signed as the app receives it: WHATWG-serialized, and fetch never sends a fragment.
-    let mut url = Url::parse(out.url)
-        .map_err(|e| JobError::new(ErrorClass::InvalidPayload, format!("bad URL: {e}")))?;
-    url.set_fragment(None);
+    let url = web_url::parse(out.url).map_err(|e| JobError::new(ErrorClass::InvalidPayload, e))?;
+    url.set_hash("");
+    let url = url.href();
     let body = match out.method {
         Method::Get | Method::Head => String::new(),
         _ => out.body.unwrap_or_default(),
@@ -58,7 +59,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
     }
     let signed = SignedRequest {
         method: out.method.as_ref(),
-        url: url.as_str(),
+        url: &url,
         job_type: job_type.as_str(),
         job_id: &job.id,
         attempt: job.attempts,
@@ -93,7 +94,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
     if !body.is_empty() {
         init.with_body(Some(body.into()));
     }
-    let request = Request::new_with_init(url.as_str(), &init).map_err(invalid_request)?;
+    let request = Request::new_with_init(&url, &init).map_err(invalid_request)?;
 
     let response = fetch_timeout::fetch(outbound, request, body_bytes, out.timeout_ms).await?;
     let status = response.status_code();

@@ -1,12 +1,12 @@
-//! GET /dashboard/...: the operator's page, from the Worker's static assets (`[assets]` in
-//! wrangler.toml, directory producer/dashboard). The page holds no data and no secret: it asks
-//! for an admin token, keeps it in sessionStorage, and reads everything through the admin API,
-//! which checks the token on every call. Served with a strict CSP and never framed.
+//! GET /dashboard/...: the operator's page, from the Worker's static files
+//! (producer/static/dashboard, see crate::static_files). The page holds no data and no secret:
+//! it asks for an admin token, keeps it in sessionStorage, and reads everything through the
+//! admin API, which checks the token on every call. Served with a strict CSP and never framed.
 
 use jobs_shared::ApiError;
 use worker::{Env, Response};
 
-use crate::respond;
+use crate::static_files;
 
 /// The files the page is made of; anything else under /dashboard is a 404.
 const FILES: [(&str, &str); 4] = [
@@ -25,21 +25,9 @@ pub async fn get(env: &Env, file: &str) -> Result<Response, ApiError> {
     let (file, content_type) = FILES.iter().find(|(f, _)| *f == name).ok_or_else(|| {
         ApiError::new(404, "not_found", format!("no route for /dashboard/{name}"))
     })?;
-    let assets = env.assets("ASSETS").map_err(|e| respond::internal(&e))?;
-    let mut asset = assets
-        .fetch(format!("https://assets.local/{file}"), None)
-        .await
-        .map_err(|e| respond::internal(&e))?;
-    if asset.status_code() != 200 {
-        return Err(respond::internal(&format!(
-            "asset {file} answered {}",
-            asset.status_code()
-        )));
-    }
-    let bytes = asset.bytes().await.map_err(|e| respond::internal(&e))?;
-    let response = Response::from_bytes(bytes).map_err(|e| respond::internal(&e))?;
-    respond::with_headers(
-        response,
+    static_files::serve(
+        env,
+        &format!("dashboard/{file}"),
         &[
             ("content-type", content_type),
             (
@@ -52,4 +40,5 @@ pub async fn get(env: &Env, file: &str) -> Result<Response, ApiError> {
             ("cache-control", "no-cache"),
         ],
     )
+    .await
 }

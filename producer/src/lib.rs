@@ -18,6 +18,7 @@ mod random;
 mod respond;
 mod router;
 mod routes;
+mod static_files;
 
 use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
 

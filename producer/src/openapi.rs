@@ -1,15 +1,12 @@
-//! GET /openapi.json: the OpenAPI 3.1 description of every route, compiled into the Worker.
+//! GET /openapi.json: the OpenAPI 3.1 description of every route (producer/static/openapi.json).
 //! tests/support/admin_api.mjs checks real responses against it, and a test in crate::routes
 //! that it documents the route table's rows, so it cannot drift from the code.
 
 use jobs_shared::ApiError;
-use worker::Response;
+use worker::{Env, Response};
 
-use crate::respond;
+use crate::static_files;
 
-const DOCUMENT: &str = include_str!("../openapi.json");
-
-pub async fn get() -> Result<Response, ApiError> {
-    let response = Response::ok(DOCUMENT).map_err(|e| respond::internal(&e))?;
-    respond::with_headers(response, &[("content-type", "application/json")])
+pub async fn get(env: &Env) -> Result<Response, ApiError> {
+    static_files::serve(env, "openapi.json", &[("content-type", "application/json")]).await
 }

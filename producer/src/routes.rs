@@ -1,6 +1,6 @@
 //! Every HTTP route of the producer, one row each: method, path pattern, who may call it, and
-//! the handler. The one place a route is added; producer/openapi.json documents the same rows
-//! (the test below holds the two together). Matching is path first, then method (shared
+//! the handler. The one place a route is added; producer/static/openapi.json documents the same
+//! rows (the test below holds the two together). Matching is path first, then method (shared
 //! `route`), so a known path answers a method it lacks with 405 and its `Allow` methods.
 
 use jobs_shared::api::route::{Method, Route};
@@ -29,7 +29,7 @@ macro_rules! routes {
 
 pub static ROUTES: &[Route<Target>] = routes![
     Get "/healthz", Public => |c| health::get(c.env);
-    Get "/openapi.json", Public => |_c| openapi::get();
+    Get "/openapi.json", Public => |c| openapi::get(c.env);
     Get "/metrics", InHandler => |c| metrics::get(c.req, c.env);
     Get "/dashboard", Public => |c| dashboard::get(c.env, "");
     Get "/dashboard/{file}", Public => |c| dashboard::get(c.env, c.param("file"));
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_openapi_document_has_every_route_with_its_access_and_no_other() {
-        let doc: Value = serde_json::from_str(include_str!("../openapi.json")).unwrap();
+        let doc: Value = serde_json::from_str(include_str!("../static/openapi.json")).unwrap();
         let documented: BTreeSet<String> = doc["paths"]
             .as_object()
             .unwrap()

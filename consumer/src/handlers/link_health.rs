@@ -15,11 +15,13 @@ use jobs_shared::{
     LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
 };
 use serde_json::{json, Value};
-use worker::{Headers, Method, Request, RequestInit, RequestRedirect, Url};
+use web_sys::Url;
+use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::outbound::fetch_timeout::{self, Fetched};
 use crate::outbound::Outbound;
+use crate::web_url;
 use jobs_store::links::{self, Checked};
 
 const CHECK_TIMEOUT_MS: u32 = 10_000;
@@ -151,8 +153,7 @@ async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Prob
 
 /// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
 async fn follow(outbound: &Outbound<'_>, url: &str) -> Result<(u16, String), ProbeError> {
-    let mut current =
-        Url::parse(url).map_err(|e| ProbeError::Link(None, format!("bad URL: {e}")))?;
+    let mut current = web_url::parse(url).map_err(|e| ProbeError::Link(None, e))?;
     for _ in 0..=MAX_REDIRECTS {
         let mut response = request(outbound, &current, Method::Head).await?;
         if head_refused(response.status_code()) {
@@ -160,10 +161,10 @@ async fn follow(outbound: &Outbound<'_>, url: &str) -> Result<(u16, String), Pro
         }
         let status = response.status_code();
         if !is_redirect(status) {
-            return Ok((status, current.to_string()));
+            return Ok((status, current.href()));
         }
         let location = response.headers().get("location").ok().flatten();
-        let Some(next) = location.and_then(|l| current.join(&l).ok()) else {
+        let Some(next) = location.and_then(|l| web_url::join(&current, &l)) else {
             return Err(ProbeError::Link(
                 Some(status),
                 format!("HTTP {status} without a usable Location"),
@@ -188,7 +189,7 @@ async fn request<'a>(
     init.with_method(method)
         .with_headers(headers)
         .with_redirect(RequestRedirect::Manual);
-    let request = Request::new_with_init(url.as_str(), &init)
+    let request = Request::new_with_init(&url.href(), &init)
         .map_err(|e| ProbeError::Link(None, e.to_string()))?;
     fetch_timeout::fetch(outbound, request, 0, CHECK_TIMEOUT_MS)
         .await

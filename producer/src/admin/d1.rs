@@ -25,11 +25,14 @@ pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> 
     result.results().map_err(|e| respond::internal(&e))
 }
 
-/// The query string as (key, value) pairs, in order, repeated keys and all.
+/// The query string as (key, value) pairs, in order, repeated keys and all. The runtime's
+/// `URL` finds the query: the `url` crate's parser would be dead weight in the WASM.
 pub fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
-    let url = req.url().map_err(|e| respond::internal(&e))?;
-    Ok(url
-        .query_pairs()
+    let url =
+        web_sys::Url::new(&req.inner().url()).map_err(|e| respond::internal(&format!("{e:?}")))?;
+    let search = url.search();
+    let query = search.strip_prefix('?').unwrap_or(&search);
+    Ok(form_urlencoded::parse(query.as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect())
 }

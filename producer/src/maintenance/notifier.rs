@@ -13,7 +13,7 @@ use futures::future::{select, Either};
 use jobs_shared::observe::escalation::EscalationConfig;
 use jobs_shared::Escalation;
 use serde_json::Value;
-use worker::{Delay, Fetch, Headers, Method, Request, RequestInit, Url};
+use worker::{Delay, Fetch, Headers, Method, Request, RequestInit};
 
 /// Sends to the channel `escalation` names (Digest never comes here). `page` builds the
 /// PagerDuty event from the routing key; `chat` the Slack message. Ok(false): no channel set.
@@ -41,9 +41,10 @@ const TIMEOUT_MS: u64 = 10_000;
 
 /// POSTs `body` to the `channel`'s `url`; the error says what went wrong without the URL.
 pub async fn post_json(channel: &str, url: &str, body: &Value) -> Result<(), String> {
-    let host = Url::parse(url)
+    let host = web_sys::Url::new(url)
         .ok()
-        .and_then(|u| u.host_str().map(str::to_string));
+        .map(|u| u.hostname())
+        .filter(|h| !h.is_empty());
     let target = format!("{channel} ({})", host.as_deref().unwrap_or("invalid URL"));
     let unbuilt = |_| format!("{target}: the request could not be built");
     let headers = Headers::new();

@@ -15,6 +15,8 @@ use croner::Cron;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
+use crate::schedule::time_zones;
+
 /// The sweep runs once a minute: a shorter `@every` could not be honoured.
 pub const MIN_EVERY_MS: i64 = 60_000;
 
@@ -136,7 +138,7 @@ fn split_time_zone(expression: &str) -> Result<(Option<TimeZone>, &str), String>
         return Ok((None, expression));
     };
     let (name, body) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let tz = jiff::tz::db().get(name).map_err(|_| {
+    let tz = time_zones::get(name).ok_or_else(|| {
         format!("unknown time zone \"{name}\" (use an IANA name such as America/New_York)")
     })?;
     Ok((Some(tz), body.trim()))

@@ -4,3 +4,5 @@
 pub mod cron_schedule;
 pub mod schedule_spec;
 pub mod sweep_policy;
+pub mod time_zones;
+pub mod tz_record;
