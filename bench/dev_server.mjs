@@ -8,11 +8,18 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../tests/support/platform.mjs";
-import { PATIENCE_MS } from "./measure.mjs";
 
-/** Process groups still running, stopped at the latest when node exits. */
-const running = new Set();
-process.once("exit", () => running.forEach((pgid) => signalGroup(pgid, "SIGKILL")));
+/** How long a start may take: dev.sh builds both Workers first (about 80 s on 2 cores). */
+const START_PATIENCE_MS = 5 * 60_000;
+
+/** Process groups still running and their state dirs, removed at the latest when node exits. */
+const running = new Map();
+process.once("exit", () =>
+  running.forEach((state, pgid) => {
+    signalGroup(pgid, "SIGKILL");
+    rmSync(state, { recursive: true, force: true });
+  }),
+);
 for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => process.exit(130));
 
 function signalGroup(pgid, signal) {
@@ -48,7 +55,7 @@ export async function startDevServer(script, { cwd }) {
     env: { ...process.env, PORT: String(port), STATE_DIR: join(state, "wrangler"), WRANGLER_SEND_METRICS: "false" },
   });
   closeSync(out); // the child holds its own copy
-  running.add(child.pid);
+  running.set(child.pid, state);
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const tail = () => readFileSync(log, "utf8").split("\n").slice(-30).join("\n");
   const url = `http://127.0.0.1:${port}`;
@@ -71,7 +78,7 @@ export async function startDevServer(script, { cwd }) {
         if (ended) throw new Error(`${script} exited before it answered`);
         return fetch(url).then(() => true, () => false);
       },
-      { what: `${script} on port ${port}`, everyMs: 500, timeoutMs: PATIENCE_MS },
+      { what: `${script} on port ${port}`, everyMs: 500, timeoutMs: START_PATIENCE_MS },
     );
   } catch (e) {
     const output = tail();
