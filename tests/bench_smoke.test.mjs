@@ -17,6 +17,8 @@ const ASSERTED_TARGETS = [
   "consumer: D1 round trips per message batch (max)",
   "as the table grows: rows read per job, largest over smallest",
   "as the table grows: the slowest admin read at the largest",
+  "producer WASM gzip",
+  "consumer WASM gzip",
 ];
 
 test("benchmark smoke run: every phase measures, every job kind is priced, and the asserted targets are met", { timeout: 600_000 }, async () => {
