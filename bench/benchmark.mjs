@@ -22,7 +22,7 @@ import { runBlackBox } from "./black_box.mjs";
 import { scalePoint } from "./scale.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, accepted, dbBytes, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
 const KB = 1024;
@@ -81,10 +81,9 @@ async function platformRun(appUrl, N) {
     // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
     // seldom: the end time is the consumer's own log timestamp of its last batch.
     const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
-    const dbBytes = async () => (await p.db.prepare("SELECT 1").run()).meta.size_after;
     const coldStartMs = await warmUp(() => post(p.mf, "/v1/jobs/batch", jobsBody(job, WARM_UP_JOBS)), succeeded);
     logs.clear();
-    const bytesBefore = await dbBytes();
+    const bytesBefore = await dbBytes(p.db);
     const enqueueStats = [];
     const requests = Math.ceil(jobs / 100);
     const started = Date.now();
@@ -96,7 +95,7 @@ async function platformRun(appUrl, N) {
     const total = requests * 100;
     await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
     const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
-    const storedBytes = (await dbBytes()) - bytesBefore;
+    const storedBytes = (await dbBytes(p.db)) - bytesBefore;
     await p.dispose();
     const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
     const messages = jobBatches.reduce((a, b) => a + b.messages, 0);

@@ -85,3 +85,8 @@ export async function warmUp(send, processed) {
   await waitFor(async () => (await processed()) >= WARM_UP_JOBS, { what: "the warm-up jobs", everyMs: 20, timeoutMs: PATIENCE_MS });
   return round(latency);
 }
+
+/** D1's size in bytes now, as D1 reports it (the meta of any statement carries it). */
+export async function dbBytes(db) {
+  return (await db.prepare("SELECT 1").run()).meta.size_after;
+}

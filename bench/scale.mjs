@@ -5,7 +5,7 @@
 // stay flat: rows read per job, D1's SQL time per request and per consumer batch, throughput; the admin reads must
 // answer in bounded time. Storage per job is D1's own figure (`size_after`).
 import { d1Stats, logCollector, startPlatform, waitFor, TOKENS } from "../tests/support/platform.mjs";
-import { median, round } from "./measure.mjs";
+import { dbBytes, median, round } from "./measure.mjs";
 
 /** Of the jobs already there: this share is a live backlog (queued, its message sent). */
 const LIVE_SHARE = 0.1;
@@ -53,11 +53,6 @@ async function seed(db, count, now) {
   return meta.reduce((a, m) => a + (m.duration ?? 0), 0);
 }
 
-/** D1's size in bytes now (the meta of any statement carries it). */
-async function size(db) {
-  return (await db.prepare("SELECT 1").run()).meta.size_after;
-}
-
 /** Median latency (ms) of `n` calls of `request` after one untimed call. */
 async function latency(request, n = 5) {
   await request();
@@ -75,10 +70,10 @@ async function latency(request, n = 5) {
 export async function scalePoint(preexisting, jobs) {
   const logs = logCollector();
   const p = await startPlatform({ onLog: logs.onLog });
-  const empty = await size(p.db);
+  const empty = await dbBytes(p.db);
   const now = Date.now();
   const seedMs = await seed(p.db, preexisting, now);
-  const seeded = await size(p.db);
+  const seeded = await dbBytes(p.db);
 
   const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
   const body = JSON.stringify({ jobs: Array.from({ length: 100 }, () => ({ type: "noop", payload: {} })) });
@@ -98,7 +93,7 @@ export async function scalePoint(preexisting, jobs) {
   await waitFor(async () => (await settled()) >= jobs, { what: `${jobs} jobs at ${preexisting}`, everyMs: 200, timeoutMs: 120_000 + jobs * 50 });
   const batches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
   const seconds = (Math.max(...batches.map((b) => b.logged_at)) - started) / 1000;
-  const grown = await size(p.db);
+  const grown = await dbBytes(p.db);
 
   const admin = (path) => () => p.request("GET", path, { token: TOKENS.admin });
   const result = {

@@ -20,7 +20,7 @@ use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::{job_id, JobMessage, JobType};
 use serde::Deserialize;
 use worker::{
-    event, BatchMessageBuilder, Context, Env, Fetch, Method, MessageBatch, MessageExt, Request,
+    event, BatchMessageBuilder, Context, Env, Fetch, MessageBatch, MessageExt, Method, Request,
     RequestInit, Response, Result,
 };
 

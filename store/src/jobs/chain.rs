@@ -66,12 +66,12 @@ pub fn job_set_chain_failed_by_operator(
     to: JobStatus,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    let (ended, term) = (ENDED.jobs(), ENDED.term);
+    let ended = ENDED.rows();
     db.prepare(format!(
         "UPDATE jobs SET chain_status = '{CHAIN_FAILED}', chain_error = s.message, updated_at = ?2 \
          FROM (SELECT COALESCE(parent_id, id) AS root, 'step ' || COALESCE(chain_step, 0) || \
            ' (' || type || ') was ' || status || ' by an operator' AS message FROM {ended} \
-           WHERE {term} AND status = ?1 AND finished_at = ?2 \
+           AND status = ?1 AND finished_at = ?2 \
            AND (parent_id IS NOT NULL OR chain_status IS NOT NULL)) AS s \
          WHERE jobs.id = s.root AND jobs.chain_status = '{CHAIN_RUNNING}'"
     ))

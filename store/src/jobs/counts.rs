@@ -7,7 +7,7 @@ use jobs_shared::{Family, SqlValue};
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::indexes::{ENDED, UNFINISHED};
+use super::indexes::{PartialIndex, ENDED, UNFINISHED};
 use crate::d1::{num, statement};
 use crate::sql::status_list;
 
@@ -23,11 +23,10 @@ pub struct CountRow {
 /// history `job_minutes` keeps (RETAIN_HISTORY_DAYS), summed from its rows: counting the
 /// succeeded history itself would read every row of it.
 pub fn job_count_by_family_and_status(db: &D1Database) -> worker::Result<D1PreparedStatement> {
-    let count = |index: &super::indexes::PartialIndex| {
+    let count = |index: &PartialIndex| {
         format!(
-            "SELECT family, status, COUNT(*) AS count FROM {} WHERE {} GROUP BY family, status",
-            index.jobs(),
-            index.term
+            "SELECT family, status, COUNT(*) AS count FROM {} GROUP BY family, status",
+            index.rows()
         )
     };
     statement(
@@ -44,11 +43,7 @@ pub fn job_count_by_family_and_status(db: &D1Database) -> worker::Result<D1Prepa
 
 /// `FROM ... WHERE` the live jobs in `statuses`: the counts' way into the index.
 fn live_in(statuses: &str) -> String {
-    format!(
-        "{} WHERE {} AND status IN ({statuses})",
-        UNFINISHED.jobs(),
-        UNFINISHED.term
-    )
+    format!("{} AND status IN ({statuses})", UNFINISHED.rows())
 }
 
 /// The states of a job waiting for its run (the backlog once due).

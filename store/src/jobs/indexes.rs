@@ -1,7 +1,7 @@
-//! The partial indexes over `jobs` (migration 0015, README "Cost per job"). SQLite uses a
-//! partial index only for a statement whose WHERE repeats the index's own condition, so each
-//! statement that needs one names it (`INDEXED BY`: a statement that could not use it fails
-//! rather than scanning) and splices its condition from here.
+//! The partial indexes over `jobs` (migration 0015, README "Cost"). SQLite uses a partial
+//! index only for a statement whose WHERE repeats the index's own condition, so each statement
+//! that needs one reads `FROM` [`PartialIndex::rows`]: the index named (`INDEXED BY`: a
+//! statement that could not use it fails rather than scanning) and its condition repeated.
 
 use jobs_shared::JobStatus;
 
@@ -12,9 +12,10 @@ pub struct PartialIndex {
 }
 
 impl PartialIndex {
-    /// `jobs INDEXED BY <name>`, for a FROM clause.
-    pub fn jobs(&self) -> String {
-        format!("jobs INDEXED BY {}", self.name)
+    /// `jobs INDEXED BY <name> WHERE <term>`: after `FROM`, the rows the index holds, for the
+    /// statement to narrow with `AND ...`.
+    pub fn rows(&self) -> String {
+        format!("jobs INDEXED BY {} WHERE {}", self.name, self.term)
     }
 }
 

@@ -42,13 +42,12 @@ fn set_values(to: JobStatus, now_ms: i64) -> Vec<SqlValue> {
 }
 
 /// The jobs a selection picks among those in `sources` (the states the move may start from),
-/// as `FROM` and `WHERE` over `jobs`.
-fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, String, Vec<SqlValue>) {
+/// as what follows `FROM` (see `read::filtered`).
+fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
     match selection {
         Selection::Ids(ids) => (
-            "jobs".to_string(),
             format!(
-                "id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
+                "jobs WHERE id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
                 status_list(sources)
             ),
             vec![text(serde_json::to_string(ids).unwrap_or_default())],
@@ -72,12 +71,12 @@ fn key_holder(alias: &str) -> String {
 /// keeps it from moving (NULL: it may move). Of two selected jobs with one key, the first in the
 /// stable order moves and holds the key against the second. The selection's values bind first.
 fn held_cte(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
-    let (from, conds, values) = selection_sql(selection, sources);
+    let (rows, values) = selection_sql(selection, sources);
     let holder = key_holder("p");
     let sql = format!(
         "WITH picked AS (SELECT id, type, dedup_key, priority, \
          ROW_NUMBER() OVER (PARTITION BY type, dedup_key ORDER BY priority DESC, id) AS nth \
-         FROM {from} WHERE {conds}), \
+         FROM {rows}), \
          held AS (SELECT p.id, p.priority, COALESCE({holder}, CASE WHEN p.dedup_key IS NOT NULL \
          AND p.nth > 1 THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
          AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) "

@@ -95,33 +95,30 @@ pub struct Page<'a> {
     pub limit: u32,
 }
 
-/// `FROM` and `WHERE` (with its values) for the jobs `filter` picks among `only`'s statuses:
-/// through the partial index that holds every status it can match, when one does.
-pub(super) fn filtered(
-    filter: &JobFilter,
-    only: Option<&[JobStatus]>,
-) -> (String, String, Vec<SqlValue>) {
+/// What follows `FROM` (the table and its `WHERE`), with its values, for the jobs `filter`
+/// picks among `only`'s statuses: through the partial index that holds every status it can
+/// match, when one does.
+pub(super) fn filtered(filter: &JobFilter, only: Option<&[JobStatus]>) -> (String, Vec<SqlValue>) {
     let (conds, values) = filter.to_sql(only);
-    match holding(&filter.statuses_within(only)) {
-        Some(index) => (index.jobs(), format!("{} AND {conds}", index.term), values),
-        None => ("jobs".to_string(), conds, values),
-    }
+    let rows = match holding(&filter.statuses_within(only)) {
+        Some(index) => format!("{} AND {conds}", index.rows()),
+        None => format!("jobs WHERE {conds}"),
+    };
+    (rows, values)
 }
 
 /// One page, plus one row more than `limit` when there is a next page. A filter on live
 /// statuses, or on statuses that ended unsucceeded, reads their index and sorts what it holds;
 /// any other walks the primary key from the newest job.
 pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<SummaryRow>> {
-    let (from, mut conds, mut values) = filtered(page.filter, page.only);
+    let (mut rows, mut values) = filtered(page.filter, page.only);
     if let Some(id) = &page.after {
-        conds.push_str(" AND id < ?");
+        rows.push_str(" AND id < ?");
         values.push(text(id.as_str()));
     }
     values.push(SqlValue::Int(i64::from(page.limit) + 1));
     let extra = if page.only.is_some() { DLQ_COLUMNS } else { "" };
-    let sql = format!(
-        "SELECT {SUMMARY_COLUMNS}{extra} FROM {from} WHERE {conds} ORDER BY id DESC LIMIT ?"
-    );
+    let sql = format!("SELECT {SUMMARY_COLUMNS}{extra} FROM {rows} ORDER BY id DESC LIMIT ?");
     let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
     results[0].results()
 }

@@ -37,10 +37,10 @@ pub async fn job_list_expired(
     now_ms: i64,
     limit: u32,
 ) -> worker::Result<Vec<Expired>> {
-    let (live, term) = (UNFINISHED.jobs(), UNFINISHED.term);
+    let live = UNFINISHED.rows();
     db.prepare(format!(
         "SELECT id, type, attempts, max_attempts, runs, parent_id, chain_step, chain_status \
-         FROM {live} WHERE {term} AND run_at < ?1 AND status = '{Running}' AND lease_until < ?1 \
+         FROM {live} AND run_at < ?1 AND status = '{Running}' AND lease_until < ?1 \
          ORDER BY lease_until LIMIT ?2"
     ))
     .bind(&[num(now_ms), num(limit.into())])?

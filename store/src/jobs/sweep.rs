@@ -24,18 +24,18 @@ pub fn job_schedule(
     limit: u32,
 ) -> worker::Result<[D1PreparedStatement; 2]> {
     let params = [num(now_ms), num(horizon_ms), num(limit.into())];
-    let (waiting, term) = (WAITING.jobs(), WAITING.term);
+    let waiting = WAITING.rows();
     let release = db
         .prepare(format!(
             "UPDATE jobs SET status = '{Queued}', updated_at = ?1 WHERE id IN \
-             (SELECT id FROM {waiting} WHERE {term} AND status = '{Scheduled}' \
+             (SELECT id FROM {waiting} AND status = '{Scheduled}' \
              AND sent_at IS NULL AND run_at <= ?2 ORDER BY run_at LIMIT ?3) \
              AND status = '{Scheduled}' AND sent_at IS NULL RETURNING {UNSENT_COLUMNS}"
         ))
         .bind(&params)?;
     let held_retries = db
         .prepare(format!(
-            "SELECT {UNSENT_COLUMNS} FROM {waiting} WHERE {term} AND status = '{Retrying}' \
+            "SELECT {UNSENT_COLUMNS} FROM {waiting} AND status = '{Retrying}' \
              AND sent_at IS NULL AND run_at <= ?1 ORDER BY run_at LIMIT ?2"
         ))
         .bind(&params[1..])?;
@@ -49,9 +49,9 @@ pub fn job_list_unsent(
     before_ms: i64,
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
-    let (live, term) = (UNFINISHED.jobs(), UNFINISHED.term);
+    let live = UNFINISHED.rows();
     db.prepare(format!(
-        "SELECT {UNSENT_COLUMNS} FROM {live} WHERE {term} AND status = '{Queued}' \
+        "SELECT {UNSENT_COLUMNS} FROM {live} AND status = '{Queued}' \
          AND sent_at IS NULL AND run_at <= ?1 AND updated_at <= ?1 ORDER BY run_at LIMIT ?2"
     ))
     .bind(&[num(before_ms), num(limit.into())])
@@ -64,9 +64,9 @@ pub fn job_list_stranded(
     before_ms: i64,
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
-    let (waiting, live, term) = (waiting(), UNFINISHED.jobs(), UNFINISHED.term);
+    let (waiting, live) = (waiting(), UNFINISHED.rows());
     db.prepare(format!(
-        "SELECT {UNSENT_COLUMNS} FROM {live} WHERE {term} AND status IN ({waiting}) \
+        "SELECT {UNSENT_COLUMNS} FROM {live} AND status IN ({waiting}) \
          AND run_at <= ?1 AND sent_at <= ?1 AND held_at IS NULL ORDER BY run_at LIMIT ?2"
     ))
     .bind(&[num(before_ms), num(limit.into())])
@@ -89,8 +89,8 @@ pub async fn job_mark_sent(db: &D1Database, ids: &[String], now_ms: i64) -> work
 /// `FROM ... WHERE` a waiting job due more than `AGING_AFTER_MS` before `?1`: one priority
 /// aging raises.
 fn starving() -> String {
-    let (waiting, live, term) = (waiting(), UNFINISHED.jobs(), UNFINISHED.term);
-    format!("{live} WHERE {term} AND status IN ({waiting}) AND run_at <= ?1 - {AGING_AFTER_MS}")
+    let (waiting, live) = (waiting(), UNFINISHED.rows());
+    format!("{live} AND status IN ({waiting}) AND run_at <= ?1 - {AGING_AFTER_MS}")
 }
 
 /// Priority aging: up to `limit` starving jobs, the longest waiting first, gain `AGING_STEP`
@@ -151,22 +151,23 @@ pub fn job_delete_finished(
     limit: u32,
 ) -> worker::Result<[D1PreparedStatement; 3]> {
     let unrun = status_list(&[Cancelled, Skipped]);
-    let (ended, term) = (ENDED.jobs(), ENDED.term);
+    let ended = ENDED.rows();
     // The same rows for every statement: nothing else in the transaction changes `jobs`
     // before the last one.
     let old = format!(
         "SELECT id FROM jobs WHERE id < ?4 AND status = '{Succeeded}' AND finished_at < ?1 \
-         UNION ALL SELECT id FROM {ended} WHERE {term} AND status IN ({unrun}) \
+         UNION ALL SELECT id FROM {ended} AND status IN ({unrun}) \
          AND finished_at < ?1 \
-         UNION ALL SELECT id FROM {ended} WHERE {term} AND status = '{Dead}' \
+         UNION ALL SELECT id FROM {ended} AND status = '{Dead}' \
          AND finished_at < ?2 LIMIT ?3"
     );
-    let first_id_after = job_id(done_before_ms, 0);
+    // The least id minted at `done_before_ms`: every job created before it sorts below.
+    let first_id_at_cutoff = job_id(done_before_ms, 0);
     let params = [
         num(done_before_ms),
         num(dead_before_ms),
         num(limit.into()),
-        JsValue::from_str(&first_id_after),
+        JsValue::from_str(&first_id_at_cutoff),
     ];
     Ok([
         db.prepare(format!("DELETE FROM job_runs WHERE job_id IN ({old})"))
