@@ -25,9 +25,9 @@ async function seed(db, count, now) {
   const insert = (status, finished) =>
     db.prepare(
       `${seq} INSERT INTO jobs (id, type, family, status, payload, max_attempts, attempts, runs, run_at, sent_at, ` +
-        `created_at, updated_at, started_at, finished_at) SELECT printf('00%s%017d', ?4, n), 'noop', 'default', ` +
+        `created_at, updated_at, started_at, finished_at, run_cost_cents) SELECT printf('00%s%017d', ?4, n), 'noop', 'default', ` +
         `'${status}', '{}', 5, ${finished ? 1 : 0}, ${finished ? 1 : 0}, ${at}, ${at}, ${at}, ${at}, ` +
-        `${finished ? at : "NULL"}, ${finished ? at : "NULL"} FROM seq`,
+        `${finished ? at : "NULL"}, ${finished ? at : "NULL"}, ${finished ? 0 : "NULL"} FROM seq`,
     );
   const meta = [];
   meta.push((await insert("succeeded", true).bind(count - live, now, spanMs, "H").run()).meta);
@@ -36,9 +36,12 @@ async function seed(db, count, now) {
     (
       await db
         .prepare(
-          `INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, duration_ms) ` +
-            `SELECT id, 1, 1, started_at, finished_at, 'succeeded', 1 FROM jobs WHERE id LIKE '00H%'`,
+          // The last hour's successes, in the consumer's batches of 100 (older ones are deleted).
+          `INSERT INTO success_batches (finished_at, first_job_id, family, successes) ` +
+            `SELECT MAX(finished_at), MIN(id), 'default', json_group_array(json_array('noop', 1, 0, 0)) ` +
+            `FROM jobs WHERE id LIKE '00H%' AND finished_at >= ?1 GROUP BY CAST(substr(id, 4) AS INTEGER) / 100`,
         )
+        .bind(now - 3_600_000)
         .run()
     ).meta,
   );

@@ -1,10 +1,10 @@
 // The alert rules on a family's last hour of attempts (README "Alerts"): SLA breach, processing
 // time, rate limiting and latency spike. Real jobs run on the built consumer against a real local
-// endpoint; their run records are then moved, whole, to the evaluation time (as if they had just
+// endpoint; their attempts' records are then moved, whole, to the evaluation time (as if they had just
 // run), and the real sweep evaluates them and tells the real local chat webhook.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { enqueueAndDeliver, startPlatform } from "./support/platform.mjs";
+import { enqueueBatch, jobMessage, startPlatform } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 import { tick, DAY, HOUR, MINUTE } from "./support/sweep.mjs";
 
@@ -31,15 +31,23 @@ describe("alert rules on the hour's attempts", () => {
   const texts = (rule) =>
     hooks.requests("/slack").map((r) => JSON.parse(r.body).text).filter((t) => t.includes(`alert ${rule}/default`));
 
-  /** `n` http jobs to `path`, run in one batch; returns their ids. */
-  const run = (path, n) => enqueueAndDeliver(p, "jobs-default", { type: "http", payload: { url: hooks.url(path) } }, n);
+  /** `n` http jobs to `path`, due `dueAgo` ms before they run, run in one batch; returns their ids. */
+  async function run(path, n, dueAgo = 0) {
+    const job = { type: "http", payload: { url: hooks.url(path) } };
+    const ids = await enqueueBatch(p, job, n);
+    await p.db.prepare("UPDATE jobs SET run_at = run_at - ?1 WHERE id IN (SELECT value FROM json_each(?2))").bind(dueAgo, JSON.stringify(ids)).run();
+    await p.deliver("jobs-default", ids.map((id) => jobMessage(id, job.type)));
+    return ids;
+  }
 
-  /** Moves the jobs' runs and due times by the same amount, so their run ended `endedAgo` before `at`. */
+  /** Moves the jobs' attempts (failed runs, their batch's successes) and due times by the same
+   * amount, so they ended `endedAgo` before `at`. */
   async function endedAt(ids, at, endedAgo = MINUTE) {
     const shift = at - endedAgo - Date.now();
     const list = JSON.stringify(ids);
     await p.db.batch([
       p.db.prepare("UPDATE job_runs SET started_at = started_at + ?1, finished_at = finished_at + ?1 WHERE job_id IN (SELECT value FROM json_each(?2))").bind(shift, list),
+      p.db.prepare("UPDATE success_batches SET finished_at = finished_at + ?1 WHERE first_job_id IN (SELECT value FROM json_each(?2))").bind(shift, list),
       p.db.prepare("UPDATE jobs SET run_at = run_at + ?1 WHERE id IN (SELECT value FROM json_each(?2))").bind(shift, list),
     ]);
   }
@@ -62,9 +70,7 @@ describe("alert rules on the hour's attempts", () => {
     await endedAt(ids, at);
     await tick(p, at);
     assert.equal(texts("sla_breach").length, 0, "run at once: inside the SLA");
-    const late = await run("/sla", 4);
-    await endedAt(late, at);
-    await p.db.prepare("UPDATE jobs SET run_at = run_at - ?1 WHERE id IN (SELECT value FROM json_each(?2))").bind(10 * MINUTE, JSON.stringify(late)).run();
+    await endedAt(await run("/sla", 4, 10 * MINUTE), at);
     await opensThenResolves("sla_breach", at + MINUTE, /firing: default p95 latency is 60\d\.\d s over the last hour \(8 jobs ended; SLA 300 s\)/);
   });
 

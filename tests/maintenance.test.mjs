@@ -4,7 +4,7 @@
 // timestamps back, which is all the sweep reads.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
+import { enqueueBatch, jobMessage, startPlatform, TOKENS } from "./support/platform.mjs";
 import { tick, unsentProducer, MINUTE, HOUR, DAY } from "./support/sweep.mjs";
 
 const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).first();
@@ -137,6 +137,14 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     const oldDone = await createdAt(p, ids[0], now - 92 * DAY);
     const newDone = await createdAt(p, ids[1], now - 90 * DAY);
     const [oldDead, ancientDead] = ids.slice(2);
+    // Each succeeded on its second run: the first one's run record goes with the job.
+    const failedFirst = (id) =>
+      p.db.batch([
+        p.db.prepare("UPDATE jobs SET runs = 2, attempts = 2 WHERE id = ?").bind(id),
+        p.db.prepare("INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, duration_ms) VALUES (?, 1, 1, 0, 0, 'retrying', 0)").bind(id),
+      ]);
+    await failedFirst(oldDone);
+    await failedFirst(newDone);
     await set(p, oldDone, "finished_at = ?", now - 91 * DAY);
     await set(p, newDone, "finished_at = ?", now - 89 * DAY);
     await set(p, oldDead, "status = 'dead', finished_at = ?", now - 100 * DAY);
@@ -153,6 +161,24 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(await left(ancientDead), false, "dead, 181 days ago: deleted");
     assert.equal(await left(live), true, "live jobs are never deleted");
     assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", newDone), 1);
+  });
+
+  test("a batch's successes are one row, the job view still shows each run, and the row goes after the hour", async () => {
+    const ids = await enqueueBatch(p, { type: "noop", payload: {} }, 3);
+    await Promise.all(ids.map((id) => p.waitForStatus(id, "succeeded")));
+    assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id IN (?, ?, ?)", ...ids), 0, "no run record of their own");
+    const view = (await p.getJob(ids[0])).body;
+    assert.deepEqual(view.runs.map((r) => [r.run, r.attempt, r.outcome]), [[1, 1, "succeeded"]]);
+    assert.ok(view.runs[0].duration_ms >= 0 && view.runs[0].finished_at);
+    const mine = "SELECT count(*) FROM success_batches b, json_each(b.successes) s WHERE b.finished_at >= ?";
+    const since = Math.min(...(await Promise.all(ids.map(async (id) => (await row(p, id)).finished_at))));
+    assert.equal(await p.count(mine, since), 3, "each success once, in its batch's row");
+    const now = Date.now();
+    await tick(p, now + 30 * MINUTE);
+    assert.equal(await p.count(mine, since), 3, "inside the hour: kept for the windows");
+    await tick(p, now + 3 * HOUR);
+    await tick(p, now + 3 * HOUR);
+    assert.equal(await p.count(mine, since), 0, "past the hour and rolled up: deleted");
   });
 });
 

@@ -1,5 +1,6 @@
 // Migrations over data already in D1 (every other test file starts from an empty database):
-// 0010 rebuilds job_runs to let a run end `skipped`, and must keep every row, column and index.
+// 0010 rebuilds job_runs to let a run end `skipped`, and must keep every row, column and index;
+// 0016 carries the successes still read by the windows and the roll-up into success_batches.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
@@ -60,4 +61,31 @@ test("0010 rebuilds job_runs keeping its rows, columns and index, and lets a run
   await db.prepare("PRAGMA foreign_keys = ON").run();
   await db.prepare("DELETE FROM jobs WHERE id = '01JOLD'").run();
   assert.equal((await db.prepare("SELECT COUNT(*) AS n FROM job_runs").first()).n, 0);
+});
+
+test("0016 carries the successes the windows and the roll-up still read into success_batches", async () => {
+  await migrate((f) => f >= "0011" && f < "0016");
+  const now = Date.now();
+  // The histogram's watermark is "now" (0006 starts it at its migration time): the windows' hour
+  // reaches further back than it.
+  const job = (id, status) =>
+    db.prepare(
+      "INSERT INTO jobs (id, type, family, status, payload, max_attempts, run_at, created_at, updated_at) " +
+        "VALUES (?1, 'noop', 'low', ?2, '{}', 5, ?3, ?3, ?3)",
+    ).bind(id, status, now - 3 * 3600_000);
+  const run = (id, run, outcome, finished) =>
+    db.prepare(
+      "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, duration_ms) VALUES (?1, ?2, 1, ?3 - 7, ?3, ?4, 7)",
+    ).bind(id, run, finished, outcome);
+  await db.batch([
+    job("01JRECENT", "succeeded"), run("01JRECENT", 1, "succeeded", now - 600_000),
+    job("01JOLDER", "succeeded"), run("01JOLDER", 1, "succeeded", now - 2 * 3600_000),
+    job("01JFAILED", "dead"), run("01JFAILED", 1, "dead", now - 600_000),
+  ]);
+  await migrate((f) => f.startsWith("0016"));
+  const batches = (await db.prepare("SELECT first_job_id, family, successes FROM success_batches").all()).results;
+  assert.deepEqual(batches, [{ first_job_id: "01JRECENT", family: "low", successes: JSON.stringify([["noop", 7, 3 * 3600_000 - 600_007, 3 * 3600_000 - 600_000]]) }]);
+  const indexes = (await db.prepare("SELECT name FROM pragma_index_list('job_runs') WHERE origin = 'c'").all()).results;
+  assert.deepEqual(indexes.map((i) => i.name), ["job_runs_failed"], "job_runs_finished is gone");
+  assert.equal((await db.prepare("SELECT COUNT(*) AS n FROM job_runs").first()).n, 3, "run records stay");
 });

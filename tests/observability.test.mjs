@@ -62,7 +62,9 @@ describe("job logs and correlation ids (real queues)", () => {
     assert.equal(lines[0]["delivery.attempts"], 1);
     const [batch] = logs.events("batch.completed");
     assert.equal(typeof batch["d1.rows_written"], "number", "the benchmark's batch line stays");
-    assert.ok(batch["d1.sql_ms"] > 0, "D1's own SQL time, the capacity model's input");
+    // D1's own SQL time, the capacity model's input. Local D1 times statements with a coarse
+    // clock: a one-job batch may take less than a tick of it, so only its presence is certain.
+    assert.ok(batch["d1.sql_ms"] >= 0, "D1's own SQL time, the capacity model's input");
   });
 
   test("X-Request-Id is used when there is no traceparent, and an id is minted when neither is sent", async () => {

@@ -1,11 +1,12 @@
 //! The `execution_histogram` table: run durations pre-aggregated per type, family, outcome and
-//! bucket (shared `observe::execution_histogram`), rolled up from `job_runs` by the sweep up to
-//! a watermark kept in `metric_counters`.
+//! bucket (shared `observe::execution_histogram`), rolled up from the attempts
+//! ([`crate::attempts`]) by the sweep up to a watermark kept in `metric_counters`.
 
 use jobs_shared::observe::execution_histogram::DURATION_BUCKETS_MS;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
+use crate::attempts::attempts_sql;
 use crate::d1::num;
 
 /// The whole histogram (rows: shared `HistogramRow`).
@@ -15,8 +16,8 @@ pub fn histogram_list(db: &D1Database) -> worker::Result<D1PreparedStatement> {
 }
 
 /// The roll-up's watermark in `metric_counters` (migration 0006 starts it at the migration
-/// time): run records that ended before it are in the histogram.
-const WATERMARK: &str = "name = 'watermark' AND label = 'execution_histogram'";
+/// time): attempts that ended before it are in the histogram.
+pub(crate) const WATERMARK: &str = "name = 'watermark' AND label = 'execution_histogram'";
 
 #[derive(Deserialize)]
 struct Watermark {
@@ -34,10 +35,9 @@ pub async fn histogram_watermark_get(db: &D1Database) -> worker::Result<Option<i
     Ok(rows.first().map(|w| w.value))
 }
 
-/// Adds the runs that ended in [`from`, `until`) to the histogram, and moves the watermark from
-/// `from` to `until`: two statements for one batch, both guarded by the watermark still being
-/// `from`, so an overlapping or repeated roll-up adds nothing twice. Read through the index on
-/// `job_runs.finished_at`.
+/// Adds the attempts that ended in [`from`, `until`) to the histogram, and moves the watermark
+/// from `from` to `until`: two statements for one batch, both guarded by the watermark still
+/// being `from`, so an overlapping or repeated roll-up adds nothing twice.
 pub fn histogram_add_span(
     db: &D1Database,
     from: i64,
@@ -47,14 +47,13 @@ pub fn histogram_add_span(
     let add = db
         .prepare(format!(
             "INSERT INTO execution_histogram (job_type, family, status, bucket, count, sum_ms) \
-             SELECT j.type, j.family, r.outcome, {bucket} AS bucket, COUNT(*), SUM(r.duration_ms) \
-             FROM job_runs r JOIN jobs j ON j.id = r.job_id \
-             WHERE r.finished_at >= ?1 AND r.finished_at < ?2 \
-             AND (SELECT value FROM metric_counters WHERE {WATERMARK}) = ?1 \
-             GROUP BY j.type, j.family, r.outcome, bucket \
+             SELECT a.type, a.family, a.outcome, {bucket} AS bucket, COUNT(*), SUM(a.duration_ms) \
+             FROM ({attempts}) a WHERE (SELECT value FROM metric_counters WHERE {WATERMARK}) = ?1 \
+             GROUP BY a.type, a.family, a.outcome, bucket \
              ON CONFLICT (job_type, family, status, bucket) DO UPDATE SET \
              count = count + excluded.count, sum_ms = sum_ms + excluded.sum_ms",
-            bucket = bucket_sql("r.duration_ms"),
+            bucket = bucket_sql("a.duration_ms"),
+            attempts = attempts_sql("?1", Some("?2")),
         ))
         .bind(&span)?;
     let advance = db

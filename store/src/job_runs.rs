@@ -1,15 +1,16 @@
-//! The `job_runs` table: one row per attempt (its run number, times, outcome, error and cost),
-//! written with the job's next state and read by the job's view, the operator's stats and
-//! failures, and the sweep's alerts.
+//! The `job_runs` table: one row per attempt that did not succeed (its run number, times,
+//! outcome, error and cost), written with the job's next state and read by the job's view, the
+//! operator's failures and, as [`crate::attempts`], the windows over attempts. A success's
+//! record is on its job's row instead (migration 0016).
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::{self, LeaseExpired};
+use jobs_shared::ErrorClass::LeaseExpired;
 use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::{num, statement};
+use crate::d1::statement;
 use jobs_shared::SqlValue;
 
 /// The statement that gives each lost attempt its run record: every job `lost` selects (a
@@ -30,23 +31,23 @@ pub(crate) fn record_lost_attempts_sql(now: &str, lost: &str, found_by: &str) ->
     )
 }
 
-/// The run records of one kind of outcome, from `rows` (a JSON array over which `run_values`
-/// are SQL, see `jobs::job_set_outcome_many`), each for a job still `running` under that run.
-/// The row's field `details_at` (its details, shared `RunDetails`) is written with the lease
-/// the job held, read here before the job's own update clears it.
-pub(crate) fn job_run_insert_outcomes(
+/// The run records of failed attempts (retried, held, dead or skipped) from `rows`, a JSON
+/// array of [id, run, started_at, finished_at, cost_cents, outcome, error_class,
+/// error_message, ...] with the run's details (shared `RunDetails`) at `details_at` (see
+/// `jobs::job_set_outcome_many`), each for a job still `running` under that run. The details
+/// are written with the lease the job held, read here before the job's own update clears it.
+pub(crate) fn job_run_insert_failed(
     db: &D1Database,
     rows: &JsValue,
-    run_columns: &str,
-    run_values: &str,
     details_at: usize,
 ) -> worker::Result<D1PreparedStatement> {
     db.prepare(format!(
         "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, duration_ms, \
-         details, {run_columns}) \
+         details, cost_cents, outcome, error_class, error_message) \
          SELECT j.id, j.runs, j.attempts, o.value ->> 2, o.value ->> 3, \
          (o.value ->> 3) - (o.value ->> 2), \
-         json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), {run_values} \
+         json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), \
+         o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7 \
          FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
          AND +j.status = '{Running}' AND j.runs = o.value ->> 1"
     ))
@@ -69,12 +70,16 @@ pub struct RunRow {
     pub details: Option<String>,
 }
 
-/// Every run of the job `id`, in order.
+/// Every run of the job `id`, in order: its run records, and its success's, which is on the
+/// job's own row (migration 0016: `run_cost_cents` is set exactly when it is there).
 pub async fn job_run_list(db: &D1Database, id: &str) -> worker::Result<Vec<RunRow>> {
-    db.prepare(
+    db.prepare(format!(
         "SELECT run, attempt, started_at, finished_at, outcome, error_class, error_message, \
-         duration_ms, cost_cents, details FROM job_runs WHERE job_id = ? ORDER BY run",
-    )
+         duration_ms, cost_cents, details FROM job_runs WHERE job_id = ?1 \
+         UNION ALL SELECT runs, attempts, started_at, finished_at, status, NULL, NULL, \
+         finished_at - started_at, run_cost_cents, run_details FROM jobs \
+         WHERE id = ?1 AND status = '{Succeeded}' AND run_cost_cents IS NOT NULL ORDER BY run"
+    ))
     .bind(&[id.into()])?
     .all()
     .await?
@@ -115,82 +120,4 @@ pub async fn job_run_list_recent_failures(
     )?;
     let results = db.batch(vec![stmt]).await?;
     results[0].results()
-}
-
-/// One family's (or `all`'s) window of attempts.
-#[derive(Deserialize, Default, Clone)]
-pub struct WindowRow {
-    pub family: String,
-    pub finished: i64,
-    pub succeeded: i64,
-    pub retried: i64,
-    pub dead: i64,
-    pub finished_recent: i64,
-    pub avg_wait_ms: Option<f64>,
-    pub p50_ms: Option<i64>,
-    pub p95_ms: Option<i64>,
-}
-
-/// The attempts that finished since `since_ms` (rows: [`WindowRow`]), per family, or with
-/// `overall` one row with family `all`; "recent" counts those since `recent_ms`. The
-/// percentiles are nearest-rank: the value at rank ceil(n * p / 100) by duration.
-pub fn job_run_window(
-    db: &D1Database,
-    overall: bool,
-    since_ms: i64,
-    recent_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    let key = if overall { "'all'" } else { "j.family" };
-    statement(
-        db,
-        &format!(
-            "SELECT family, COUNT(*) AS finished, SUM(outcome = '{Succeeded}') AS succeeded, \
-             SUM(outcome = '{Retrying}') AS retried, SUM(outcome = '{Dead}') AS dead, \
-             SUM(finished_at >= ?) AS finished_recent, \
-             AVG(CASE WHEN run = 1 THEN started_at - created_at END) AS avg_wait_ms, \
-             MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms, \
-             MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms \
-             FROM (SELECT {key} AS family, r.outcome, r.finished_at, r.run, r.started_at, \
-               j.created_at, r.duration_ms, \
-               ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY r.duration_ms) AS rn, \
-               COUNT(*) OVER (PARTITION BY {key}) AS n \
-               FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?) \
-             GROUP BY family"
-        ),
-        &[SqlValue::Int(recent_ms), SqlValue::Int(since_ms)],
-    )
-}
-
-/// Each family's attempts since `since_ms`, as the alert rules judge them (rows: shared
-/// `FamilyWindow`): failed ones (retried or dead; a skip is no failure) and rate-limited ones, the average duration, the p95 latency of
-/// those that ended their job (from the job's due time, `run_at`, which is that attempt's),
-/// and the p95 duration of those since `recent_ms` beside the rest's. Nearest-rank
-/// percentiles, as in [`job_run_window`].
-pub fn job_run_alert_window_by_family(
-    db: &D1Database,
-    since_ms: i64,
-    recent_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    let ended = format!("r.outcome IN ('{Succeeded}', '{Dead}')");
-    let p95 = |rank: &str, n: &str| format!("{rank} = ({n} * 95 + 99) / 100");
-    db.prepare(format!(
-        "SELECT family, COUNT(*) AS runs, SUM(outcome IN ('{Retrying}', '{Dead}')) AS failed, \
-         IFNULL(SUM(error_class = '{rate_limited}'), 0) AS rate_limited, AVG(duration_ms) AS avg_ms, \
-         SUM(ended) AS ended, SUM(recent) AS recent_runs, SUM(NOT recent) AS baseline_runs, \
-         MAX(CASE WHEN ended AND {lat} THEN latency_ms END) AS p95_latency_ms, \
-         MAX(CASE WHEN recent AND {dur} THEN duration_ms END) AS p95_recent_ms, \
-         MAX(CASE WHEN NOT recent AND {dur} THEN duration_ms END) AS p95_baseline_ms \
-         FROM (SELECT j.family, r.outcome, r.error_class, r.duration_ms, \
-           {ended} AS ended, r.finished_at >= ?2 AS recent, r.finished_at - j.run_at AS latency_ms, \
-           ROW_NUMBER() OVER (PARTITION BY j.family, {ended} ORDER BY r.finished_at - j.run_at) AS lat_rn, \
-           COUNT(*) OVER (PARTITION BY j.family, {ended}) AS lat_n, \
-           ROW_NUMBER() OVER (PARTITION BY j.family, r.finished_at >= ?2 ORDER BY r.duration_ms) AS dur_rn, \
-           COUNT(*) OVER (PARTITION BY j.family, r.finished_at >= ?2) AS dur_n \
-           FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.finished_at >= ?1) \
-         GROUP BY family",
-        rate_limited = ErrorClass::RateLimited,
-        lat = p95("lat_rn", "lat_n"),
-        dur = p95("dur_rn", "dur_n"),
-    ))
-    .bind(&[num(since_ms), num(recent_ms)])
 }

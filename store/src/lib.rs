@@ -13,6 +13,7 @@
 //! `jobs_escalation_due`) still match the statements that need them.
 
 pub mod alerts;
+pub mod attempts;
 pub mod audit;
 pub mod budget_alerts;
 pub mod budgets;
@@ -30,3 +31,4 @@ pub mod pauses;
 pub mod rss_sources;
 pub mod schedules;
 pub mod sql;
+pub mod success_batches;

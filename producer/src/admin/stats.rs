@@ -5,7 +5,7 @@
 //! The screenshot family also shows its browser slots in use (`browser_slots`, README "Screenshots").
 
 use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
-use jobs_store::job_runs::{job_run_window, WindowRow};
+use jobs_store::attempts::{attempt_window, WindowRow, WINDOW_MS};
 use jobs_store::jobs::{
     job_count_by_family_and_status, job_count_waiting_by_family, CountRow, WaitingRow,
 };
@@ -16,7 +16,6 @@ use worker::{D1Database, Response};
 use super::{d1, Admin};
 use crate::{env_config, respond};
 
-const WINDOW_MS: i64 = 60 * 60 * 1000;
 const RECENT_MS: i64 = 5 * 60 * 1000;
 
 /// Everything the stats show, read in ONE D1 batch.
@@ -29,15 +28,15 @@ struct Snapshot {
 }
 
 /// Counts per family and status, the waiting backlog and its oldest job, and the last
-/// `WINDOW_MS` of run records ("recent": the last `RECENT_MS`, the live throughput), per
+/// `WINDOW_MS` of attempts ("recent": the last `RECENT_MS`, the live throughput), per
 /// family and overall.
 async fn snapshot(db: &D1Database, now_ms: i64) -> Result<Snapshot, ApiError> {
     let (since, recent) = (now_ms - WINDOW_MS, now_ms - RECENT_MS);
     let statements = [
         job_count_by_family_and_status(db),
         job_count_waiting_by_family(db, now_ms),
-        job_run_window(db, false, since, recent),
-        job_run_window(db, true, since, recent),
+        attempt_window(db, false, since, recent),
+        attempt_window(db, true, since, recent),
         pause_list_names(db),
     ]
     .into_iter()

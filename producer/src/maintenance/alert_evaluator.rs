@@ -1,6 +1,6 @@
 //! The alert rules (shared `alert_rules`), evaluated every tick from one D1 batch of bounded
-//! reads: each family's due backlog and running jobs (index on status), the last hour of run
-//! records (index on finished_at), late schedules (a small table, plus the last hour of
+//! reads: each family's due backlog and running jobs (index on status), the last hour of
+//! attempts (store `attempts`: failed runs by finish time, success batches), late schedules (a small table, plus the last hour of
 //! schedule runs), this month's budget alerts, and the alerts table itself (one row per rule
 //! and key). A rule that starts firing opens its alert once; while it fires nothing more is
 //! written or sent; when it clears the alert is resolved (PagerDuty `resolve`, a chat
@@ -21,9 +21,9 @@ use jobs_shared::observe::severity::Severity;
 use jobs_shared::util::analytics_write::write_point_to;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
+use jobs_store::attempts::{attempt_alert_window_by_family, WINDOW_MS};
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
 use jobs_store::job_minutes::job_minute_record_backlog;
-use jobs_store::job_runs::job_run_alert_window_by_family;
 use jobs_store::jobs::{job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
@@ -44,7 +44,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let reads = vec![
         job_minute_record_backlog(db, now, minute_of(now))?,
         job_count_running_by_family(db, now - config.running_secs * 1000)?,
-        job_run_alert_window_by_family(db, now - HOUR_MS, now - config.spike_window_secs * 1000)?,
+        attempt_alert_window_by_family(db, now - WINDOW_MS, now - config.spike_window_secs * 1000)?,
         schedule_list_late(db, now - config.schedule_grace_secs * 1000, now - HOUR_MS)?,
         budget_alert_list_month(db, &budget::month_of(now))?,
         alerts::alert_list(db)?,

@@ -1,11 +1,10 @@
-//! Rolls the run records up into `execution_histogram` (GET /metrics'
-//! `job_execution_duration_seconds`) once a tick, instead of the consumer writing it: the
-//! consumer's record batch stays at its rows per job (the benchmark's target), and a tick
-//! writes one row per (type, family, outcome, bucket) that saw runs, whatever their number.
-//! The span is the run end times from the watermark up to `now - ROLLUP_LAG_MS` (no run record
-//! can still appear in it; shared `execution_histogram`), at most an hour per tick, read
-//! through the index on `job_runs.finished_at`. The add and the watermark's advance are one
-//! transaction, guarded by the watermark read, so an overlapping or repeated tick adds nothing
+//! Rolls the attempts (failed runs, success batches) up into `execution_histogram` (GET
+//! /metrics' `job_execution_duration_seconds`) once a tick, instead of the consumer writing
+//! it: the consumer's record batch stays at its rows per job (the benchmark's target), and a
+//! tick writes one row per (type, family, outcome, bucket) that saw attempts, whatever their
+//! number. The span is the attempts' end times from the watermark up to `now - ROLLUP_LAG_MS`
+//! (no attempt can still appear in it; shared `execution_histogram`), at most an hour per
+//! tick. The add and the watermark's advance are one transaction, guarded by the watermark read, so an overlapping or repeated tick adds nothing
 //! twice. The histogram trails real time by the lag; Analytics Engine has it live.
 
 use jobs_shared::observe::execution_histogram::rollup_span;

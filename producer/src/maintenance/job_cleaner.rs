@@ -1,12 +1,15 @@
 //! Retention: finished jobs and their run records are deleted once old enough, succeeded
 //! (and cancelled or skipped) ones after `RETAIN_SUCCEEDED_DAYS`, dead ones after
 //! `RETAIN_DEAD_DAYS`; schedule run records after the former; the charts' per-minute rows after
-//! `RETAIN_HISTORY_DAYS`. Live jobs are never touched. One batch (one transaction) per tick, at
+//! `RETAIN_HISTORY_DAYS`; success batches once out of the windows over attempts and rolled
+//! into the histogram. Live jobs are never touched. One batch (one transaction) per tick, at
 //! most `SWEEP_BATCH` rows of each.
 
+use jobs_store::attempts::WINDOW_MS;
 use jobs_store::job_minutes::job_minute_delete_before;
 use jobs_store::jobs::job_delete_finished;
 use jobs_store::schedules::schedule_run_delete_before;
+use jobs_store::success_batches::success_batch_delete_before;
 use serde_json::{json, Value};
 
 use super::Tick;
@@ -28,6 +31,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     )?);
     let history_before = tick.now_ms - tick.config.retain_history_ms;
     statements.push(job_minute_delete_before(tick.db, history_before, batch)?);
+    statements.push(success_batch_delete_before(
+        tick.db,
+        tick.now_ms - WINDOW_MS,
+        batch,
+    )?);
     let results = tick.db.batch(statements).await?;
     let changes = |i: usize| {
         results[i]
@@ -39,5 +47,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     };
     Ok(json!({
         "jobs": changes(2), "runs": changes(0), "schedule_runs": changes(3), "minutes": changes(4),
+        "success_batches": changes(5),
     }))
 }

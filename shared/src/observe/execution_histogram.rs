@@ -1,6 +1,6 @@
 //! The `job_execution_duration_seconds` histogram (README "GET /metrics"), pre-aggregated in D1 table
-//! `execution_histogram` (counts per type, family, outcome and bucket). The sweep rolls the run
-//! records up into it once a tick, so the consumer's hot path writes nothing more, and GET
+//! `execution_histogram` (counts per type, family, outcome and bucket). The sweep rolls the
+//! attempts' records up into it once a tick, so the consumer's hot path writes nothing more, and GET
 //! /metrics reads a table bounded by types x families x outcomes x buckets, never by the number
 //! of jobs. Counts only ever grow, as Prometheus counters must.
 
@@ -12,7 +12,7 @@ pub const DURATION_BUCKETS_MS: [i64; 15] = [
     5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000,
 ];
 
-/// How long after its end a run record may still appear: the consumer records a batch's
+/// How long after its end an attempt's record may still appear: the consumer records a batch's
 /// outcomes once all its handlers are done, and never after the attempt's lease (at most the
 /// low and bulk families' 15 minutes; the rescuer's records appear at once). Runs that ended
 /// longer ago than this are final, so a roll-up up to `now - ROLLUP_LAG_MS` misses none.

@@ -1,5 +1,5 @@
-//! A consumer batch's record: one round trip writes every attempt's run record and its job's
-//! next state, a chain's next move, the claims to undo, and reads the jobs of the messages
+//! A consumer batch's record: one round trip writes every attempt's record (a failure's run
+//! record, the batch's successes in one row) and its job's next state, a chain's next move, the claims to undo, and reads the jobs of the messages
 //! that claimed nothing. Never one per message.
 
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
@@ -15,7 +15,8 @@ use super::chain::{self, job_set_chain_failed_many, FailedChain};
 use super::claim::{job_list_seen, Claimed, Seen};
 use crate::d1::{counted_batch, json};
 use crate::job_minutes::job_minute_add_many;
-use crate::job_runs::job_run_insert_outcomes;
+use crate::job_runs::job_run_insert_failed;
+use crate::success_batches::success_batch_insert;
 
 /// What the record writes beside the attempts' outcomes, and the jobs it reads.
 #[derive(Clone, Copy, Default)]
@@ -38,20 +39,21 @@ pub struct Finished<'a> {
     pub finished_at: i64,
     pub decision: &'a Decision,
     pub result: Option<String>,
-    /// What the attempt spent, in cents (job_runs.cost_cents).
+    /// What the attempt spent, in cents (job_runs.cost_cents, or a success's jobs.run_cost_cents).
     pub cost_cents: f64,
-    /// What ran it and what it produced (job_runs.details).
+    /// What ran it and what it produced (job_runs.details, or a success's jobs.run_details).
     pub details: Option<&'a RunDetails>,
     /// The chain's move after it, with the next step's job when there is one.
     pub chain: (&'a ChainMove, Option<&'a NewJob>),
 }
 
-/// The batch's second round trip: every attempt's run record and the job's next state (plus a
+/// The batch's second round trip: every attempt's record and the job's next state (plus a
 /// chain's next steps), and the state of the jobs in `unclaimed` (messages that claimed
 /// nothing), which it returns. No round trip when there is nothing to write or read.
 ///
 /// Outcomes are two set-based statements per kind of outcome, whatever the batch size, since
-/// per-statement overhead is most of D1's cost at batch sizes. Successes, nearly every row,
+/// per-statement overhead is most of D1's cost at batch sizes. A success writes only its job's
+/// row (its run record is kept there), so it costs no row of its own beyond the batch's one. Successes, nearly every row,
 /// carry only what differs between them (id, run, times, result, cost); their constant columns
 /// are in the SQL, and rows are positional arrays: each field SQLite extracts from a row's JSON
 /// is real work per row. Every write is guarded by (status = running, runs = this run), so an
@@ -128,29 +130,26 @@ pub async fn job_set_outcome_many(
     }
 }
 
-/// How one kind of outcome is written: the run record's columns and the job's new state, as
-/// SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
+/// How one kind of outcome is written: the statement that records the attempts, and the job's
+/// new state as SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
 /// 3 finished_at, the rest the kind's own, the run's details last).
 struct OutcomeSql {
-    /// job_runs columns after (job_id, run, attempt, started_at, finished_at, duration_ms,
-    /// details).
-    run_columns: &'static str,
-    run_values: String,
+    /// Runs before the jobs' update, whose guard it repeats.
+    record: fn(&D1Database, &JsValue) -> worker::Result<D1PreparedStatement>,
     jobs_set: String,
-    /// The row field that holds the run's details.
-    details_at: usize,
 }
 
 impl OutcomeSql {
-    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details].
+    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details]. The
+    /// run's record stays on the job row; the batch's successes get one `success_batches` row.
     fn succeeded() -> OutcomeSql {
         OutcomeSql {
-            details_at: 6,
-            run_columns: "outcome, cost_cents",
-            run_values: format!("'{Succeeded}', o.value ->> 5"),
+            record: success_batch_insert,
             jobs_set: format!(
                 "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
-                 last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3"
+                 last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
+                 run_cost_cents = o.value ->> 5, \
+                 run_details = json_set(o.value ->> 6, '$.lease_until', jobs.lease_until)"
             ),
         }
     }
@@ -160,9 +159,7 @@ impl OutcomeSql {
     /// the job's new status (retrying, dead, or skipped: a skip's reason is its error class).
     fn failed() -> OutcomeSql {
         OutcomeSql {
-            details_at: 11,
-            run_columns: "cost_cents, outcome, error_class, error_message",
-            run_values: "o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7".into(),
+            record: |db, rows| job_run_insert_failed(db, rows, 11),
             jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
                        last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
                        sent_at = o.value ->> 9, finished_at = o.value ->> 10"
@@ -177,13 +174,7 @@ impl OutcomeSql {
         rows: String,
     ) -> worker::Result<[D1PreparedStatement; 2]> {
         let rows = JsValue::from_str(&rows);
-        let runs = job_run_insert_outcomes(
-            db,
-            &rows,
-            self.run_columns,
-            &self.run_values,
-            self.details_at,
-        )?;
+        let record = (self.record)(db, &rows)?;
         let jobs_set = &self.jobs_set;
         let jobs = db
             .prepare(format!(
@@ -192,7 +183,7 @@ impl OutcomeSql {
                  WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
             ))
             .bind(&[rows])?;
-        Ok([runs, jobs])
+        Ok([record, jobs])
     }
 }
 

@@ -1,0 +1,115 @@
+//! Every attempt that ended in a span, as one stream of SQL rows: the failed ones from
+//! `job_runs` (through `job_runs_failed`, migration 0015) with their jobs, the successes from
+//! `success_batches` (migration 0016). The windows over attempts (stats' last hour, the alert
+//! rules) and the execution histogram's roll-up read them through [`attempts_sql`] only.
+
+use jobs_shared::ErrorClass;
+use jobs_shared::JobStatus::{Dead, Retrying, Succeeded};
+use jobs_shared::SqlValue;
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use crate::d1::{num, statement};
+
+/// The longest window read over attempts (stats' and the alert rules' last hour): success
+/// batches are kept this long, and until rolled into the histogram.
+pub const WINDOW_MS: i64 = 60 * 60 * 1000;
+
+/// A subquery of the attempts that finished in [`since`, `until`) (SQL expressions; `until`
+/// may be `None`), one row each: `family`, `type`, `outcome`, `error_class`, `duration_ms`,
+/// `finished_at` (a success's is its batch's), `wait_ms` (from enqueue to start, first runs
+/// only), `latency_ms` (from the job's due time to the end). A failed run's latency reads the
+/// job's due time now: exact for the runs that ended their job, the only ones read for it.
+pub(crate) fn attempts_sql(since: &str, until: Option<&str>) -> String {
+    let before = |column: &str| until.map_or(String::new(), |u| format!(" AND {column} < {u}"));
+    format!(
+        "SELECT j.family, j.type, r.outcome, r.error_class, r.duration_ms, r.finished_at, \
+         CASE WHEN r.run = 1 THEN r.started_at - j.created_at END AS wait_ms, \
+         r.finished_at - j.run_at AS latency_ms \
+         FROM job_runs r INDEXED BY job_runs_failed JOIN jobs j ON j.id = r.job_id \
+         WHERE r.outcome <> '{Succeeded}' AND r.finished_at >= {since}{run_before} \
+         UNION ALL \
+         SELECT b.family, s.value ->> 0, '{Succeeded}', NULL, s.value ->> 1, b.finished_at, \
+         s.value ->> 2, s.value ->> 3 \
+         FROM success_batches b, json_each(b.successes) s WHERE b.finished_at >= {since}{batch_before}",
+        run_before = before("r.finished_at"),
+        batch_before = before("b.finished_at"),
+    )
+}
+
+/// One family's (or `all`'s) window of attempts.
+#[derive(Deserialize, Default, Clone)]
+pub struct WindowRow {
+    pub family: String,
+    pub finished: i64,
+    pub succeeded: i64,
+    pub retried: i64,
+    pub dead: i64,
+    pub finished_recent: i64,
+    pub avg_wait_ms: Option<f64>,
+    pub p50_ms: Option<i64>,
+    pub p95_ms: Option<i64>,
+}
+
+/// The attempts that finished since `since_ms` (rows: [`WindowRow`]), per family, or with
+/// `overall` one row with family `all`; "recent" counts those since `recent_ms`. The
+/// percentiles are nearest-rank: the value at rank ceil(n * p / 100) by duration.
+pub fn attempt_window(
+    db: &D1Database,
+    overall: bool,
+    since_ms: i64,
+    recent_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let key = if overall { "'all'" } else { "a.family" };
+    statement(
+        db,
+        &format!(
+            "SELECT family, COUNT(*) AS finished, SUM(outcome = '{Succeeded}') AS succeeded, \
+             SUM(outcome = '{Retrying}') AS retried, SUM(outcome = '{Dead}') AS dead, \
+             SUM(finished_at >= ?1) AS finished_recent, AVG(wait_ms) AS avg_wait_ms, \
+             MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms, \
+             MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms \
+             FROM (SELECT {key} AS family, a.outcome, a.finished_at, a.wait_ms, a.duration_ms, \
+               ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY a.duration_ms) AS rn, \
+               COUNT(*) OVER (PARTITION BY {key}) AS n FROM ({attempts}) a) \
+             GROUP BY family",
+            attempts = attempts_sql("?2", None),
+        ),
+        &[SqlValue::Int(recent_ms), SqlValue::Int(since_ms)],
+    )
+}
+
+/// Each family's attempts since `since_ms`, as the alert rules judge them (rows: shared
+/// `FamilyWindow`): failed ones (retried or dead; a skip is no failure) and rate-limited ones,
+/// the average duration, the p95 latency of those that ended their job (from the job's due
+/// time, `run_at`, which is that attempt's), and the p95 duration of those since `recent_ms`
+/// beside the rest's. Nearest-rank percentiles, as in [`attempt_window`].
+pub fn attempt_alert_window_by_family(
+    db: &D1Database,
+    since_ms: i64,
+    recent_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let ended = format!("a.outcome IN ('{Succeeded}', '{Dead}')");
+    let p95 = |rank: &str, n: &str| format!("{rank} = ({n} * 95 + 99) / 100");
+    db.prepare(format!(
+        "SELECT family, COUNT(*) AS runs, SUM(outcome IN ('{Retrying}', '{Dead}')) AS failed, \
+         IFNULL(SUM(error_class = '{rate_limited}'), 0) AS rate_limited, AVG(duration_ms) AS avg_ms, \
+         SUM(ended) AS ended, SUM(recent) AS recent_runs, SUM(NOT recent) AS baseline_runs, \
+         MAX(CASE WHEN ended AND {lat} THEN latency_ms END) AS p95_latency_ms, \
+         MAX(CASE WHEN recent AND {dur} THEN duration_ms END) AS p95_recent_ms, \
+         MAX(CASE WHEN NOT recent AND {dur} THEN duration_ms END) AS p95_baseline_ms \
+         FROM (SELECT a.family, a.outcome, a.error_class, a.duration_ms, a.latency_ms, \
+           {ended} AS ended, a.finished_at >= ?2 AS recent, \
+           ROW_NUMBER() OVER (PARTITION BY a.family, {ended} ORDER BY a.latency_ms) AS lat_rn, \
+           COUNT(*) OVER (PARTITION BY a.family, {ended}) AS lat_n, \
+           ROW_NUMBER() OVER (PARTITION BY a.family, a.finished_at >= ?2 ORDER BY a.duration_ms) AS dur_rn, \
+           COUNT(*) OVER (PARTITION BY a.family, a.finished_at >= ?2) AS dur_n \
+           FROM ({attempts}) a) \
+         GROUP BY family",
+        rate_limited = ErrorClass::RateLimited,
+        lat = p95("lat_rn", "lat_n"),
+        dur = p95("dur_rn", "dur_n"),
+        attempts = attempts_sql("?1", None),
+    ))
+    .bind(&[num(since_ms), num(recent_ms)])
+}
