@@ -89,6 +89,15 @@ pub struct PastExpiry {
     pub expires_at: i64,
 }
 
+/// A job the claim ended instead of running: `dead` ([`Exhausted`]) or `skipped` ([`PastExpiry`]).
+#[derive(Deserialize)]
+struct Ended {
+    #[serde(flatten)]
+    job: Exhausted,
+    expires_at: Option<i64>,
+    status: String,
+}
+
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub held: Vec<Held>,
@@ -105,8 +114,9 @@ pub struct Claim {
 /// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
 /// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
 /// past its max_attempts; `found_by` (shared `found_by_consumer`) goes on that run record.
-/// A claimable job past its `expires_at` goes `skipped` (error class
-/// `expired`) and is not run.
+/// A claimable job past its `expires_at` goes `skipped` (error class `expired`) and is not
+/// run. Four statements: the lost attempts' records, those two ends, the claim, the pause's
+/// hold.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn job_claim(
@@ -121,10 +131,9 @@ pub async fn job_claim(
     let ids_json = json(ids);
     let claimable = status_list(&sources_of(Running));
     let family_name = JsValue::from_str(family.as_str());
-    let lost = format!(
-        "id IN (SELECT value FROM json_each(?1)) AND +status = '{Running}' AND lease_until < ?2 \
-                AND family = ?3"
-    );
+    // A running job whose lease ran out: its worker died.
+    let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
+    let lost = format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
     let record_lost = db
         .prepare(record_lost_attempts_sql("?2", &lost, "?4"))
         .bind(&[
@@ -133,25 +142,21 @@ pub async fn job_claim(
             family_name.clone(),
             JsValue::from_str(found_by),
         ])?;
-    let exhaust = db
+    // Before the claim, so what it ends is no longer claimable: a lost attempt that was the
+    // job's last (`dead`), and a claimable job past its `expires_at` (`skipped`).
+    let exhausted = format!("{ran_out} AND attempts >= max_attempts");
+    let end = db
         .prepare(format!(
-            "UPDATE jobs SET status = '{Dead}', finished_at = ?2, lease_until = NULL, \
-             error_class = '{LeaseExpired}', last_error = '{LOST_ATTEMPT}', updated_at = ?2, \
-             escalated_at = NULL WHERE {lost} AND attempts >= max_attempts \
-             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status"
-        ))
-        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
-    // Before the claim, so what it skips is no longer claimable (or held by a pause).
-    let expire = db
-        .prepare(format!(
-            "UPDATE jobs SET status = '{Skipped}', finished_at = ?2, lease_until = NULL, \
-             error_class = '{Expired}', last_error = '{EXPIRED_UNRUN}', updated_at = ?2, \
-             sent_at = COALESCE(sent_at, ?2) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND expires_at <= ?2 \
-             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
-             AND family = ?3 \
+            "UPDATE jobs SET status = IIF({exhausted}, '{Dead}', '{Skipped}'), finished_at = ?2, \
+             lease_until = NULL, updated_at = ?2, \
+             error_class = IIF({exhausted}, '{LeaseExpired}', '{Expired}'), \
+             last_error = IIF({exhausted}, '{LOST_ATTEMPT}', '{EXPIRED_UNRUN}'), \
+             escalated_at = IIF({exhausted}, NULL, escalated_at), \
+             sent_at = IIF({exhausted}, sent_at, COALESCE(sent_at, ?2)) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 AND (({exhausted}) \
+             OR (expires_at <= ?2 AND (+status IN ({claimable}) OR ({ran_out})))) \
              RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-             expires_at"
+             expires_at, status"
         ))
         .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
     let update = db
@@ -159,7 +164,7 @@ pub async fn job_claim(
             "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
              updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
              WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
+             AND (+status IN ({claimable}) OR ({ran_out})) \
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
              parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
@@ -173,12 +178,14 @@ pub async fn job_claim(
             family_name.clone(),
         ])?;
     // What a pause kept from the claim above: held (sent_at set, so the sweep leaves it be)
-    // until the resume clears held_at and re-sends it.
+    // until the resume clears held_at and re-sends it. With no pause at all (nearly always) its
+    // list of ids is empty: it visits no job.
     let hold = db
         .prepare(format!(
             "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?3 \
-             AND (+status IN ({claimable}) OR (+status = '{Running}' AND lease_until < ?2)) \
+             WHERE id IN (SELECT value FROM json_each(IIF(EXISTS (SELECT 1 FROM pauses), ?1, '[]'))) \
+             AND +run_at <= ?3 \
+             AND (+status IN ({claimable}) OR ({ran_out})) \
              AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
         ))
         .bind(&[
@@ -187,13 +194,26 @@ pub async fn job_claim(
             num(now_ms + EARLY_TOLERANCE_MS),
             family_name,
         ])?;
-    let statements = vec![record_lost, exhaust, expire, update, hold];
+    let statements = vec![record_lost, end, update, hold];
     let results = counted_batch(db, statements, stats).await?;
+    let (mut exhausted, mut expired) = (Vec::new(), Vec::new());
+    for ended in results[1].results::<Ended>()? {
+        match ended
+            .expires_at
+            .filter(|_| ended.status == Skipped.as_str())
+        {
+            Some(expires_at) => expired.push(PastExpiry {
+                job: ended.job,
+                expires_at,
+            }),
+            None => exhausted.push(ended.job),
+        }
+    }
     Ok(Claim {
-        exhausted: results[1].results()?,
-        expired: results[2].results()?,
-        claimed: results[3].results()?,
-        held: results[4].results()?,
+        exhausted,
+        expired,
+        claimed: results[2].results()?,
+        held: results[3].results()?,
     })
 }
 
