@@ -5,12 +5,13 @@
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::ErrorClass::LeaseExpired;
-use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
+use jobs_shared::JobStatus::{Dead, Retrying, Succeeded};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::statement;
+use crate::sql::outcome_rows_of_running_jobs;
 use jobs_shared::SqlValue;
 
 /// The statement that gives each lost attempt its run record: every job `lost` selects (a
@@ -48,8 +49,8 @@ pub(crate) fn job_run_insert_failed(
          (o.value ->> 3) - (o.value ->> 2), \
          json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), \
          o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7 \
-         FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
-         AND +j.status = '{Running}' AND j.runs = o.value ->> 1"
+         FROM {rows}",
+        rows = outcome_rows_of_running_jobs(),
     ))
     .bind(std::slice::from_ref(rows))
 }

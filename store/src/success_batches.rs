@@ -1,15 +1,15 @@
 //! The `success_batches` table (migration 0016): one row per consumer batch, the successes it
 //! recorded packed in one JSON array, so that a success writes no run record of its own
-//! (README "Cost per job"). Read with the failed attempts of `job_runs` as one stream of
+//! (README "Cost"). Read with the failed attempts of `job_runs` as one stream of
 //! attempts ([`crate::attempts`]); deleted once out of every window and rolled into the
 //! execution histogram.
 
-use jobs_shared::JobStatus::Running;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::num;
 use crate::execution_histogram::WATERMARK;
+use crate::sql::outcome_rows_of_running_jobs;
 
 /// Records the successes of `rows` (a JSON array of [id, run, started_at, finished_at, ...],
 /// see `jobs::job_set_outcome_many`) as one row, each success as [type, duration_ms, wait_ms,
@@ -27,8 +27,8 @@ pub fn success_batch_insert(
          (o.value ->> 3) - (o.value ->> 2), \
          CASE WHEN j.runs = 1 THEN (o.value ->> 2) - j.created_at END, \
          (o.value ->> 3) - j.run_at)) \
-         FROM json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
-         AND +j.status = '{Running}' AND j.runs = o.value ->> 1 GROUP BY j.family"
+         FROM {rows} GROUP BY j.family",
+        rows = outcome_rows_of_running_jobs(),
     ))
     .bind(std::slice::from_ref(rows))
 }

@@ -13,7 +13,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{counted_batch, json, num};
 use crate::job_runs::record_lost_attempts_sql;
-use crate::pauses::PAUSED_JOB_SQL;
+use crate::pauses::{ANY_PAUSE_SQL, PAUSED_JOB_SQL};
 use crate::sql::status_list;
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
@@ -133,6 +133,8 @@ pub async fn job_claim(
     let family_name = JsValue::from_str(family.as_str());
     // A running job whose lease ran out: its worker died.
     let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
+    // A job the claim may start: claimable, or lost by a dead worker.
+    let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
     let lost = format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
     let record_lost = db
         .prepare(record_lost_attempts_sql("?2", &lost, "?4"))
@@ -154,7 +156,7 @@ pub async fn job_claim(
              escalated_at = IIF({exhausted}, NULL, escalated_at), \
              sent_at = IIF({exhausted}, sent_at, COALESCE(sent_at, ?2)) \
              WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 AND (({exhausted}) \
-             OR (expires_at <= ?2 AND (+status IN ({claimable}) OR ({ran_out})))) \
+             OR (expires_at <= ?2 AND {runnable})) \
              RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
              expires_at, status"
         ))
@@ -164,7 +166,7 @@ pub async fn job_claim(
             "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
              updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
              WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-             AND (+status IN ({claimable}) OR ({ran_out})) \
+             AND {runnable} \
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
              parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
@@ -183,9 +185,9 @@ pub async fn job_claim(
     let hold = db
         .prepare(format!(
             "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
-             WHERE id IN (SELECT value FROM json_each(IIF(EXISTS (SELECT 1 FROM pauses), ?1, '[]'))) \
+             WHERE id IN (SELECT value FROM json_each(IIF({ANY_PAUSE_SQL}, ?1, '[]'))) \
              AND +run_at <= ?3 \
-             AND (+status IN ({claimable}) OR ({ran_out})) \
+             AND {runnable} \
              AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
         ))
         .bind(&[
