@@ -365,6 +365,15 @@ describe("admin API (messages delivered by the test)", () => {
     assert.ok(d.last_hour.succeeded > 0);
     assert.equal(d.last_hour.dead, await attempts("'dead'"));
     assert.ok(d.last_hour.p50_ms <= d.last_hour.p95_ms);
+    // One value per attempt of the family: `failed` of each run record, the `at`th of each
+    // success as its batch's row keeps it ([type, duration_ms, wait_ms, latency_ms]).
+    const perAttempt = (failed, at) =>
+      `SELECT ${failed} AS v FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.family = 'default' UNION ALL ` +
+      `SELECT s.value ->> ${at} FROM success_batches b, json_each(b.successes) s WHERE b.family = 'default'`;
+    const longest = await p.count(`SELECT MAX(v) FROM (${perAttempt("r.duration_ms", 1)})`);
+    assert.ok(d.last_hour.p95_ms <= longest, "a percentile is never past the longest attempt");
+    const waits = perAttempt("IIF(r.run = 1, r.started_at - j.created_at, NULL)", 2);
+    assert.equal(d.last_hour.avg_wait_ms, await p.count(`SELECT ROUND(AVG(v)) FROM (${waits})`), "the first runs' average wait");
     assert.equal(res.body.totals.last_hour.finished, runs);
     assert.equal(res.body.totals.counts.queued, await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued'"));
     const failures = await api.call("GET", "/v1/admin/failures", { query: "?limit=5" });

@@ -187,6 +187,7 @@ async fn run_jobs(
         finished_at: f.finished_at,
         duration_ms: f.finished_at - f.started_at,
         decision: f.decision,
+        wait_ms: (f.job.runs == 1).then(|| f.started_at - f.job.created_at),
     });
     let minutes = job_minutes::tally(family, ended);
     let settled = (minutes.iter()).fold(Settled::default(), |all, m| all.merged(&m.settled));

@@ -5,18 +5,18 @@
 
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::observe::analytics_points::execution_point;
+use jobs_shared::observe::analytics_points::{execution_point, Point};
 use jobs_shared::observe::job_event::{
     decision_error, job_event, logs_success, outcome_events, run_outcome, success_log_percent,
     JobEventKind, JobRef, Settled,
 };
 use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
-use jobs_shared::util::analytics_write::write_point_to;
+use jobs_shared::util::analytics_write::write_points_to;
 use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
 use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use worker::{console_error, console_log, console_warn, AnalyticsEngineDataset, Env};
+use worker::{console_error, console_log, console_warn, Env};
 
 use crate::delivery::Delivery;
 use crate::job_context::JobContext;
@@ -60,14 +60,15 @@ pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
                 .into_iter()
                 .for_each(emit);
         }
-        if let Some(dataset) = &dataset {
-            write_point(dataset, family, a);
-        }
+    }
+    if let Some(dataset) = &dataset {
+        let points: Vec<Point> = attempts.iter().map(|a| point(family, a)).collect();
+        write_points_to(dataset, &points);
     }
 }
 
 /// The attempt's point, laid out as `analytics_points::EXECUTION` says.
-fn write_point(dataset: &AnalyticsEngineDataset, family: Family, a: &Recorded<'_>) {
+fn point<'a>(family: Family, a: &'a Recorded<'_>) -> Point<'a> {
     let error_class = decision_error(a.decision).map_or("", |e| e.class.as_str());
     let values = (
         a.duration_ms as f64,
@@ -75,14 +76,13 @@ fn write_point(dataset: &AnalyticsEngineDataset, family: Family, a: &Recorded<'_
         a.cost_cents,
     );
     let outcome = run_outcome(a.decision);
-    let point = execution_point(
+    execution_point(
         &a.job.job_type,
         family.as_str(),
         outcome,
         error_class,
         values,
-    );
-    write_point_to(dataset, &point);
+    )
 }
 
 /// `job.skipped`: a delivered message ran nothing; `reason` says why and `action` whether the

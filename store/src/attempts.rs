@@ -1,18 +1,17 @@
 //! Every attempt that ended in a span, as one stream of SQL rows: the failed ones from
 //! `job_runs` (through `job_runs_failed`, migration 0015) with their jobs, the successes from
-//! `success_batches` (migration 0016). The windows over attempts (stats' last hour, the alert
-//! rules) and the execution histogram's roll-up read them through [`attempts_sql`] only.
+//! `success_batches` (migration 0016). The alert rules' window and the execution histogram's
+//! roll-up read them through [`attempts_sql`] only. (Stats' last hour reads the successes per
+//! minute instead, from `job_minutes`, and the failed runs through [`failed_runs_since`].)
 
 use jobs_shared::ErrorClass;
 use jobs_shared::JobStatus::{Dead, Retrying, Succeeded};
-use jobs_shared::SqlValue;
-use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::{num, statement};
+use crate::d1::num;
 
-/// The longest window read over attempts (stats' and the alert rules' last hour): success
-/// batches are kept this long, and until rolled into the histogram.
+/// The longest window read over attempts (the alert rules' last hour): success batches are
+/// kept this long, and until rolled into the histogram.
 pub const WINDOW_MS: i64 = 60 * 60 * 1000;
 
 /// A subquery of the attempts that finished in [`since`, `until`) (SQL expressions; `until`
@@ -24,58 +23,27 @@ pub(crate) fn attempts_sql(since: &str, until: Option<&str>) -> String {
     let before = |column: &str| until.map_or(String::new(), |u| format!(" AND {column} < {u}"));
     format!(
         "SELECT j.family, j.type, r.outcome, r.error_class, r.duration_ms, r.finished_at, \
-         CASE WHEN r.run = 1 THEN r.started_at - j.created_at END AS wait_ms, \
-         r.finished_at - j.run_at AS latency_ms \
-         FROM job_runs r INDEXED BY job_runs_failed JOIN jobs j ON j.id = r.job_id \
-         WHERE r.outcome <> '{Succeeded}' AND r.finished_at >= {since}{run_before} \
+         {FIRST_RUN_WAIT} AS wait_ms, r.finished_at - j.run_at AS latency_ms \
+         FROM {failed}{run_before} \
          UNION ALL \
          SELECT b.family, s.value ->> 0, '{Succeeded}', NULL, s.value ->> 1, b.finished_at, \
          s.value ->> 2, s.value ->> 3 \
          FROM success_batches b, json_each(b.successes) s WHERE b.finished_at >= {since}{batch_before}",
+        failed = failed_runs_since(since),
         run_before = before("r.finished_at"),
         batch_before = before("b.finished_at"),
     )
 }
 
-/// One family's (or `all`'s) window of attempts.
-#[derive(Deserialize, Default, Clone)]
-pub struct WindowRow {
-    pub family: String,
-    pub finished: i64,
-    pub succeeded: i64,
-    pub retried: i64,
-    pub dead: i64,
-    pub finished_recent: i64,
-    pub avg_wait_ms: Option<f64>,
-    pub p50_ms: Option<i64>,
-    pub p95_ms: Option<i64>,
-}
+/// A failed run's (`r`) wait from its job's (`j`) enqueue to its start, on a first run only.
+pub(crate) const FIRST_RUN_WAIT: &str = "CASE WHEN r.run = 1 THEN r.started_at - j.created_at END";
 
-/// The attempts that finished since `since_ms` (rows: [`WindowRow`]), per family, or with
-/// `overall` one row with family `all`; "recent" counts those since `recent_ms`. The
-/// percentiles are nearest-rank: the value at rank ceil(n * p / 100) by duration.
-pub fn attempt_window(
-    db: &D1Database,
-    overall: bool,
-    since_ms: i64,
-    recent_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    let key = if overall { "'all'" } else { "a.family" };
-    statement(
-        db,
-        &format!(
-            "SELECT family, COUNT(*) AS finished, SUM(outcome = '{Succeeded}') AS succeeded, \
-             SUM(outcome = '{Retrying}') AS retried, SUM(outcome = '{Dead}') AS dead, \
-             SUM(finished_at >= ?1) AS finished_recent, AVG(wait_ms) AS avg_wait_ms, \
-             MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms, \
-             MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms \
-             FROM (SELECT {key} AS family, a.outcome, a.finished_at, a.wait_ms, a.duration_ms, \
-               ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY a.duration_ms) AS rn, \
-               COUNT(*) OVER (PARTITION BY {key}) AS n FROM ({attempts}) a) \
-             GROUP BY family",
-            attempts = attempts_sql("?2", None),
-        ),
-        &[SqlValue::Int(recent_ms), SqlValue::Int(since_ms)],
+/// After `FROM`: the run records (`r`) of the attempts that did not succeed and finished at or
+/// after `since` (an SQL expression), with their jobs (`j`), read through `job_runs_failed`.
+pub(crate) fn failed_runs_since(since: &str) -> String {
+    format!(
+        "job_runs r INDEXED BY job_runs_failed JOIN jobs j ON j.id = r.job_id \
+         WHERE r.outcome <> '{Succeeded}' AND r.finished_at >= {since}"
     )
 }
 
@@ -83,7 +51,7 @@ pub fn attempt_window(
 /// `FamilyWindow`): failed ones (retried or dead; a skip is no failure) and rate-limited ones,
 /// the average duration, the p95 latency of those that ended their job (from the job's due
 /// time, `run_at`, which is that attempt's), and the p95 duration of those since `recent_ms`
-/// beside the rest's. Nearest-rank percentiles, as in [`attempt_window`].
+/// beside the rest's. Nearest-rank percentiles: the value at rank ceil(n * p / 100).
 pub fn attempt_alert_window_by_family(
     db: &D1Database,
     since_ms: i64,

@@ -64,8 +64,9 @@ pub fn histogram_add_span(
     Ok([add, advance])
 }
 
-/// SQL giving the (non-cumulative) bucket index of `column` (ms); the last index is +Inf.
-fn bucket_sql(column: &str) -> String {
+/// SQL giving the (non-cumulative) bucket index of `column` (ms), as shared `bucket_of`; the
+/// last index is +Inf.
+pub(crate) fn bucket_sql(column: &str) -> String {
     let arms: Vec<String> = DURATION_BUCKETS_MS
         .iter()
         .enumerate()

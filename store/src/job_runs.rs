@@ -10,7 +10,9 @@ use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::statement;
+use crate::attempts::{failed_runs_since, FIRST_RUN_WAIT};
+use crate::d1::{num, statement};
+use crate::execution_histogram::bucket_sql;
 use crate::sql::outcome_rows_of_running_jobs;
 use jobs_shared::SqlValue;
 
@@ -53,6 +55,25 @@ pub(crate) fn job_run_insert_failed(
         rows = outcome_rows_of_running_jobs(),
     ))
     .bind(std::slice::from_ref(rows))
+}
+
+/// The failed attempts that finished since `since_ms` (rows: shared `last_hour::FailedRow`),
+/// grouped by family, outcome and duration bucket: stats' last hour, whose successes are
+/// counted per minute in `job_minutes`. "Recent" ones finished since `recent_ms`.
+pub fn job_run_failed_window(
+    db: &D1Database,
+    since_ms: i64,
+    recent_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(format!(
+        "SELECT j.family, r.outcome, {bucket} AS bucket, COUNT(*) AS count, \
+         SUM(r.finished_at >= ?2) AS recent, COUNT({FIRST_RUN_WAIT}) AS waited, \
+         IFNULL(SUM({FIRST_RUN_WAIT}), 0) AS wait_sum_ms, MAX(r.duration_ms) AS max_ms \
+         FROM {failed} GROUP BY j.family, r.outcome, bucket",
+        bucket = bucket_sql("r.duration_ms"),
+        failed = failed_runs_since("?1"),
+    ))
+    .bind(&[num(since_ms), num(recent_ms)])
 }
 
 /// One attempt's record.

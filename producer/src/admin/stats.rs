@@ -1,14 +1,17 @@
 //! GET /v1/admin/stats: what an operator watches. Per family and overall: job counts by
 //! status, the waiting backlog (due and not running) and how long its oldest job has waited,
 //! and the last hour of attempts (succeeded, retried, dead, success and failure rate, p50/p95
-//! execution time, average wait from enqueue to first start, throughput over the last 5 min).
+//! execution time from the duration buckets, average wait from enqueue to first start,
+//! throughput over the last 5 min), by whole minutes.
 //! The screenshot family also shows its browser slots in use (`browser_slots`, README "Screenshots").
 
-use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
-use jobs_store::attempts::{attempt_window, WindowRow, WINDOW_MS};
-use jobs_store::jobs::{
-    job_count_by_family_and_status, job_count_waiting_by_family, CountRow, WaitingRow,
+use jobs_shared::observe::last_hour::{
+    recent_start, window_start, FailedRow, SuccessRow, Window, WINDOW_MS,
 };
+use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
+use jobs_store::job_minutes::job_minute_success_window;
+use jobs_store::job_runs::job_run_failed_window;
+use jobs_store::jobs::{job_count_by_family_and_status, CountRow};
 use jobs_store::pauses::{pause_list_names, PausedRow};
 use serde_json::{json, Map, Value};
 use worker::{D1Database, Response};
@@ -16,40 +19,34 @@ use worker::{D1Database, Response};
 use super::{d1, Admin};
 use crate::{env_config, respond};
 
-const RECENT_MS: i64 = 5 * 60 * 1000;
-
 /// Everything the stats show, read in ONE D1 batch.
 struct Snapshot {
     counts: Vec<CountRow>,
-    waiting: Vec<WaitingRow>,
-    /// Per family, then one row with family `all`.
-    window: Vec<WindowRow>,
+    successes: Vec<SuccessRow>,
+    failed: Vec<FailedRow>,
     pauses: Vec<PausedRow>,
 }
 
-/// Counts per family and status, the waiting backlog and its oldest job, and the last
-/// `WINDOW_MS` of attempts ("recent": the last `RECENT_MS`, the live throughput), per
-/// family and overall.
+/// Counts per family and status with the due backlog and its oldest job, and the last hour of
+/// attempts (shared `last_hour`): each a read bounded by the live jobs or by the families,
+/// minutes and buckets, not by how many jobs ran.
 async fn snapshot(db: &D1Database, now_ms: i64) -> Result<Snapshot, ApiError> {
-    let (since, recent) = (now_ms - WINDOW_MS, now_ms - RECENT_MS);
+    let (since, recent) = (window_start(now_ms), recent_start(now_ms));
     let statements = [
-        job_count_by_family_and_status(db),
-        job_count_waiting_by_family(db, now_ms),
-        attempt_window(db, false, since, recent),
-        attempt_window(db, true, since, recent),
+        job_count_by_family_and_status(db, now_ms),
+        job_minute_success_window(db, since, recent),
+        job_run_failed_window(db, since, recent),
         pause_list_names(db),
     ]
     .into_iter()
     .collect::<worker::Result<Vec<_>>>()
     .map_err(|e| respond::internal(&e))?;
     let results = d1::batch(db, statements).await?;
-    let mut window: Vec<WindowRow> = d1::rows(&results[2])?;
-    window.extend(d1::rows::<WindowRow>(&results[3])?);
     Ok(Snapshot {
         counts: d1::rows(&results[0])?,
-        waiting: d1::rows(&results[1])?,
-        window,
-        pauses: d1::rows(&results[4])?,
+        successes: d1::rows(&results[1])?,
+        failed: d1::rows(&results[2])?,
+        pauses: d1::rows(&results[3])?,
     })
 }
 
@@ -90,29 +87,23 @@ fn group(s: &Snapshot, family: Option<&str>, now: i64) -> Value {
         .iter()
         .map(|st| (st.as_str().to_string(), Value::from(0)))
         .collect();
-    for row in s.counts.iter().filter(|r| in_group(&r.family)) {
+    let rows: Vec<&CountRow> = s.counts.iter().filter(|r| in_group(&r.family)).collect();
+    for row in &rows {
         let n = counts.get(&row.status).and_then(Value::as_i64).unwrap_or(0);
         counts.insert(row.status.clone(), Value::from(n + row.count));
     }
-    let waiting: Vec<_> = s.waiting.iter().filter(|r| in_group(&r.family)).collect();
-    let oldest = waiting.iter().filter_map(|r| r.oldest_run_at).min();
-    let window = s
-        .window
-        .iter()
-        .find(|w| w.family == family.unwrap_or("all"))
-        .cloned()
-        .unwrap_or_default();
+    let oldest = rows.iter().filter_map(|r| r.oldest_due_at).min();
     json!({
         "counts": counts,
-        "backlog": waiting.iter().map(|r| r.backlog).sum::<i64>(),
-        "held": waiting.iter().map(|r| r.held).sum::<i64>(),
+        "backlog": rows.iter().map(|r| r.due).sum::<i64>(),
+        "held": rows.iter().map(|r| r.held).sum::<i64>(),
         "oldest_waiting_secs": oldest.map(|at| (now - at).max(0) / 1000),
         "paused": family.is_some_and(|f| s.pauses.iter().any(|p| p.kind == "family" && p.name == f)),
-        "last_hour": last_hour(&window),
+        "last_hour": last_hour(&Window::of(family, &s.successes, &s.failed), now),
     })
 }
 
-fn last_hour(w: &WindowRow) -> Value {
+fn last_hour(w: &Window, now: i64) -> Value {
     let rate = |n: i64| (w.finished > 0).then(|| n as f64 / w.finished as f64);
     json!({
         "finished": w.finished,
@@ -121,9 +112,9 @@ fn last_hour(w: &WindowRow) -> Value {
         "dead": w.dead,
         "success_rate": rate(w.succeeded),
         "failure_rate": rate(w.retried + w.dead),
-        "p50_ms": w.p50_ms,
-        "p95_ms": w.p95_ms,
-        "avg_wait_ms": w.avg_wait_ms.map(|ms| ms.round() as i64),
-        "throughput_per_min": w.finished_recent as f64 * 60_000.0 / RECENT_MS as f64,
+        "p50_ms": w.percentile_ms(50),
+        "p95_ms": w.percentile_ms(95),
+        "avg_wait_ms": w.avg_wait_ms(),
+        "throughput_per_min": w.throughput_per_min(now),
     })
 }

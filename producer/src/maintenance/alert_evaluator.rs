@@ -18,7 +18,7 @@ use jobs_shared::observe::analytics_points::backlog_point;
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
 use jobs_shared::observe::job_minutes::minute_of;
 use jobs_shared::observe::severity::Severity;
-use jobs_shared::util::analytics_write::write_point_to;
+use jobs_shared::util::analytics_write::write_points_to;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
 use jobs_store::attempts::{attempt_alert_window_by_family, WINDOW_MS};
@@ -195,16 +195,20 @@ fn write_backlog_points(tick: &Tick<'_>, backlog: &[FamilyWindow], running: &[Ru
     let Ok(dataset) = tick.env.analytics_engine("METRICS") else {
         return;
     };
-    for family in Family::ALL {
-        let name = family.as_str();
-        let waiting = backlog
-            .iter()
-            .find(|r| r.family == name)
-            .map_or(0, |r| r.backlog);
-        let busy = running
-            .iter()
-            .find(|r| r.family == name)
-            .map_or(0, |r| r.running);
-        write_point_to(&dataset, &backlog_point(name, waiting as f64, busy as f64));
-    }
+    let points: Vec<_> = Family::ALL
+        .iter()
+        .map(|family| {
+            let name = family.as_str();
+            let waiting = backlog
+                .iter()
+                .find(|r| r.family == name)
+                .map_or(0, |r| r.backlog);
+            let busy = running
+                .iter()
+                .find(|r| r.family == name)
+                .map_or(0, |r| r.running);
+            backlog_point(name, waiting as f64, busy as f64)
+        })
+        .collect();
+    write_points_to(&dataset, &points);
 }

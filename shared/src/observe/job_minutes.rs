@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::job::family::Family;
 use crate::job::job_outcome::Decision;
+use crate::observe::execution_histogram::{bucket_of, BUCKETS};
 use crate::observe::job_event::Settled;
 
 pub const MINUTE_MS: i64 = 60_000;
@@ -33,20 +34,28 @@ pub struct MinuteCounts {
 }
 
 /// What one batch adds to a family-minute: what it settled in that minute (the store writes
-/// `retried + dead` as `failed`).
+/// `retried + dead` as `failed`), and its successes' durations and waits, which stats' last
+/// hour reads from here (shared `observe::last_hour`; the failed attempts' are on their runs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MinuteTally {
     pub family: &'static str,
     pub minute: i64,
     #[serde(flatten)]
     pub settled: Settled,
+    /// The successes by duration bucket (shared `execution_histogram`).
+    pub durations: [u32; BUCKETS],
+    /// The successes that were their job's first run, and their waits (enqueue to start).
+    pub waited: u32,
+    pub wait_sum_ms: i64,
 }
 
-/// An attempt that ended: when, how long it took, and what followed it.
+/// An attempt that ended: when, how long it took, what followed it, and its wait from enqueue
+/// to start when it was its job's first run.
 pub struct Ended<'a> {
     pub finished_at: i64,
     pub duration_ms: i64,
     pub decision: &'a Decision,
+    pub wait_ms: Option<i64>,
 }
 
 /// A batch's attempts, settled per minute (in minute order).
@@ -65,7 +74,15 @@ pub fn tally<'a>(family: Family, ended: impl IntoIterator<Item = Ended<'a>>) -> 
                 out.len() - 1
             }
         };
-        out[at].settled.add(e.decision, e.duration_ms);
+        let minute = &mut out[at];
+        minute.settled.add(e.decision, e.duration_ms);
+        if matches!(e.decision, Decision::Succeed) {
+            minute.durations[bucket_of(e.duration_ms)] += 1;
+            if let Some(wait) = e.wait_ms {
+                minute.waited += 1;
+                minute.wait_sum_ms += wait;
+            }
+        }
     }
     out.sort_by_key(|t| t.minute);
     out
@@ -167,6 +184,7 @@ mod tests {
                 finished_at,
                 duration_ms,
                 decision,
+                wait_ms: Some(duration_ms * 2),
             });
         let minutes = tally(Family::Low, ended);
         let got: Vec<_> = minutes
@@ -193,6 +211,12 @@ mod tests {
             ]
         );
         assert!(minutes.iter().all(|t| t.family == "low"));
+        // Only the success (10 ms, waited 20) is bucketed and its wait summed.
+        let first = &minutes[1];
+        assert_eq!(first.durations[bucket_of(10)], 1);
+        assert_eq!(first.durations.iter().sum::<u32>(), 1);
+        assert_eq!((first.waited, first.wait_sum_ms), (1, 20));
+        assert!(minutes[0].durations.iter().all(|n| *n == 0) && minutes[0].waited == 0);
     }
 
     #[test]

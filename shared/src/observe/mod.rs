@@ -9,6 +9,7 @@ pub mod escalation;
 pub mod execution_histogram;
 pub mod job_event;
 pub mod job_minutes;
+pub mod last_hour;
 pub mod prometheus;
 pub mod severity;
 pub mod span_events;

@@ -1,19 +1,44 @@
-//! Both Workers' one way to write an Analytics Engine data point (feature `workers`), laid out as
+//! Both Workers' one way to write Analytics Engine data points (feature `workers`), laid out as
 //! `observe::analytics_points` says.
 
-use worker::{console_error, AnalyticsEngineDataPointBuilder, AnalyticsEngineDataset};
+use serde::Serialize;
+use worker::js_sys::{Array, Function, Reflect, JSON};
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::{console_error, AnalyticsEngineDataset};
 
 use crate::observe::analytics_points::Point;
 
-/// Writes `point`; a failed write is logged, never the caller's concern.
-pub fn write_point_to(dataset: &AnalyticsEngineDataset, point: &Point<'_>) {
-    let builder = AnalyticsEngineDataPointBuilder::new().indexes([point.index]);
-    let builder = point
-        .blobs
-        .iter()
-        .fold(builder, |b, blob| b.add_blob(*blob));
-    let builder = point.doubles.iter().fold(builder, |b, d| b.add_double(*d));
-    if let Err(e) = builder.write_to(dataset) {
-        console_error!("analytics engine write failed: {e}");
+/// A point as `writeDataPoint` takes it.
+#[derive(Serialize)]
+struct DataPoint<'a> {
+    indexes: [&'a str; 1],
+    blobs: &'a [&'a str],
+    doubles: &'a [f64],
+}
+
+/// Writes `points`; a failed write is logged, never the caller's concern. The points cross into
+/// JS as one JSON text (a batch's hundred points, not a call per field of each).
+pub fn write_points_to(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) {
+    if let Err(e) = write_all(dataset, points) {
+        console_error!("analytics engine write failed: {e:?}");
     }
+}
+
+fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> Result<(), JsValue> {
+    let points: Vec<DataPoint> = points
+        .iter()
+        .map(|p| DataPoint {
+            indexes: [p.index],
+            blobs: &p.blobs,
+            doubles: &p.doubles,
+        })
+        .collect();
+    let text = serde_json::to_string(&points).map_err(|e| JsValue::from_str(&e.to_string()))?;
+    let points: Array = JSON::parse(&text)?.dyn_into()?;
+    let this: &JsValue = dataset.as_ref();
+    let write: Function = Reflect::get(this, &"writeDataPoint".into())?.dyn_into()?;
+    for point in points.iter() {
+        write.call1(this, &point)?;
+    }
+    Ok(())
 }

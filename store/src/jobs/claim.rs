@@ -40,6 +40,8 @@ pub struct Claimed {
     pub retry_policy: Option<String>,
     /// Who enqueued it (a chain's next step inherits it).
     pub enqueued_by: Option<String>,
+    /// When it was enqueued: a first run's wait is from here to its start.
+    pub created_at: i64,
 }
 
 impl Claimed {
@@ -170,7 +172,7 @@ pub async fn job_claim(
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
              parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-             enqueued_by"
+             enqueued_by, created_at"
         ))
         .bind(&[
             ids_json.clone(),

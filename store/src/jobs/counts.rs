@@ -7,37 +7,45 @@ use jobs_shared::{Family, SqlValue};
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::indexes::{PartialIndex, ENDED, UNFINISHED};
+use super::indexes::{ENDED, UNFINISHED};
 use crate::d1::{num, statement};
 use crate::sql::status_list;
 
+/// The jobs of one family and status, and of those waiting for their run the ones due (the
+/// backlog), held by a pause, and the oldest due time.
 #[derive(Deserialize)]
 pub struct CountRow {
     pub family: String,
     pub status: String,
     pub count: i64,
+    pub due: i64,
+    pub held: i64,
+    pub oldest_due_at: Option<i64>,
 }
 
-/// Jobs counted by family and status (rows: [`CountRow`]): every live job and every job that
-/// ended unsucceeded, read through their indexes, and the jobs that succeeded within the
-/// history `job_minutes` keeps (RETAIN_HISTORY_DAYS), summed from its rows: counting the
-/// succeeded history itself would read every row of it.
-pub fn job_count_by_family_and_status(db: &D1Database) -> worker::Result<D1PreparedStatement> {
-    let count = |index: &PartialIndex| {
-        format!(
-            "SELECT family, status, COUNT(*) AS count FROM {} GROUP BY family, status",
-            index.rows()
-        )
-    };
+/// Jobs counted by family and status at `now_ms` (rows: [`CountRow`]): every live job, read
+/// once through its index (with the due backlog among them), every job that ended
+/// unsucceeded, through its index, and the jobs that succeeded within the history
+/// `job_minutes` keeps (RETAIN_HISTORY_DAYS), summed from its rows: counting the succeeded
+/// history itself would read every row of it.
+pub fn job_count_by_family_and_status(
+    db: &D1Database,
+    now_ms: i64,
+) -> worker::Result<D1PreparedStatement> {
+    let due = format!("status IN ({}) AND run_at <= ?1", backlog_statuses());
     statement(
         db,
         &format!(
-            "{} UNION ALL {} UNION ALL SELECT family, '{Succeeded}', SUM(succeeded) \
+            "SELECT family, status, COUNT(*) AS count, SUM({due}) AS due, \
+             SUM({due} AND held_at IS NOT NULL) AS held, MIN(IIF({due}, run_at, NULL)) AS oldest_due_at \
+             FROM {unfinished} GROUP BY family, status \
+             UNION ALL SELECT family, status, COUNT(*), 0, 0, NULL FROM {ended} GROUP BY family, status \
+             UNION ALL SELECT family, '{Succeeded}', SUM(succeeded), 0, 0, NULL \
              FROM job_minutes GROUP BY family",
-            count(&UNFINISHED),
-            count(&ENDED)
+            unfinished = UNFINISHED.rows(),
+            ended = ENDED.rows(),
         ),
-        &[],
+        &[SqlValue::Int(now_ms)],
     )
 }
 
@@ -56,31 +64,6 @@ pub(crate) fn backlog_by_family_sql() -> String {
     format!(
         "SELECT family, COUNT(*) AS backlog FROM {} AND run_at <= ?1 GROUP BY family",
         live_in(&backlog_statuses())
-    )
-}
-
-#[derive(Deserialize)]
-pub struct WaitingRow {
-    pub family: String,
-    pub backlog: i64,
-    pub held: i64,
-    pub oldest_run_at: Option<i64>,
-}
-
-/// Each family's due backlog, how much of it a pause holds, and its oldest due time
-/// (rows: [`WaitingRow`]).
-pub fn job_count_waiting_by_family(
-    db: &D1Database,
-    now_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    statement(
-        db,
-        &format!(
-            "SELECT family, COUNT(*) AS backlog, SUM(held_at IS NOT NULL) AS held, \
-             MIN(run_at) AS oldest_run_at FROM {} AND run_at <= ? GROUP BY family",
-            live_in(&backlog_statuses())
-        ),
-        &[SqlValue::Int(now_ms)],
     )
 }
 

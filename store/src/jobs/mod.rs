@@ -27,7 +27,7 @@ pub use claim::{job_claim, job_extend_leases, Claim, Claimed, Exhausted, Held, P
 pub(crate) use counts::backlog_by_family_sql;
 pub use counts::{
     job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
-    job_count_running_by_family, job_count_waiting_by_family, CountRow, RunningRow, WaitingRow,
+    job_count_running_by_family, CountRow, RunningRow,
 };
 pub(crate) use escalation::digest_pending_sql;
 pub use escalation::{
