@@ -2,6 +2,7 @@
 // installed (worker-build would otherwise try to download them from GitHub).
 // Usage: node scripts/build.mjs [producer|consumer|bench/floor ...]   (default: the two workers)
 import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -21,7 +22,32 @@ const env = {
 // then merge (about 2 KB of the producer's gzip).
 const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bulk-memory", "multivalue", "reference-types", "exception-handling"];
 
+/** The newest change under `path` (ms), build outputs left out. */
+function newest(path) {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  const inside = readdirSync(path).filter((name) => !["build", "target", "node_modules"].includes(name));
+  return Math.max(stat.mtimeMs, ...inside.map((name) => newest(join(path, name))));
+}
+
+/**
+ * Whether `crate`'s WASM is newer than everything it is built from (its own files, the crates it
+ * uses, the workspace manifests and this script). `npm run dev` builds both Workers, then
+ * `wrangler dev` runs this again for each one (their `[build]` command): those runs are no-ops.
+ */
+function upToDate(crate) {
+  const wasm = join(root, crate, "build", "index_bg.wasm");
+  if (!existsSync(wasm)) return false;
+  const inputs = [crate, "shared", "store", "Cargo.toml", "Cargo.lock"].map((p) => join(root, p));
+  const built = statSync(wasm).mtimeMs;
+  return [...inputs, import.meta.filename].every((input) => newest(input) < built);
+}
+
 for (const crate of crates.length ? crates : ["producer", "consumer"]) {
+  if (upToDate(crate)) {
+    console.log(`${crate}: up to date`);
+    continue;
+  }
   const run = spawnSync("worker-build", ["--release"], { cwd: join(root, crate), env, stdio: "inherit" });
   if (run.status !== 0) {
     console.error(`build of ${crate} failed`);
