@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../tests/support/platform.mjs";
 
-/** How long a start may take: dev.sh builds both Workers first (about 80 s on 2 cores). */
+/** How long a start may take: dev.sh builds what changed first (about 45 s on 2 cores when nothing did). */
 const START_PATIENCE_MS = 5 * 60_000;
 
 /** Process groups still running and their state dirs, removed at the latest when node exits. */
