@@ -10,10 +10,6 @@ use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::num;
 
-/// The longest window read over attempts (the alert rules' last hour): success batches are
-/// kept this long, and until rolled into the histogram.
-pub const WINDOW_MS: i64 = 60 * 60 * 1000;
-
 /// A subquery of the attempts that finished in [`since`, `until`) (SQL expressions; `until`
 /// may be `None`), one row each: `family`, `type`, `outcome`, `error_class`, `duration_ms`,
 /// `finished_at` (a success's is its batch's), `wait_ms` (from enqueue to start, first runs

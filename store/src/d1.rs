@@ -1,11 +1,12 @@
 //! What every table module shares: values as D1 binds them, and a round trip counted in
 //! `D1Stats` (the benchmark and the Server-Timing header read those counts).
 
+use jobs_shared::util::js_json::from_js;
 use jobs_shared::{D1Stats, SqlValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::js_sys::{Array, Function, Promise, Reflect, JSON};
+use worker::js_sys::{Array, Function, Promise, Reflect};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, D1PreparedStatement, D1ResultMeta};
 
@@ -26,16 +27,13 @@ impl StatementResult {
         self.field("meta")
     }
 
-    /// One field of the result, read from its JSON text (None when absent).
+    /// One field of the result (None when absent), read as one JSON text (util::js_json).
     fn field<T: DeserializeOwned>(&self, name: &str) -> worker::Result<Option<T>> {
         let value = Reflect::get(&self.0, &name.into())?;
         if value.is_undefined() || value.is_null() {
             return Ok(None);
         }
-        let text = JSON::stringify(&value)?.as_string().unwrap_or_default();
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| worker::Error::RustError(e.to_string()))
+        from_js(&value).map(Some)
     }
 }
 

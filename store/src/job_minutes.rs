@@ -9,6 +9,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
 use crate::jobs::backlog_by_family_sql;
+use crate::sql::name_list;
 
 /// The columns of the successes' duration buckets (migration 0017): `d0` to `d15`, bucket `i`
 /// of shared `execution_histogram` in `di`.
@@ -57,17 +58,16 @@ pub fn job_minute_success_window(
     since_ms: i64,
     recent_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    let families: Vec<&str> = Family::ALL.iter().map(|f| f.as_str()).collect();
     let sums: Vec<String> = duration_columns().map(|d| format!("SUM({d})")).collect();
     db.prepare(format!(
         "SELECT family, SUM(succeeded) AS succeeded, \
          SUM(IIF(minute >= ?2, succeeded, 0)) AS succeeded_recent, SUM(waited) AS waited, \
          SUM(wait_sum_ms) AS wait_sum_ms, MAX(max_ms) AS max_ms, json_array({sums}) AS durations \
-         FROM job_minutes WHERE family IN (SELECT value FROM json_each(?3)) AND minute >= ?1 \
-         GROUP BY family",
+         FROM job_minutes WHERE family IN ({families}) AND minute >= ?1 GROUP BY family",
         sums = sums.join(", "),
+        families = name_list(Family::ALL.iter().map(|f| f.as_str())),
     ))
-    .bind(&[num(since_ms), num(recent_ms), json(&families)])
+    .bind(&[num(since_ms), num(recent_ms)])
 }
 
 /// Counts each family's due backlog at `now_ms` and keeps it on the minute's row, answering it

@@ -17,11 +17,12 @@ use jobs_shared::observe::alert_rules::{
 use jobs_shared::observe::analytics_points::backlog_point;
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
 use jobs_shared::observe::job_minutes::minute_of;
+use jobs_shared::observe::last_hour::WINDOW_MS;
 use jobs_shared::observe::severity::Severity;
 use jobs_shared::util::analytics_write::write_points_to;
 use jobs_shared::{budget, Family, RaisedAlert};
 use jobs_store::alerts::{self, AlertRow};
-use jobs_store::attempts::{attempt_alert_window_by_family, WINDOW_MS};
+use jobs_store::attempts::attempt_alert_window_by_family;
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
 use jobs_store::job_minutes::job_minute_record_backlog;
 use jobs_store::jobs::{job_count_running_by_family, RunningRow};

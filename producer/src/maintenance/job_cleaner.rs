@@ -5,7 +5,7 @@
 //! into the histogram. Live jobs are never touched. One batch (one transaction) per tick, at
 //! most `SWEEP_BATCH` rows of each.
 
-use jobs_store::attempts::WINDOW_MS;
+use jobs_shared::observe::last_hour::WINDOW_MS;
 use jobs_store::job_minutes::job_minute_delete_before;
 use jobs_store::jobs::job_delete_finished;
 use jobs_store::schedules::schedule_run_delete_before;

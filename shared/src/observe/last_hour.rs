@@ -9,7 +9,8 @@ use serde::Deserialize;
 use crate::observe::execution_histogram::{percentile, BUCKETS};
 use crate::observe::job_minutes::minute_of;
 
-/// How far back the window reaches (from the start of that minute).
+/// How far back the window reaches (from the start of that minute). The alert rules judge the
+/// same hour of attempts, so success batches are kept this long (and until rolled up).
 pub const WINDOW_MS: i64 = 60 * 60 * 1000;
 /// How far back "recent" reaches, for the live throughput.
 pub const RECENT_MS: i64 = 5 * 60 * 1000;

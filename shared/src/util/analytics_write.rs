@@ -2,11 +2,12 @@
 //! `observe::analytics_points` says.
 
 use serde::Serialize;
-use worker::js_sys::{Array, Function, Reflect, JSON};
+use worker::js_sys::{Function, Reflect};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{console_error, AnalyticsEngineDataset};
 
 use crate::observe::analytics_points::Point;
+use crate::util::js_json::to_js_array;
 
 /// A point as `writeDataPoint` takes it.
 #[derive(Serialize)]
@@ -20,11 +21,11 @@ struct DataPoint<'a> {
 /// JS as one JSON text (a batch's hundred points, not a call per field of each).
 pub fn write_points_to(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) {
     if let Err(e) = write_all(dataset, points) {
-        console_error!("analytics engine write failed: {e:?}");
+        console_error!("analytics engine write failed: {e}");
     }
 }
 
-fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> Result<(), JsValue> {
+fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> worker::Result<()> {
     let points: Vec<DataPoint> = points
         .iter()
         .map(|p| DataPoint {
@@ -33,8 +34,7 @@ fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> Result<(
             doubles: &p.doubles,
         })
         .collect();
-    let text = serde_json::to_string(&points).map_err(|e| JsValue::from_str(&e.to_string()))?;
-    let points: Array = JSON::parse(&text)?.dyn_into()?;
+    let points = to_js_array(&points)?;
     let this: &JsValue = dataset.as_ref();
     let write: Function = Reflect::get(this, &"writeDataPoint".into())?.dyn_into()?;
     for point in points.iter() {

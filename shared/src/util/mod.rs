@@ -1,10 +1,12 @@
 //! Small helpers without a domain of their own: time formats, capped bodies, numeric vars,
-//! and the Workers' ways onto a queue and into Analytics Engine.
+//! and the Workers' ways onto a queue, into Analytics Engine and across the JS boundary.
 
 #[cfg(feature = "workers")]
 pub mod analytics_write;
 pub mod body_cap;
 pub(crate) mod config_var;
+#[cfg(feature = "workers")]
+pub mod js_json;
 #[cfg(feature = "workers")]
 pub mod queue_send;
 pub mod time_fmt;

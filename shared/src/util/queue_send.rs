@@ -4,12 +4,11 @@
 //! loses nothing: what was not accepted stays in the outbox for the sweep (or, for a DLQ, is
 //! dead in D1 already). Both Workers read the queues' delay limit here too.
 
-use worker::js_sys::{Array, JSON};
-use worker::wasm_bindgen::JsCast;
 use worker::{
     console_error, console_warn, BatchMessageBuilder, Env, QueueContentType, RawMessageBuilder,
 };
 
+use crate::util::js_json::to_js_array;
 use crate::{DeliveryPlan, Family, JobMessage, Lane, NewJob, QueueDelayLimit};
 
 /// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]); a bad value is logged and the default used.
@@ -104,15 +103,6 @@ impl Destination {
     }
 }
 
-/// The messages' bodies as JS values, from one JSON text: one call across the boundary for the
-/// whole batch rather than one per field of every message.
-fn js_bodies(chunk: &[&Outgoing]) -> worker::Result<Array> {
-    let messages: Vec<&JobMessage> = chunk.iter().map(|o| &o.message).collect();
-    let text =
-        serde_json::to_string(&messages).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    Ok(JSON::parse(&text)?.dyn_into()?)
-}
-
 /// Sends messages to `to`, at most 100 per sendBatch; a failed send is logged. Returns the ids
 /// the queues accepted.
 pub async fn send_to(env: &Env, outgoing: &[Outgoing], to: Destination) -> Vec<String> {
@@ -129,7 +119,9 @@ pub async fn send_to(env: &Env, outgoing: &[Outgoing], to: Destination) -> Vec<S
             .filter(|o| to.binding(o.family, o.lane) == binding)
             .collect();
         for chunk in of_queue.chunks(MAX_SEND_BATCH) {
-            let sent = match (env.queue(binding), js_bodies(chunk)) {
+            // The bodies cross into JS as one JSON text (util::js_json).
+            let messages: Vec<&JobMessage> = chunk.iter().map(|o| &o.message).collect();
+            let sent = match (env.queue(binding), to_js_array(&messages)) {
                 (Ok(queue), Ok(bodies)) => {
                     let messages: Vec<_> = chunk
                         .iter()
