@@ -230,6 +230,7 @@ describe("messages delivered by the test", () => {
         { id: "m-b", ...message(enq.body) },
       ]);
       assert.deepEqual([...result.explicitAcks].sort(), ["m-a", "m-b"]);
+      assert.equal(result.ackAll, true, "every message acked: in one ackAll");
       assert.equal(result.retryMessages.length, 0);
       assert.equal(app.requests("/twice-in-batch").length, 1);
       assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);

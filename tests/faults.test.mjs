@@ -113,6 +113,7 @@ describe("hostile answers cannot stall, poison or multiply a batch", () => {
     const undo = await refuseSuccess(p, poisoned);
     try {
       const result = await p.deliver("jobs-default", messages(ids));
+      assert.equal(result.ackAll, false, "one retried: each message settled on its own");
       assert.equal(result.explicitAcks.length, 3);
       assert.deepEqual(result.retryMessages.map((m) => m.msgId), [`m-${poisoned}`]);
     } finally {

@@ -40,16 +40,16 @@ const NOT_STARTED: Release = Release {
     reason: "released",
 };
 
-pub async fn run(queue: &str, deliveries: Vec<Delivery>, env: &Env, invocation: &Invocation) {
+pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &Invocation) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
         console_error!("batch from unknown queue {queue}: retried later");
         deliveries.iter().for_each(|d| d.retry(300));
         return;
     };
     if is_dlq {
-        return dead_letters::record(family, &deliveries, env).await;
+        return dead_letters::record(family, deliveries, env).await;
     }
-    for delivery in &deliveries {
+    for delivery in deliveries {
         if let Err(e) = &delivery.message {
             console_error!("dropping a message on {queue} that is not a job: {e}");
             delivery.ack();

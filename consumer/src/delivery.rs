@@ -1,13 +1,33 @@
 //! One delivered queue message: its decoded body, how often the queue has delivered it, and
-//! the ack/retry calls on the raw JS message.
+//! what becomes of it (ack or retry). The batch crosses from JS in one call
+//! (`queue_batch.js`), and the verdicts go back in one `ackAll` when every message is acked,
+//! the usual case: not three calls per message each way.
+
+use std::cell::Cell;
 
 use jobs_shared::{JobMessage, QueueDelayLimit};
-use wasm_bindgen::{JsCast, JsValue};
-use worker::js_sys::{Object, Reflect, JSON};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use worker::js_sys::{Array, Object, Reflect};
 use worker::worker_sys::{Message as MessageSys, MessageBatch as MessageBatchSys};
 
+#[wasm_bindgen(module = "/src/queue_batch.js")]
+extern "C" {
+    /// `[[attempts, body], ...]` for the batch's messages, in order.
+    #[wasm_bindgen(js_name = messagesJson)]
+    fn messages_json(messages: &Array) -> String;
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Verdict {
+    Ack,
+    Retry { delay_secs: u64 },
+}
+
 pub struct Delivery {
-    raw: MessageSys,
+    /// Its place in the batch's `messages`.
+    index: u32,
     pub message: Result<JobMessage, String>,
     /// The queue's own delivery count (1 on first delivery). D1's `attempts` counts handler
     /// runs; this counts deliveries, including ones that never reached a handler.
@@ -15,38 +35,26 @@ pub struct Delivery {
     /// The longest delay the queue takes (`QUEUE_MAX_DELAY_SECS`): what decides between a
     /// delayed retry and a hold in D1, and what every retry is clamped to.
     pub queue_limit: QueueDelayLimit,
+    /// Set once the batch knows what becomes of it; sent to the queue by [`settle`].
+    verdict: Cell<Option<Verdict>>,
 }
 
 impl Delivery {
-    pub fn all(batch: &MessageBatchSys, queue_limit: QueueDelayLimit) -> Vec<Delivery> {
-        let Ok(messages) = batch.messages() else {
-            return Vec::new();
-        };
-        messages
-            .iter()
-            .map(|m| Delivery::new(m.unchecked_into(), queue_limit))
-            .collect()
-    }
-
-    fn new(raw: MessageSys, queue_limit: QueueDelayLimit) -> Delivery {
-        let message = raw
-            .body()
-            .ok()
-            .and_then(|body| JSON::stringify(&body).ok())
-            .and_then(|text| text.as_string())
-            .ok_or_else(|| "the message body is not JSON".to_string())
-            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-            .and_then(|value| JobMessage::parse(&value));
-        let delivery_attempts = Reflect::get(&raw, &JsValue::from_str("attempts"))
-            .ok()
-            .and_then(|v| v.as_f64())
-            .map_or(1, |n| n as u32);
-        Delivery {
-            raw,
-            message,
-            delivery_attempts,
-            queue_limit,
-        }
+    /// The batch's `messages` decoded; `Err` when the batch itself cannot be read.
+    pub fn all(messages: &Array, queue_limit: QueueDelayLimit) -> Result<Vec<Delivery>, String> {
+        let rows: Vec<(f64, Value)> =
+            serde_json::from_str(&messages_json(messages)).map_err(|e| e.to_string())?;
+        Ok(rows
+            .into_iter()
+            .enumerate()
+            .map(|(index, (attempts, body))| Delivery {
+                index: index as u32,
+                message: JobMessage::parse(&body),
+                delivery_attempts: (attempts as u32).max(1),
+                queue_limit,
+                verdict: Cell::new(None),
+            })
+            .collect())
     }
 
     pub fn job_id(&self) -> Option<&str> {
@@ -54,18 +62,43 @@ impl Delivery {
     }
 
     pub fn ack(&self) {
-        let _ = self.raw.ack();
+        self.verdict.set(Some(Verdict::Ack));
     }
 
     /// Asks the queue to deliver this message again after `delay_secs` (clamped to its limit).
     pub fn retry(&self, delay_secs: u64) {
-        let options = Object::new();
-        let delay = delay_secs.min(self.queue_limit.secs().into()) as f64;
-        let _ = Reflect::set(
-            &options,
-            &JsValue::from_str("delaySeconds"),
-            &JsValue::from_f64(delay),
-        );
-        let _ = self.raw.retry(options.into());
+        let delay_secs = delay_secs.min(self.queue_limit.secs().into());
+        self.verdict.set(Some(Verdict::Retry { delay_secs }));
+    }
+}
+
+/// Hands every verdict to the queue: one `ackAll` when all are acks, else one call per message.
+/// A message without a verdict is left to the queue, which delivers it again.
+pub fn settle(batch: &MessageBatchSys, messages: &Array, deliveries: &[Delivery]) {
+    let all_acked = deliveries.len() == messages.length() as usize
+        && deliveries
+            .iter()
+            .all(|d| d.verdict.get() == Some(Verdict::Ack));
+    if all_acked {
+        let _ = batch.ack_all();
+        return;
+    }
+    for delivery in deliveries {
+        let raw: MessageSys = messages.get(delivery.index).unchecked_into();
+        match delivery.verdict.get() {
+            Some(Verdict::Ack) => {
+                let _ = raw.ack();
+            }
+            Some(Verdict::Retry { delay_secs }) => {
+                let options = Object::new();
+                let _ = Reflect::set(
+                    &options,
+                    &JsValue::from_str("delaySeconds"),
+                    &JsValue::from_f64(delay_secs as f64),
+                );
+                let _ = raw.retry(options.into());
+            }
+            None => {}
+        }
     }
 }

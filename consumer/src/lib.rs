@@ -28,9 +28,18 @@ use worker::Env;
 pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result<JsValue, JsValue> {
     console_error_panic_hook::set_once();
     let queue = batch.queue().map(String::from).unwrap_or_default();
-    let messages = delivery::Delivery::all(&batch, queue_delay_limit(&env));
+    let messages = batch.messages().unwrap_or_default();
+    let deliveries = match delivery::Delivery::all(&messages, queue_delay_limit(&env)) {
+        Ok(deliveries) => deliveries,
+        Err(e) => {
+            worker::console_error!("batch from {queue} unreadable, retried: {e}");
+            let _ = batch.retry_all(JsValue::UNDEFINED);
+            return Ok(JsValue::UNDEFINED);
+        }
+    };
     let invocation = invocation::Invocation::start(&env);
-    batch_runner::run(&queue, messages, &env, &invocation).await;
+    batch_runner::run(&queue, &deliveries, &env, &invocation).await;
+    delivery::settle(&batch, &messages, &deliveries);
     Ok(JsValue::UNDEFINED)
 }
 

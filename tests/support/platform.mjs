@@ -190,13 +190,16 @@ class Platform {
     return this.request("GET", `/v1/jobs/${id}`);
   }
 
-  /** Delivers a batch straight to the consumer's queue handler and returns its decisions. */
+  /**
+   * Delivers a batch straight to the consumer's queue handler and returns its decisions. The
+   * consumer acks a batch whose every message it acks with one `ackAll`; `explicitAcks` then
+   * lists them all, as the tests read acks per message.
+   */
   async deliver(queue, messages) {
     const consumer = await this.mf.getWorker(this.consumerName);
-    return consumer.queue(
-      queue,
-      messages.map((m, i) => ({ id: m.id ?? `msg-${i}-${Date.now()}`, timestamp: new Date(), attempts: 1, ...m })),
-    );
+    const batch = messages.map((m, i) => ({ id: m.id ?? `msg-${i}-${Date.now()}`, timestamp: new Date(), attempts: 1, ...m }));
+    const result = await consumer.queue(queue, batch);
+    return result.ackAll ? { ...result, explicitAcks: batch.map((m) => m.id) } : result;
   }
 
   async count(sql, ...params) {
