@@ -25,9 +25,8 @@ enum Verdict {
     Retry { delay_secs: u64 },
 }
 
+/// One of the batch's messages; [`Delivery::all`] keeps them in the batch's order.
 pub struct Delivery {
-    /// Its place in the batch's `messages`.
-    index: u32,
     pub message: Result<JobMessage, String>,
     /// The queue's own delivery count (1 on first delivery). D1's `attempts` counts handler
     /// runs; this counts deliveries, including ones that never reached a handler.
@@ -46,9 +45,7 @@ impl Delivery {
             serde_json::from_str(&messages_json(messages)).map_err(|e| e.to_string())?;
         Ok(rows
             .into_iter()
-            .enumerate()
-            .map(|(index, (attempts, body))| Delivery {
-                index: index as u32,
+            .map(|(attempts, body)| Delivery {
                 message: JobMessage::parse(&body),
                 delivery_attempts: (attempts as u32).max(1),
                 queue_limit,
@@ -73,18 +70,18 @@ impl Delivery {
 }
 
 /// Hands every verdict to the queue: one `ackAll` when all are acks, else one call per message.
-/// A message without a verdict is left to the queue, which delivers it again.
+/// `deliveries` are [`Delivery::all`] of `messages`. A message without a verdict is left to the
+/// queue, which delivers it again.
 pub fn settle(batch: &MessageBatchSys, messages: &Array, deliveries: &[Delivery]) {
-    let all_acked = deliveries.len() == messages.length() as usize
-        && deliveries
-            .iter()
-            .all(|d| d.verdict.get() == Some(Verdict::Ack));
-    if all_acked {
+    if deliveries
+        .iter()
+        .all(|d| d.verdict.get() == Some(Verdict::Ack))
+    {
         let _ = batch.ack_all();
         return;
     }
-    for delivery in deliveries {
-        let raw: MessageSys = messages.get(delivery.index).unchecked_into();
+    for (raw, delivery) in messages.iter().zip(deliveries) {
+        let raw: MessageSys = raw.unchecked_into();
         match delivery.verdict.get() {
             Some(Verdict::Ack) => {
                 let _ = raw.ack();

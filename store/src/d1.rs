@@ -6,8 +6,9 @@ use jobs_shared::{D1Stats, SqlValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::js_sys::{Array, Function, Promise, Reflect};
+use worker::js_sys::{Array, Reflect};
 use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::D1Database as D1DatabaseSys;
 use worker::{D1Database, D1PreparedStatement, D1ResultMeta};
 
 /// One statement's result in a counted round trip (the hot paths: enqueue and the consumer's
@@ -65,10 +66,8 @@ async fn batch(
         .iter()
         .map(|s| JsValue::from(s.inner().clone()))
         .collect();
-    let this: &JsValue = db.as_ref();
-    let call: Function = Reflect::get(this, &"batch".into())?.dyn_into()?;
-    let promise: Promise = call.call1(this, &list)?.dyn_into()?;
-    let results: Array = JsFuture::from(promise)
+    let db: &D1DatabaseSys = db.unchecked_ref();
+    let results: Array = JsFuture::from(db.batch(list)?)
         .await
         .map_err(d1_error)?
         .dyn_into()?;

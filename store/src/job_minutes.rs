@@ -2,6 +2,8 @@
 //! the consumer's batches ended and the backlog the sweep read, behind the dashboard's charts
 //! and the successes of stats' last hour.
 
+use std::sync::OnceLock;
+
 use jobs_shared::observe::execution_histogram::BUCKETS;
 use jobs_shared::observe::job_minutes::{MinuteRow, MinuteTally};
 use jobs_shared::Family;
@@ -17,11 +19,18 @@ fn duration_columns() -> impl Iterator<Item = String> {
     (0..BUCKETS).map(|i| format!("d{i}"))
 }
 
-/// Adds a batch's tallies to their family-minutes (one statement, for the batch's record).
+/// Adds a batch's tallies to their family-minutes (one statement, for the batch's record). Its
+/// SQL is built once per isolate: every consumer batch runs it.
 pub fn job_minute_add_many(
     db: &D1Database,
     tallies: &[MinuteTally],
 ) -> worker::Result<D1PreparedStatement> {
+    static SQL: OnceLock<String> = OnceLock::new();
+    db.prepare(SQL.get_or_init(add_many_sql))
+        .bind(&[json(tallies)])
+}
+
+fn add_many_sql() -> String {
     let columns: Vec<String> = duration_columns().collect();
     let values: Vec<String> = (0..BUCKETS)
         .map(|i| format!("t.value ->> '$.durations[{i}]'"))
@@ -30,7 +39,7 @@ pub fn job_minute_add_many(
         .iter()
         .map(|d| format!("{d} = {d} + excluded.{d}"))
         .collect();
-    db.prepare(format!(
+    format!(
         "INSERT INTO job_minutes (family, minute, succeeded, failed, dead, sum_ms, max_ms, \
          waited, wait_sum_ms, {columns}) \
          SELECT t.value ->> 'family', t.value ->> 'minute', t.value ->> 'succeeded', \
@@ -46,8 +55,7 @@ pub fn job_minute_add_many(
         columns = columns.join(", "),
         values = values.join(", "),
         sums = sums.join(", "),
-    ))
-    .bind(&[json(tallies)])
+    )
 }
 
 /// Each family's successes in the minutes from `since_ms` on (rows: shared

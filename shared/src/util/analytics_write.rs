@@ -2,8 +2,8 @@
 //! `observe::analytics_points` says.
 
 use serde::Serialize;
-use worker::js_sys::{Function, Reflect};
-use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::wasm_bindgen::JsCast;
+use worker::worker_sys::AnalyticsEngineDataset as AnalyticsEngineDatasetSys;
 use worker::{console_error, AnalyticsEngineDataset};
 
 use crate::observe::analytics_points::Point;
@@ -34,11 +34,9 @@ fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> worker::
             doubles: &p.doubles,
         })
         .collect();
-    let points = to_js_array(&points)?;
-    let this: &JsValue = dataset.as_ref();
-    let write: Function = Reflect::get(this, &"writeDataPoint".into())?.dyn_into()?;
-    for point in points.iter() {
-        write.call1(this, &point)?;
+    let dataset: &AnalyticsEngineDatasetSys = dataset.as_ref().unchecked_ref();
+    for point in to_js_array(&points)?.iter() {
+        dataset.write_data_point(point)?;
     }
     Ok(())
 }
