@@ -40,14 +40,39 @@ describe("hostile answers cannot stall, poison or multiply a batch", () => {
   test("a 3 MB answer is cut and flagged, and the rest of its batch is recorded", async () => {
     const [huge] = await enqueueHttp(p, "/huge?bytes=3000000");
     const others = await enqueueHttp(p, "/slow?ms=1", 5);
-    const result = await p.deliver("jobs-default", messages([huge, ...others]));
+    const result = await p.deliver("jobs-default", messages([...others, huge]));
     assert.equal(result.explicitAcks.length, 6, JSON.stringify(result));
     assert.deepEqual(await statuses(p, [huge, ...others]), Array(6).fill("succeeded"));
+    // Each run keeps its own details, whether they are the batch's shared ones or not.
+    const runs = await Promise.all(others.map(async (id) => (await job(p, id)).runs[0]));
+    assert.deepEqual(runs.map((r) => [r.handler, r.bytes.in]), Array(5).fill(["http", 11]));
+    assert.ok((await job(p, huge)).runs[0].bytes.in >= 48 * 1024);
     const stored = await p.db.prepare("SELECT length(result) AS n FROM jobs WHERE id = ?").bind(huge).first();
     assert.ok(stored.n <= MAX_RESULT_BYTES, `stored ${stored.n} bytes`);
     const view = await job(p, huge);
     assert.equal(view.result.status, 200);
     assert.equal(view.result.body_truncated, true);
+  });
+
+  test("a small gzip answer that inflates to 3 MB is cut at the cap as read, not trusted by its length", async () => {
+    const [bomb] = await enqueueHttp(p, "/gzip?bytes=3000000");
+    await p.deliver("jobs-default", messages([bomb]));
+    const view = await job(p, bomb);
+    assert.equal(view.status, "succeeded");
+    assert.equal(view.result.body_truncated, true);
+    const read = view.runs[0].bytes.in;
+    assert.ok(read < 3_000_000 / 10, `read ${read} bytes of the inflated body`);
+  });
+
+  test("a body that stops short of its Content-Length fails at the timeout", async () => {
+    const [short] = await enqueueHttp(p, "/trickle?length=1000", 1, { timeout_ms: 1500 });
+    const started = Date.now();
+    const result = await p.deliver("jobs-default", messages([short]));
+    assert.ok(Date.now() - started < 10_000, `batch took ${Date.now() - started} ms`);
+    assert.equal(result.retryMessages.length, 1);
+    const failed = await job(p, short);
+    assert.equal(failed.status, "retrying");
+    assert.equal(failed.error.class, "timeout");
   });
 
   test("fifty 100 KB answers in one batch are all recorded", async () => {

@@ -321,7 +321,7 @@ impl<'a> Run<'a> {
                 .and_then(|r| r.as_ref())
                 .map(stored_result),
             cost_cents: attempt.cost_cents,
-            details: Some(&attempt.details),
+            details: &attempt.details,
             chain: self.chain.as_ref()?.write(),
         })
     }

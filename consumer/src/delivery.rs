@@ -6,7 +6,7 @@
 use std::cell::Cell;
 
 use jobs_shared::{JobMessage, QueueDelayLimit};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::js_sys::{Array, Object, Reflect};
@@ -41,12 +41,12 @@ pub struct Delivery {
 impl Delivery {
     /// The batch's `messages` decoded; `Err` when the batch itself cannot be read.
     pub fn all(messages: &Array, queue_limit: QueueDelayLimit) -> Result<Vec<Delivery>, String> {
-        let rows: Vec<(f64, Value)> =
+        let rows: Vec<(f64, Box<RawValue>)> =
             serde_json::from_str(&messages_json(messages)).map_err(|e| e.to_string())?;
         Ok(rows
             .into_iter()
             .map(|(attempts, body)| Delivery {
-                message: JobMessage::parse(&body),
+                message: JobMessage::parse(body.get()),
                 delivery_attempts: (attempts as u32).max(1),
                 queue_limit,
                 verdict: Cell::new(None),

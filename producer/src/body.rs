@@ -37,10 +37,12 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
         .ok()
         .flatten()
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(too_large());
-    }
-    let bytes = read_capped(req).await?;
+    let bytes = match declared {
+        Some(n) if n > MAX_BODY_BYTES => return Err(too_large()),
+        // HTTP framing holds the body to its declared length: read whole, in one call.
+        Some(_) => read_declared(req).await?,
+        None => read_capped(req).await?,
+    };
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             400,
@@ -50,12 +52,19 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
     })
 }
 
-/// Reads the body chunk by chunk and stops at the cap: a chunked body (no Content-Length) or
-/// one longer than it declared is refused as soon as it passes the cap, never buffered whole.
+/// Reads a body whose Content-Length is within the cap; what the runtime hands over past the
+/// cap all the same is refused.
+async fn read_declared(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let bytes = req.bytes().await.map_err(unreadable)?;
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Reads a body without a Content-Length (chunked) chunk by chunk and stops at the cap: it is
+/// refused as soon as it passes the cap, never buffered whole.
 async fn read_capped(req: &mut Request) -> Result<Vec<u8>, ApiError> {
-    let unreadable = |e: worker::Error| {
-        ApiError::new(400, "invalid_body", format!("could not read the body: {e}"))
-    };
     let mut body = CappedBody::new(MAX_BODY_BYTES);
     // A request without a body has no stream.
     let Ok(mut stream) = req.stream() else {
@@ -66,6 +75,10 @@ async fn read_capped(req: &mut Request) -> Result<Vec<u8>, ApiError> {
             .map_err(|_| too_large())?;
     }
     Ok(body.into_bytes())
+}
+
+fn unreadable(e: worker::Error) -> ApiError {
+    ApiError::new(400, "invalid_body", format!("could not read the body: {e}"))
 }
 
 fn too_large() -> ApiError {

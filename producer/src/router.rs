@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use jobs_shared::api::route::{lookup, Match, Params, Route};
-use jobs_shared::{ApiError, Scope};
+use jobs_shared::{ApiError, Caller, Scope};
 use worker::{Env, Request, Response, Result};
 
 use crate::admin::Admin;
@@ -42,6 +42,8 @@ pub struct Call<'a> {
     pub req: &'a mut Request,
     pub env: &'a Env,
     params: Params<'a>,
+    /// Who the row's access check let in (none on a route without one).
+    caller: Option<Caller>,
 }
 
 impl<'a> Call<'a> {
@@ -50,9 +52,21 @@ impl<'a> Call<'a> {
         self.params.get(name)
     }
 
+    /// Who calls, by its token's name (never the token): from the access check already made,
+    /// not a second one.
+    pub fn caller_name(&self) -> String {
+        self.caller.as_ref().map_or_else(
+            || auth::caller_name(self.req, self.env),
+            |caller| caller.name.clone(),
+        )
+    }
+
     /// The caller, for an admin route's audit entries.
     pub fn admin(&self) -> Admin<'a> {
-        Admin::of(self.req, self.env)
+        Admin {
+            env: self.env,
+            actor: self.caller_name(),
+        }
     }
 }
 
@@ -65,6 +79,7 @@ pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Res
                 req: &mut req,
                 env,
                 params,
+                caller: None,
             };
             run(&route.target, call).await
         }
@@ -88,14 +103,14 @@ pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Res
     answer.or_else(|error| respond::error(&error))
 }
 
-async fn run(target: &Target, call: Call<'_>) -> std::result::Result<Response, ApiError> {
+async fn run(target: &Target, mut call: Call<'_>) -> std::result::Result<Response, ApiError> {
     let scope = match target.access {
         Access::Enqueue => Some(Scope::Enqueue),
         Access::Admin => Some(Scope::Admin),
         Access::Public | Access::InHandler => None,
     };
     if let Some(scope) = scope {
-        auth::require(call.req, call.env, scope)?;
+        call.caller = Some(auth::require(call.req, call.env, scope)?);
     }
     (target.handler)(call).await
 }

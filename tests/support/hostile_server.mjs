@@ -2,6 +2,7 @@
 // never end, slow answers, and follow-up jobs nobody asked for. It counts the requests open at
 // once, so a test can see how many connections the consumer held.
 import { createServer } from "node:http";
+import { gzipSync } from "node:zlib";
 
 export async function startHostileServer() {
   let open = 0;
@@ -21,9 +22,22 @@ export async function startHostileServer() {
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(body);
       }
-      // 200 and a body that trickles forever, one byte every 100 ms.
+      // 200 with a gzip body that inflates to about `bytes` bytes; its Content-Length is the
+      // compressed size.
+      case "/gzip": {
+        const body = gzipSync(JSON.stringify({ data: "x".repeat(num("bytes", 3_000_000)) }));
+        res.writeHead(200, {
+          "content-type": "application/json",
+          "content-encoding": "gzip",
+          "content-length": body.length,
+        });
+        return res.end(body);
+      }
+      // 200 and a body that trickles forever, one byte every 100 ms; with `length`, under a
+      // Content-Length it never reaches.
       case "/trickle": {
-        res.writeHead(200, { "content-type": "text/plain" });
+        const length = url.searchParams.get("length");
+        res.writeHead(200, { "content-type": "text/plain", ...(length && { "content-length": length }) });
         const timer = setInterval(() => res.write("x"), 100);
         return res.on("close", () => clearInterval(timer));
       }

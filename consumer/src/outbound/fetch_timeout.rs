@@ -60,15 +60,14 @@ impl Fetched<'_> {
     /// abandoned (the fetch aborted).
     pub async fn body_capped(mut self, max_bytes: usize) -> Result<Body, JobError> {
         let timeout_ms = (self.ends_at - crate::now_ms()).max(1);
-        let mut stream = self.response.stream().map_err(|e| {
-            JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
-        })?;
+        if self.declared_len().is_some_and(|n| n <= max_bytes) {
+            return self.body_declared(max_bytes, timeout_ms as u64).await;
+        }
+        let mut stream = self.response.stream().map_err(read_failed)?;
         let mut body = CappedBody::new(max_bytes);
         let read = async {
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| {
-                    JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
-                })?;
+                let chunk = chunk.map_err(read_failed)?;
                 count(&self.bytes, 0, chunk.len());
                 if body.push(&chunk).is_err() {
                     return Ok(true);
@@ -81,20 +80,64 @@ impl Fetched<'_> {
         let truncated = match outcome {
             Some(Ok(truncated)) => truncated,
             Some(Err(e)) => return Err(e),
-            None => {
-                self.controller.abort();
-                return Err(JobError::new(
-                    ErrorClass::Timeout,
-                    "the response body did not end within the request's timeout",
-                ));
-            }
+            None => return Err(self.body_timed_out()),
         };
         if truncated {
             self.controller.abort();
         }
+        Ok(Body::of(body.into_bytes(), truncated))
+    }
+
+    /// The body's length as sent, when it is also the length read: a Content-Length without a
+    /// Content-Encoding (the runtime decompresses, so a compressed body's read length is
+    /// unknown until read).
+    fn declared_len(&self) -> Option<usize> {
+        let headers = self.response.headers();
+        let encoded = headers
+            .get("content-encoding")
+            .ok()
+            .flatten()
+            .is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
+        if encoded {
+            return None;
+        }
+        headers.get("content-length").ok().flatten()?.parse().ok()
+    }
+
+    /// A body whose declared length is within `max_bytes`, read whole in one call (HTTP framing
+    /// holds it to that length; anything past `max_bytes` all the same is cut).
+    async fn body_declared(mut self, max_bytes: usize, timeout_ms: u64) -> Result<Body, JobError> {
+        match within(timeout_ms, self.response.bytes()).await {
+            Some(Ok(mut bytes)) => {
+                count(&self.bytes, 0, bytes.len());
+                let truncated = bytes.len() > max_bytes;
+                bytes.truncate(max_bytes);
+                Ok(Body::of(bytes, truncated))
+            }
+            Some(Err(e)) => Err(read_failed(e)),
+            None => Err(self.body_timed_out()),
+        }
+    }
+
+    /// The body outlasted the request's timeout: the fetch is aborted.
+    fn body_timed_out(self) -> JobError {
+        self.controller.abort();
+        JobError::new(
+            ErrorClass::Timeout,
+            "the response body did not end within the request's timeout",
+        )
+    }
+}
+
+fn read_failed(e: worker::Error) -> JobError {
+    JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
+}
+
+impl Body {
+    fn of(bytes: Vec<u8>, truncated: bool) -> Body {
         // A cut body may end inside a character: that one becomes U+FFFD.
-        let text = String::from_utf8_lossy(&body.into_bytes()).into_owned();
-        Ok(Body { text, truncated })
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Body { text, truncated }
     }
 }
 

@@ -66,14 +66,18 @@ pub async fn status(req: &Request, env: &Env, name: &str) -> Result<Response, Ap
 
 /// PATCH /v1/admin/budgets/{type} `{"limit_cents": n}`: this month's limit (later months start
 /// from it).
-pub async fn set_limit(req: &mut Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+pub async fn set_limit(
+    admin: &Admin<'_>,
+    req: &mut Request,
+    name: &str,
+) -> Result<Response, ApiError> {
+    let env = admin.env;
     let budget = budgeted(name)?;
     let limit = validate_limit_change(&body::json(req).await?)?;
     let (job_type, _) = budget;
     let now = env_config::now_ms();
     let month = month_of(now);
     let db = d1::database(env)?;
-    let admin = Admin::of(req, env);
     let entry = admin.entry_at(
         "budget.limit",
         json!({ "job_type": job_type.as_str(), "month": month, "limit_cents": limit }),

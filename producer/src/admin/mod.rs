@@ -18,9 +18,9 @@ pub(crate) mod stats;
 
 use jobs_store::audit::Entry;
 use serde_json::Value;
-use worker::{Env, Request};
+use worker::Env;
 
-use crate::{auth, env_config};
+use crate::env_config;
 
 /// The caller of an admin route: the Worker env and who they are (for the audit log).
 pub struct Admin<'a> {
@@ -29,14 +29,6 @@ pub struct Admin<'a> {
 }
 
 impl<'a> Admin<'a> {
-    /// The caller of `req`, known by its token's name (never the token itself).
-    pub fn of(req: &Request, env: &'a Env) -> Admin<'a> {
-        Admin {
-            env,
-            actor: auth::caller_name(req, env),
-        }
-    }
-
     /// The audit entry of an action taken now.
     fn entry<'e>(&'e self, action: &'e str, target: Value) -> Entry<'e> {
         self.entry_at(action, target, env_config::now_ms())

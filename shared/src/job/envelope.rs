@@ -33,8 +33,20 @@ impl JobMessage {
         }
     }
 
-    /// Reads a message body, checking the version before the shape.
-    pub fn parse(value: &Value) -> Result<JobMessage, String> {
+    /// Reads a message body (its JSON text), checking the version before the shape. A current
+    /// message, nearly every one, is read straight into its struct; anything else is read as a
+    /// tree to say what is wrong with it.
+    pub fn parse(body: &str) -> Result<JobMessage, String> {
+        match serde_json::from_str::<JobMessage>(body) {
+            Ok(message) if message.v == MESSAGE_VERSION => Ok(message),
+            _ => match serde_json::from_str::<Value>(body) {
+                Ok(value) => JobMessage::parse_value(&value),
+                Err(e) => Err(format!("not a job message: {e}")),
+            },
+        }
+    }
+
+    fn parse_value(value: &Value) -> Result<JobMessage, String> {
         let version = value.get("v").and_then(Value::as_u64);
         if version != Some(u64::from(MESSAGE_VERSION)) {
             return Err(match version {
@@ -64,7 +76,10 @@ mod tests {
     #[test]
     fn parse_round_trips() {
         let m = JobMessage::stored("a", JobType::HTTP.as_str(), None);
-        assert_eq!(JobMessage::parse(&serde_json::to_value(&m).unwrap()), Ok(m));
+        assert_eq!(
+            JobMessage::parse(&serde_json::to_string(&m).unwrap()),
+            Ok(m)
+        );
     }
 
     #[test]
@@ -75,28 +90,34 @@ mod tests {
             wire,
             json!({"v": 1, "id": "a", "type": "noop", "cid": "4bf9"})
         );
-        assert_eq!(JobMessage::parse(&wire), Ok(m));
-        let old = JobMessage::parse(&json!({"v": 1, "id": "a", "type": "noop"})).unwrap();
+        assert_eq!(JobMessage::parse(&wire.to_string()), Ok(m));
+        let old =
+            JobMessage::parse(&json!({"v": 1, "id": "a", "type": "noop"}).to_string()).unwrap();
         assert_eq!(old.cid, None);
     }
 
     #[test]
     fn parse_tolerates_extra_fields() {
-        let m = JobMessage::parse(&json!({"v": 1, "id": "a", "type": "noop", "trace": "t"}));
+        let m = JobMessage::parse(
+            &json!({"v": 1, "id": "a", "type": "noop", "trace": "t"}).to_string(),
+        );
         assert_eq!(m.map(|m| m.job_type), Ok("noop".to_string()));
     }
 
     #[test]
     fn parse_rejects_other_versions_and_shapes() {
         assert_eq!(
-            JobMessage::parse(&json!({"v": 2, "id": "a", "type": "noop"})),
+            JobMessage::parse(&json!({"v": 2, "id": "a", "type": "noop"}).to_string()),
             Err("unsupported message version 2 (expected 1)".to_string())
         );
-        assert!(JobMessage::parse(&json!({"id": "a", "type": "noop"}))
-            .unwrap_err()
-            .contains("no numeric version"));
-        assert!(JobMessage::parse(&json!("hello")).is_err());
-        let missing_id = JobMessage::parse(&json!({"v": 1, "type": "noop"})).unwrap_err();
+        assert!(
+            JobMessage::parse(&json!({"id": "a", "type": "noop"}).to_string())
+                .unwrap_err()
+                .contains("no numeric version")
+        );
+        assert!(JobMessage::parse(&json!("hello").to_string()).is_err());
+        let missing_id =
+            JobMessage::parse(&json!({"v": 1, "type": "noop"}).to_string()).unwrap_err();
         assert!(missing_id.contains("missing field `id`"), "{missing_id}");
     }
 }

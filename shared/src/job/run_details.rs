@@ -23,7 +23,7 @@ pub const INLINE_ARTIFACT_MAX_BYTES: usize = 4 * 1024;
 
 /// What ran the attempt and what it did. `lease_until` is added by the record's SQL (the
 /// lease the job held when its outcome was written).
-#[derive(Serialize)]
+#[derive(Serialize, PartialEq)]
 pub struct RunDetails {
     /// The consumer's deployed version id (its version-metadata binding), else `local`.
     pub version: String,

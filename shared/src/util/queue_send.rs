@@ -4,9 +4,11 @@
 //! loses nothing: what was not accepted stays in the outbox for the sweep (or, for a DLQ, is
 //! dead in D1 already). Both Workers read the queues' delay limit here too.
 
-use worker::{
-    console_error, console_warn, BatchMessageBuilder, Env, QueueContentType, RawMessageBuilder,
-};
+use serde::Serialize;
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::Queue as QueueSys;
+use worker::{console_error, console_warn, Env, Queue};
 
 use crate::util::js_json::to_js_array;
 use crate::{DeliveryPlan, Family, JobMessage, Lane, NewJob, QueueDelayLimit};
@@ -103,6 +105,31 @@ impl Destination {
     }
 }
 
+/// One message as `sendBatch` takes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SendRequest<'a> {
+    body: &'a JobMessage,
+    content_type: &'static str,
+    delay_seconds: u32,
+}
+
+/// One sendBatch of up to 100 messages. The requests cross into JS as one JSON text
+/// (util::js_json), not as three property sets and two conversions per message.
+async fn send_batch(queue: &Queue, chunk: &[&Outgoing]) -> worker::Result<()> {
+    let requests: Vec<SendRequest> = chunk
+        .iter()
+        .map(|o| SendRequest {
+            body: &o.message,
+            content_type: "json",
+            delay_seconds: o.delay_secs,
+        })
+        .collect();
+    let queue: &QueueSys = queue.as_ref().unchecked_ref();
+    JsFuture::from(queue.send_batch(to_js_array(&requests)?, JsValue::UNDEFINED)?).await?;
+    Ok(())
+}
+
 /// Sends messages to `to`, at most 100 per sendBatch; a failed send is logged. Returns the ids
 /// the queues accepted.
 pub async fn send_to(env: &Env, outgoing: &[Outgoing], to: Destination) -> Vec<String> {
@@ -119,24 +146,9 @@ pub async fn send_to(env: &Env, outgoing: &[Outgoing], to: Destination) -> Vec<S
             .filter(|o| to.binding(o.family, o.lane) == binding)
             .collect();
         for chunk in of_queue.chunks(MAX_SEND_BATCH) {
-            // The bodies cross into JS as one JSON text (util::js_json).
-            let messages: Vec<&JobMessage> = chunk.iter().map(|o| &o.message).collect();
-            let sent = match (env.queue(binding), to_js_array(&messages)) {
-                (Ok(queue), Ok(bodies)) => {
-                    let messages: Vec<_> = chunk
-                        .iter()
-                        .zip(bodies.iter())
-                        .map(|(o, body)| {
-                            RawMessageBuilder::new(body)
-                                .delay_seconds(o.delay_secs)
-                                .build_with_content_type(QueueContentType::Json)
-                        })
-                        .collect();
-                    queue
-                        .send_raw_batch(BatchMessageBuilder::new().messages(messages).build())
-                        .await
-                }
-                (Err(e), _) | (_, Err(e)) => Err(e),
+            let sent = match env.queue(binding) {
+                Ok(queue) => send_batch(&queue, chunk).await,
+                Err(e) => Err(e),
             };
             match sent {
                 Ok(()) => accepted.extend(chunk.iter().map(|o| o.message.id.clone())),

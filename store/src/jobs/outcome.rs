@@ -42,7 +42,7 @@ pub struct Finished<'a> {
     /// What the attempt spent, in cents (job_runs.cost_cents, or a success's jobs.run_cost_cents).
     pub cost_cents: f64,
     /// What ran it and what it produced (job_runs.details, or a success's jobs.run_details).
-    pub details: Option<&'a RunDetails>,
+    pub details: &'a RunDetails,
     /// The chain's move after it, with the next step's job when there is one.
     pub chain: (&'a ChainMove, Option<&'a NewJob>),
 }
@@ -71,11 +71,17 @@ pub async fn job_set_outcome_many(
         unclaimed,
         minutes,
     } = *leftovers;
+    // The details most successes share (one handler, one invocation, nothing produced) are
+    // written once per statement, not once per row.
+    let shared = finished
+        .iter()
+        .find(|f| matches!(f.decision, Decision::Succeed))
+        .map(|f| f.details);
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();
     for f in finished {
         match f.decision {
-            Decision::Succeed => succeeded.push(row(&SucceededRow::of(f))),
+            Decision::Succeed => succeeded.push(row(&SucceededRow::of(f, shared))),
             Decision::Retry { error, delay_secs } => {
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
                 failed.push(row(&FailedRow::of(f, error, Some(run_at), true)));
@@ -91,7 +97,7 @@ pub async fn job_set_outcome_many(
     }
     let mut statements = Vec::new();
     for (sql, rows) in [
-        (OutcomeSql::succeeded(), succeeded),
+        (OutcomeSql::succeeded(json(&shared)), succeeded),
         (OutcomeSql::failed(), failed),
     ] {
         for array in json_arrays(&rows, MAX_ROWS_JSON_BYTES) {
@@ -137,20 +143,25 @@ struct OutcomeSql {
     /// Runs before the jobs' update, whose guard it repeats.
     record: fn(&D1Database, &JsValue) -> worker::Result<D1PreparedStatement>,
     jobs_set: String,
+    /// What `jobs_set` reads as ?2, when it reads one.
+    jobs_set_param: Option<JsValue>,
 }
 
 impl OutcomeSql {
-    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details]. The
-    /// run's record stays on the job row; the batch's successes get one `success_batches` row.
-    fn succeeded() -> OutcomeSql {
+    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
+    /// null where they are `shared`'s (?2). The run's record stays on the job row; the batch's
+    /// successes get one `success_batches` row.
+    fn succeeded(shared: JsValue) -> OutcomeSql {
         OutcomeSql {
             record: success_batch_insert,
             jobs_set: format!(
                 "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
                  last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
                  run_cost_cents = o.value ->> 5, \
-                 run_details = json_set(o.value ->> 6, '$.lease_until', jobs.lease_until)"
+                 run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
+                 jobs.lease_until)"
             ),
+            jobs_set_param: Some(shared),
         }
     }
 
@@ -164,6 +175,7 @@ impl OutcomeSql {
                        last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
                        sent_at = o.value ->> 9, finished_at = o.value ->> 10"
                 .into(),
+            jobs_set_param: None,
         }
     }
 
@@ -175,6 +187,9 @@ impl OutcomeSql {
     ) -> worker::Result<[D1PreparedStatement; 2]> {
         let rows = JsValue::from_str(&rows);
         let record = (self.record)(db, &rows)?;
+        let params: Vec<JsValue> = std::iter::once(rows)
+            .chain(self.jobs_set_param.clone())
+            .collect();
         let jobs_set = &self.jobs_set;
         let jobs = db
             .prepare(format!(
@@ -182,7 +197,7 @@ impl OutcomeSql {
                  escalated_at = NULL FROM json_each(?1) o \
                  WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
             ))
-            .bind(&[rows])?;
+            .bind(&params)?;
         Ok([record, jobs])
     }
 }
@@ -216,7 +231,8 @@ struct SucceededRow<'a>(
 );
 
 impl<'a> SucceededRow<'a> {
-    fn of(f: &'a Finished<'_>) -> Self {
+    /// Its details are left out (null) when they equal `shared`.
+    fn of(f: &'a Finished<'_>, shared: Option<&RunDetails>) -> Self {
         let job = f.job;
         SucceededRow(
             &job.id,
@@ -225,7 +241,7 @@ impl<'a> SucceededRow<'a> {
             f.finished_at,
             f.result.as_deref(),
             f.cost_cents,
-            f.details,
+            (Some(f.details) != shared).then_some(f.details),
         )
     }
 }
@@ -244,7 +260,7 @@ struct FailedRow<'a>(
     Option<i64>,
     Option<i64>,
     Option<i64>,
-    Option<&'a RunDetails>,
+    &'a RunDetails,
 );
 
 impl<'a> FailedRow<'a> {
