@@ -57,15 +57,19 @@ pub struct Body {
 impl Fetched<'_> {
     /// At most `max_bytes` of the body, within what is left of the request's timeout: a slow or
     /// endless body cannot hold the job, and a huge one is never read whole. The rest is
-    /// abandoned (the fetch aborted).
+    /// abandoned (the fetch aborted). A body whose length is known and within the cap is read
+    /// in one call (HTTP framing holds it to that length), any other chunk by chunk.
     pub async fn body_capped(mut self, max_bytes: usize) -> Result<Body, JobError> {
         let timeout_ms = (self.ends_at - crate::now_ms()).max(1);
-        if self.declared_len().is_some_and(|n| n <= max_bytes) {
-            return self.body_declared(max_bytes, timeout_ms as u64).await;
-        }
-        let mut stream = self.response.stream().map_err(read_failed)?;
+        let whole = self.declared_len().is_some_and(|n| n <= max_bytes);
         let mut body = CappedBody::new(max_bytes);
         let read = async {
+            if whole {
+                let bytes = self.response.bytes().await.map_err(read_failed)?;
+                count(&self.bytes, 0, bytes.len());
+                return Ok(body.push(&bytes).is_err());
+            }
+            let mut stream = self.response.stream().map_err(read_failed)?;
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(read_failed)?;
                 count(&self.bytes, 0, chunk.len());
@@ -75,17 +79,23 @@ impl Fetched<'_> {
             }
             Ok(false)
         };
-        let outcome = within(timeout_ms as u64, read).await;
-        drop(stream);
-        let truncated = match outcome {
+        let truncated = match within(timeout_ms as u64, read).await {
             Some(Ok(truncated)) => truncated,
             Some(Err(e)) => return Err(e),
-            None => return Err(self.body_timed_out()),
+            None => {
+                self.controller.abort();
+                return Err(JobError::new(
+                    ErrorClass::Timeout,
+                    "the response body did not end within the request's timeout",
+                ));
+            }
         };
         if truncated {
             self.controller.abort();
         }
-        Ok(Body::of(body.into_bytes(), truncated))
+        // A cut body may end inside a character: that one becomes U+FFFD.
+        let text = String::from_utf8_lossy(&body.into_bytes()).into_owned();
+        Ok(Body { text, truncated })
     }
 
     /// The body's length as sent, when it is also the length read: a Content-Length without a
@@ -103,42 +113,10 @@ impl Fetched<'_> {
         }
         headers.get("content-length").ok().flatten()?.parse().ok()
     }
-
-    /// A body whose declared length is within `max_bytes`, read whole in one call (HTTP framing
-    /// holds it to that length; anything past `max_bytes` all the same is cut).
-    async fn body_declared(mut self, max_bytes: usize, timeout_ms: u64) -> Result<Body, JobError> {
-        match within(timeout_ms, self.response.bytes()).await {
-            Some(Ok(mut bytes)) => {
-                count(&self.bytes, 0, bytes.len());
-                let truncated = bytes.len() > max_bytes;
-                bytes.truncate(max_bytes);
-                Ok(Body::of(bytes, truncated))
-            }
-            Some(Err(e)) => Err(read_failed(e)),
-            None => Err(self.body_timed_out()),
-        }
-    }
-
-    /// The body outlasted the request's timeout: the fetch is aborted.
-    fn body_timed_out(self) -> JobError {
-        self.controller.abort();
-        JobError::new(
-            ErrorClass::Timeout,
-            "the response body did not end within the request's timeout",
-        )
-    }
 }
 
 fn read_failed(e: worker::Error) -> JobError {
     JobError::new(ErrorClass::Network, format!("reading the response: {e}"))
-}
-
-impl Body {
-    fn of(bytes: Vec<u8>, truncated: bool) -> Body {
-        // A cut body may end inside a character: that one becomes U+FFFD.
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        Body { text, truncated }
-    }
 }
 
 /// Sends `request` (whose body is `body_bytes` long) on one of the batch's connections;
