@@ -5,7 +5,8 @@
 // alternation (the first side swaps every round, so a drifting machine favours neither):
 // end to end (noop jobs in batches of 100, 4 requests at a time, timed until GET
 // /v1/admin/stats counts them succeeded), then enqueue of 1 job per request (16 at a time) and
-// of 100 (4 at a time).
+// of 100 (4 at a time). On both sides wrangler's inspector is on the consumer
+// (`startInspectingConsumer`).
 import { deepStrictEqual } from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,7 +15,13 @@ import { ROOT, waitFor } from "../tests/support/platform.mjs";
 import { startDevServer } from "./dev_server.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, medianOf, pool, round, warmUp } from "./measure.mjs";
 
-const SIDES = { project: "scripts/dev.sh", handwritten: "bench/handwritten/dev.sh" };
+/** Each side's dev script, and its consumer's config. */
+const SIDES = {
+  project: { script: "scripts/dev.sh", consumer: "consumer/wrangler.toml" },
+  handwritten: { script: "bench/handwritten/dev.sh", consumer: "bench/handwritten/consumer.toml" },
+};
+/** Starts of one side before its inspector is on its consumer (see `startInspectingConsumer`). */
+const MAX_STARTS = 6;
 const PHASES = ["e2e_noop", "enqueue_batch", "enqueue_single"];
 const NOOP = { type: "noop", payload: {} };
 const SINGLE_CONCURRENCY = 16;
@@ -47,6 +54,29 @@ function devTokens() {
   );
   const first = (list) => list.split(",")[0].trim().replace(/^[A-Za-z0-9_.-]{1,32}:/, "");
   return { enqueue: first(vars.ENQUEUE_TOKENS), admin: first(vars.ADMIN_TOKENS) };
+}
+
+/**
+ * Starts `side` until wrangler's inspector is on its consumer, so that both sides pay it on the
+ * same Worker: an inspected Worker pays an inspector event for each D1 call it makes and each line
+ * it logs. wrangler attaches it to whichever Worker finished its build step last, which on both
+ * sides is nearly always the consumer (it comes after the producer on the command line), but not
+ * always. Returns the server and how many starts it took.
+ */
+async function startInspectingConsumer(side, log) {
+  const { script, consumer } = SIDES[side];
+  const name = unstable_readConfig({ config: join(ROOT, consumer) }).name;
+  for (let start = 1; ; start++) {
+    const server = await startDevServer(script, { cwd: ROOT });
+    const inspected = await server.inspected().catch(async (e) => {
+      await server.stop();
+      throw e;
+    });
+    if (inspected === name) return { server, starts: start };
+    await server.stop();
+    if (start === MAX_STARTS) throw new Error(`${script}: wrangler's inspector was on ${inspected}, not ${name}, in ${start} starts`);
+    log(`black box: ${side}'s inspector is on ${inspected}, not ${name}: started again`);
+  }
 }
 
 /** One side's three phases, over HTTP against the server at `url`. */
@@ -89,10 +119,10 @@ export async function runBlackBox({ jobs, rounds, log }) {
   for (let i = 0; i < rounds; i++) {
     const order = i % 2 ? ["handwritten", "project"] : ["project", "handwritten"];
     for (const side of order) {
-      log(`black box, round ${i + 1}/${rounds}: ${side} (${SIDES[side]}), ${jobs} jobs`);
-      const server = await startDevServer(SIDES[side], { cwd: ROOT });
+      log(`black box, round ${i + 1}/${rounds}: ${side} (${SIDES[side].script}), ${jobs} jobs`);
+      const { server, starts } = await startInspectingConsumer(side, log);
       try {
-        runs[side].push(await drive(server.url, jobs));
+        runs[side].push({ ...(await drive(server.url, jobs)), starts });
       } finally {
         await server.stop();
       }
@@ -102,12 +132,16 @@ export async function runBlackBox({ jobs, rounds, log }) {
   // Each phase's median, and every round's throughput (how far the rounds spread).
   const summary = (side) =>
     byPhase((phase) => ({ ...medianOf(runs[side], (r) => r[phase]), rounds_jobs_per_second: runs[side].map((r) => r[phase].jobs_per_second) }));
+  // How many starts each round took before the inspector was on the consumer.
+  const starts = Object.fromEntries(Object.keys(SIDES).map((side) => [side, runs[side].map((r) => r.starts)]));
   const project = summary("project");
   const handwritten = summary("handwritten");
   return {
     jobs: project.e2e_noop.jobs,
     rounds,
     stats_poll_ms: POLL_MS,
+    inspected: "consumer",
+    starts,
     project,
     handwritten,
     ratio: byPhase((phase) => round(project[phase].jobs_per_second / handwritten[phase].jobs_per_second, 3)),

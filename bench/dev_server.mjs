@@ -1,9 +1,11 @@
 // A dev script (scripts/dev.sh, bench/handwritten/dev.sh) run as a user runs it, for the
 // black-box run: on a free port, with local D1 and queues in a fresh temporary state dir (never
 // the user's .wrangler/state), in its own process group so that stopping it stops wrangler,
-// workerd and whatever else the script started, even when the benchmark itself dies.
+// workerd and whatever else the script started, even when the benchmark itself dies. wrangler's
+// debug log goes to the state dir too (WRANGLER_LOG_PATH), which says which Worker wrangler's
+// inspector is attached to.
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,7 +54,13 @@ export async function startDevServer(script, { cwd }) {
     cwd,
     detached: true, // its own process group
     stdio: ["ignore", out, out],
-    env: { ...process.env, PORT: String(port), STATE_DIR: join(state, "wrangler"), WRANGLER_SEND_METRICS: "false" },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      STATE_DIR: join(state, "wrangler"),
+      WRANGLER_LOG_PATH: join(state, "logs"),
+      WRANGLER_SEND_METRICS: "false",
+    },
   });
   closeSync(out); // the child holds its own copy
   running.set(child.pid, state);
@@ -85,5 +93,18 @@ export async function startDevServer(script, { cwd }) {
     await stop();
     throw new Error(`${e.message}\n--- its output, last lines ---\n${output}`);
   }
-  return { url, stop };
+  return { url, stop, inspected: () => inspectedWorker(join(state, "logs")) };
+}
+
+/**
+ * The Worker wrangler's inspector is attached to, from its debug log in `dir`. `wrangler dev`
+ * attaches it to one Worker of several: whichever finished its build step last. That Worker pays
+ * an inspector event for each fetch it makes (a local D1 call is one) and each line it logs.
+ */
+async function inspectedWorker(dir) {
+  const named = () =>
+    readdirSync(dir)
+      .map((file) => /NEW RUNTIME WEBSOCKET \S*\/core:user:([\w-]+)/.exec(readFileSync(join(dir, file), "utf8"))?.[1])
+      .find(Boolean);
+  return waitFor(() => existsSync(dir) && named(), { what: `wrangler's inspector in ${dir}`, everyMs: 200, timeoutMs: 30_000 });
 }

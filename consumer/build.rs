@@ -34,13 +34,16 @@ fn main() {
     out += &format!(
         "\n/// The handler modules the build found.\nconst MODULES: &[&str] = &[{}];\n\
          const _: () = jobs_shared::job::registry::check_handler_modules(MODULES);\n\n\
-         /// Runs one claimed job through the module its type's registry row names.\n\
-         pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {{\n    \
+         /// Runs one claimed job through the module its type's registry row names. Each\n\
+         /// handler's future is boxed: its code stays a function of its own rather than\n\
+         /// part of the batch's one state machine, which V8 would optimize whole, every\n\
+         /// handler included, once the batch's code is hot (README \"Benchmark\").\n\
+         pub fn run<'a>(ctx: &'a JobContext<'a>) -> LocalBoxFuture<'a, HandlerRun> {{\n    \
          match ctx.job_type.handler().module() {{\n",
         names.join(", ")
     );
     for (name, _) in &modules {
-        out += &format!("        {name:?} => {name}::run(ctx).await,\n");
+        out += &format!("        {name:?} => Box::pin({name}::run(ctx)),\n");
     }
     out += "        other => unreachable!(\"no handler module {other}: checked at compile time\"),\n    }\n}\n";
     let target = Path::new(&env::var("OUT_DIR").unwrap()).join("handlers.rs");

@@ -2,13 +2,17 @@
 //! concurrently, record every outcome (and read why the other messages claimed nothing) in a
 //! second round trip, then ack, retry or dead-letter each message. Every message leaves with an
 //! explicit ack or retry. What it tells the outside (log lines, Analytics Engine) goes through
-//! crate::job_events.
+//! crate::job_events. Each stage's future is boxed where it is awaited (`boxed_local`), so that
+//! its code is a function of its own rather than part of one batch-wide state machine: V8
+//! compiles a hot WASM function whole, and a stage that did not run (dead letters, the one-by-one
+//! record) then costs nothing (README "Benchmark").
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
+use futures::FutureExt;
 use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::observe::job_event::Settled;
@@ -47,7 +51,9 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
         return;
     };
     if is_dlq {
-        return dead_letters::record(family, deliveries, env).await;
+        return dead_letters::record(family, deliveries, env)
+            .boxed_local()
+            .await;
     }
     for delivery in deliveries {
         if let Err(e) = &delivery.message {
@@ -65,7 +71,8 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
     };
     let started = now_ms();
     let mut stats = D1Stats::default();
-    let settled = match run_jobs(&db, family, &valid, env, invocation, &mut stats).await {
+    let jobs = run_jobs(&db, family, &valid, env, invocation, &mut stats).boxed_local();
+    let settled = match jobs.await {
         Ok(settled) => settled,
         Err(e) => {
             d1_failed(&valid, &e);
@@ -104,6 +111,7 @@ async fn run_jobs(
         &invocation.found_by(),
         stats,
     )
+    .boxed_local()
     .await?;
 
     let mut claimed: HashMap<&str, &Claimed> =
@@ -172,6 +180,7 @@ async fn run_jobs(
         &gate,
         (&limits, batch_started, lease),
     )
+    .boxed_local()
     .await;
     stats.merge(&heartbeat_stats);
     for (run, ran) in runs.iter_mut().zip(attempts) {
@@ -204,7 +213,10 @@ async fn run_jobs(
                 "recording {} outcome(s) together failed, one by one now: {e}",
                 finished.len()
             );
-            match record_one_by_one(db, &mut runs, &leftovers, stats).await {
+            match record_one_by_one(db, &mut runs, &leftovers, stats)
+                .boxed_local()
+                .await
+            {
                 Ok(seen) => seen,
                 Err(e) => {
                     // The jobs stay `running` under their lease; their messages come back once it ends.
@@ -212,7 +224,7 @@ async fn run_jobs(
                     runs.iter()
                         .for_each(|r| r.delivery.retry((lease / 1000) as u64));
                     d1_failed(&unclaimed, &e);
-                    dead_letters::send(family, &dead, env).await;
+                    dead_letters::send(family, &dead, env).boxed_local().await;
                     return Ok(Settled::default());
                 }
             }
@@ -251,8 +263,8 @@ async fn run_jobs(
         .filter_map(|r| Some((r.chain.as_ref()?.next.as_ref()?, r.job.correlation())))
         .collect();
     futures::join!(
-        dead_letters::send(family, &dead, env),
-        chain::send(env, &next_steps)
+        dead_letters::send(family, &dead, env).boxed_local(),
+        chain::send(env, &next_steps).boxed_local()
     );
     Ok(settled)
 }
@@ -409,7 +421,9 @@ async fn execute_all(
             {
                 return Err(NOT_STARTED);
             }
-            execute(job, job_type, (env, invocation), gate, deadline).await
+            execute(job, job_type, (env, invocation), gate, deadline)
+                .boxed_local()
+                .await
         })
         .buffered(limits.connections)
         .collect::<Vec<_>>();
@@ -431,7 +445,7 @@ async fn execute_all(
             }
         }
     };
-    let attempts = match select(Box::pin(work), Box::pin(heartbeat)).await {
+    let attempts = match select(work.boxed_local(), heartbeat.boxed_local()).await {
         Either::Left((attempts, _)) => attempts,
         Either::Right((never, _)) => never,
     };

@@ -4,6 +4,8 @@
 //! written by `consumer/build.rs` from the files in this folder, which it checks against the
 //! registry: a row without a file, or a file without a row, does not compile.
 
+use futures::future::LocalBoxFuture;
+
 use crate::job_context::{HandlerRun, JobContext};
 
 include!(concat!(env!("OUT_DIR"), "/handlers.rs"));
