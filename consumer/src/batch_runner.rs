@@ -421,9 +421,7 @@ async fn execute_all(
             {
                 return Err(NOT_STARTED);
             }
-            execute(job, job_type, (env, invocation), gate, deadline)
-                .boxed_local()
-                .await
+            execute(job, job_type, (env, invocation), gate, deadline).await
         })
         .buffered(limits.connections)
         .collect::<Vec<_>>();

@@ -39,9 +39,7 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
         .and_then(|v| v.parse::<usize>().ok());
     let bytes = match declared {
         Some(n) if n > MAX_BODY_BYTES => return Err(too_large()),
-        // HTTP framing holds the body to its declared length: read whole, in one call.
-        Some(_) => read_declared(req).await?,
-        None => read_capped(req).await?,
+        declared => read_capped(req, declared.is_some()).await?,
     };
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
@@ -52,20 +50,16 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
     })
 }
 
-/// Reads a body whose Content-Length is within the cap; what the runtime hands over past the
-/// cap all the same is refused.
-async fn read_declared(req: &mut Request) -> Result<Vec<u8>, ApiError> {
-    let bytes = req.bytes().await.map_err(unreadable)?;
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
-    Ok(bytes)
-}
-
-/// Reads a body without a Content-Length (chunked) chunk by chunk and stops at the cap: it is
-/// refused as soon as it passes the cap, never buffered whole.
-async fn read_capped(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+/// Reads the body into one cap. `whole`: a Content-Length within the cap holds it to that
+/// length (HTTP framing), so it is read in one call; a body without one (chunked) is read chunk
+/// by chunk and refused as soon as it passes the cap, never buffered whole.
+async fn read_capped(req: &mut Request, whole: bool) -> Result<Vec<u8>, ApiError> {
     let mut body = CappedBody::new(MAX_BODY_BYTES);
+    if whole {
+        let bytes = req.bytes().await.map_err(unreadable)?;
+        body.push(&bytes).map_err(|_| too_large())?;
+        return Ok(body.into_bytes());
+    }
     // A request without a body has no stream.
     let Ok(mut stream) = req.stream() else {
         return Ok(Vec::new());
