@@ -226,10 +226,13 @@ describe("leases: a lost attempt is recorded and counted", () => {
     assert.ok(Date.parse(lost.lease_until) < Date.parse(lost.finished_at), "the lease it held had run out");
   });
 
-  test("a worker that outlived its lease cannot overwrite the attempt that took over", async () => {
+  test("a worker that outlived its lease cannot overwrite the attempt that took over, nor count its success", async () => {
+    const since = Date.now();
     const enq = await p.enqueue({ type: "http", payload: { url: remote.url("/slow?ms=2500") } });
     const id = enq.body.id;
-    const first = p.deliver("jobs-default", [{ id: "m-first", ...jobMessage(id, "http") }]);
+    // A job of the same batch that keeps its lease: its success counts, the late one's does not.
+    const [kept] = await enqueueHttp(p, "/slow?ms=10");
+    const first = p.deliver("jobs-default", [{ id: "m-first", ...jobMessage(id, "http") }, ...messages([kept])]);
     await p.waitFor(async () => (await job(p, id)).status === "running", { what: "the first attempt" });
     await p.db.prepare("UPDATE jobs SET lease_until = ? WHERE id = ?").bind(Date.now() - 1, id).run();
     await p.deliver("jobs-default", [{ id: "m-second", ...jobMessage(id, "http") }]);
@@ -244,6 +247,15 @@ describe("leases: a lost attempt is recorded and counted", () => {
       ],
       "the late first attempt wrote nothing",
     );
+    assert.equal((await job(p, kept)).status, "succeeded");
+    // The successes the windows count (stats' last hour, alerts, the histogram): the second
+    // attempt's and the kept job's, once each.
+    const counted = await p.db
+      .prepare("SELECT b.successes FROM success_batches b WHERE b.finished_at >= ?")
+      .bind(since)
+      .all();
+    const successes = counted.results.flatMap((b) => JSON.parse(b.successes));
+    assert.equal(successes.length, 2, JSON.stringify(counted.results));
   });
 });
 

@@ -206,14 +206,14 @@ async fn run_jobs(
         unclaimed: &unclaimed_ids,
         minutes: &minutes,
     };
-    let seen = match jobs::job_set_outcome_many(db, &finished, &leftovers, stats).await {
+    let seen = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await {
         Ok(seen) => seen,
         Err(e) => {
             console_error!(
                 "recording {} outcome(s) together failed, one by one now: {e}",
                 finished.len()
             );
-            match record_one_by_one(db, &mut runs, &leftovers, stats)
+            match record_one_by_one(db, family, &mut runs, &leftovers, stats)
                 .boxed_local()
                 .await
             {
@@ -355,16 +355,18 @@ impl<'a> Run<'a> {
 /// other. Only on that failure path: the happy path stays at one round trip.
 async fn record_one_by_one(
     db: &D1Database,
+    family: Family,
     runs: &mut [Run<'_>],
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {
-    let seen = jobs::job_set_outcome_many(db, &[], leftovers, stats).await?;
+    let seen = jobs::job_set_outcome_many(db, family, &[], leftovers, stats).await?;
     for run in runs.iter_mut() {
         let Some(one) = run.finished() else {
             continue;
         };
-        let Err(e) = jobs::job_set_outcome_many(db, &[one], &Leftovers::default(), stats).await
+        let Err(e) =
+            jobs::job_set_outcome_many(db, family, &[one], &Leftovers::default(), stats).await
         else {
             continue;
         };
@@ -391,7 +393,7 @@ async fn record_one_by_one(
             continue;
         };
         // Even the failure cannot be written: D1 itself is failing, leave it to the lease.
-        jobs::job_set_outcome_many(db, &[failed], &Leftovers::default(), stats).await?;
+        jobs::job_set_outcome_many(db, family, &[failed], &Leftovers::default(), stats).await?;
     }
     Ok(seen)
 }

@@ -52,7 +52,7 @@ pub(crate) fn job_run_insert_failed(
          json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), \
          o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7 \
          FROM {rows}",
-        rows = outcome_rows_of_running_jobs(),
+        rows = outcome_rows_of_running_jobs("?1"),
     ))
     .bind(std::slice::from_ref(rows))
 }

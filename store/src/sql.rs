@@ -1,6 +1,6 @@
 //! Fixed text spliced into statements: status lists for `status IN (...)` guards, name lists
-//! (families) for `family IN (...)`, and the guard of a consumer batch's outcome rows. Safe to splice: `'static` names are the code's own
-//! words, never input.
+//! (families) for `family IN (...)`, the rows of a bound JSON array, and the guard of a consumer
+//! batch's outcome rows. Safe to splice: `'static` names are the code's own words, never input.
 
 use jobs_shared::JobStatus;
 
@@ -23,14 +23,24 @@ pub fn waiting() -> String {
     status_list(&[JobStatus::Queued, JobStatus::Retrying])
 }
 
-/// `json_each(?1) o JOIN jobs j`: each row of a consumer batch's outcome array (`o.value`:
-/// [id, run, ...], see `jobs::job_set_outcome_many`) with its job `j`, while that job is still
-/// `running` under that run: the guard every statement recording an attempt repeats, so an
-/// attempt overtaken by a rescue or an operator's retry records nothing. The unary `+` keeps
-/// SQLite on the primary key.
-pub fn outcome_rows_of_running_jobs() -> String {
+/// `WITH o AS ...`: a CTE of the rows of the JSON array bound as `param`, each row (`o.value`)
+/// rendered once. A row read straight from `json_each` is rendered again at every reference,
+/// and the hot statements read several fields of each row by position (`o.value ->> 3`):
+/// materialized, enqueue's INSERT takes a quarter less time and the record's UPDATE a fifth less
+/// (measured on SQLite, README "Benchmark").
+pub fn rows_cte(param: &str) -> String {
+    format!("WITH o AS MATERIALIZED (SELECT value FROM json_each({param}))")
+}
+
+/// `json_each(rows) o JOIN jobs j`: each row of a consumer batch's outcome array `rows` (an SQL
+/// expression, `?1` in the statement; `o.value`: [id, run, ...], see
+/// `jobs::job_set_outcome_many`) with its job `j`, while that job is still `running` under
+/// that run: the guard every statement recording an attempt repeats, so an attempt overtaken
+/// by a rescue or an operator's retry records nothing. The unary `+` keeps SQLite on the
+/// primary key.
+pub fn outcome_rows_of_running_jobs(rows: &str) -> String {
     format!(
-        "json_each(?1) o JOIN jobs j ON j.id = o.value ->> 0 \
+        "json_each({rows}) o JOIN jobs j ON j.id = o.value ->> 0 \
          AND +j.status = '{}' AND j.runs = o.value ->> 1",
         JobStatus::Running
     )

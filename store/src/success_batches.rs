@@ -4,33 +4,53 @@
 //! attempts ([`crate::attempts`]); deleted once out of every window and rolled into the
 //! execution histogram.
 
+use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::num;
+use crate::d1::{json, num};
 use crate::execution_histogram::WATERMARK;
 use crate::sql::outcome_rows_of_running_jobs;
 
-/// Records the successes of `rows` (a JSON array of [id, run, started_at, finished_at, ...],
-/// see `jobs::job_set_outcome_many`) as one row, each success as [type, duration_ms, wait_ms,
-/// latency_ms]: its wait (from enqueue to start) on its job's first run only, its latency from
-/// the job's due time. Only jobs still `running` under that run count, as the job's own
-/// update is guarded: this statement comes before it, while the guard still holds. A batch is
-/// one family's; no row when nothing counts.
+/// One success as the batch's row packs it: [type, duration_ms, wait_ms, latency_ms], its wait
+/// (from enqueue to start) on its job's first run only, its latency from the job's due time.
+#[derive(Serialize)]
+pub struct Success<'a>(pub &'a str, pub i64, pub Option<i64>, pub i64);
+
+/// The batch's row for the successes of `rows` (a JSON array of [id, run, started_at,
+/// finished_at, ...], see `jobs::job_set_outcome_many`), `successes` in the same order:
+/// `finished_at` the last one's end, `first_job_id` the smallest id. Only jobs still `running`
+/// under that run count, as the jobs' own update is guarded: this statement comes before it,
+/// while the guard still holds. When every job passes the guard (nearly always) the row is
+/// the one bound, computed by the consumer, and the statement reads each job once by its key;
+/// otherwise it is made from the jobs that pass. A batch is one family's; no row when none
+/// counts.
 pub fn success_batch_insert(
     db: &D1Database,
     rows: &JsValue,
+    (finished_at, first_job_id, family): (i64, &str, &str),
+    successes: &[Success],
 ) -> worker::Result<D1PreparedStatement> {
+    let running = outcome_rows_of_running_jobs("?1");
+    // Empty when the bound row holds: the fallback then reads no job.
+    let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
     db.prepare(format!(
-        "INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
-         SELECT MAX(o.value ->> 3), MIN(j.id), j.family, json_group_array(json_array(j.type, \
+        "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
+         INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
+         SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
+         UNION ALL SELECT ?2, ?3, ?4, json_group_array(json_array(j.type, \
          (o.value ->> 3) - (o.value ->> 2), \
          CASE WHEN j.runs = 1 THEN (o.value ->> 2) - j.created_at END, \
-         (o.value ->> 3) - j.run_at)) \
-         FROM {rows} GROUP BY j.family",
-        rows = outcome_rows_of_running_jobs(),
+         (o.value ->> 3) - j.run_at)) FROM {passing} HAVING COUNT(*) > 0"
     ))
-    .bind(std::slice::from_ref(rows))
+    .bind(&[
+        rows.clone(),
+        num(finished_at),
+        first_job_id.into(),
+        family.into(),
+        num(successes.len() as i64),
+        json(successes),
+    ])
 }
 
 /// Deletes up to `limit` rows of batches that finished before `before_ms` and that the

@@ -6,6 +6,8 @@
 //! arrays; D1 refuses any string over 2 MB (`SQLITE_TOOBIG`), so rows are grouped into arrays of
 //! at most [`MAX_ROWS_JSON_BYTES`] each, still within one round trip.
 
+use std::ops::Range;
+
 use serde_json::{json, Value};
 
 /// The largest result stored on a job, as compact JSON (bytes).
@@ -45,15 +47,18 @@ pub fn prefix_at_char(text: &str, max: usize) -> &str {
     &text[..cut]
 }
 
-/// Rows (each already JSON) grouped into JSON arrays of at most `max_bytes` each; a row larger
-/// than `max_bytes` gets an array of its own (D1 then refuses that one statement alone).
-pub fn json_arrays(rows: &[String], max_bytes: usize) -> Vec<String> {
+/// Rows (each already JSON) grouped into JSON arrays of at most `max_bytes` each, with the
+/// range of `rows` each holds; a row larger than `max_bytes` gets an array of its own (D1 then
+/// refuses that one statement alone).
+pub fn json_arrays(rows: &[String], max_bytes: usize) -> Vec<(Range<usize>, String)> {
     let mut arrays = Vec::new();
+    let mut start = 0;
     let mut current = String::from("[");
-    for row in rows {
+    for (i, row) in rows.iter().enumerate() {
         if current.len() > 1 && current.len() + row.len() + 2 > max_bytes {
             current.push(']');
-            arrays.push(std::mem::replace(&mut current, String::from("[")));
+            arrays.push((start..i, std::mem::replace(&mut current, String::from("["))));
+            start = i;
         }
         if current.len() > 1 {
             current.push(',');
@@ -62,7 +67,7 @@ pub fn json_arrays(rows: &[String], max_bytes: usize) -> Vec<String> {
     }
     if current.len() > 1 {
         current.push(']');
-        arrays.push(current);
+        arrays.push((start..rows.len(), current));
     }
     arrays
 }
@@ -117,9 +122,12 @@ mod tests {
         let arrays = json_arrays(&rows, 120);
         assert!(arrays.len() > 1);
         let mut all = Vec::new();
-        for array in &arrays {
+        for (range, array) in &arrays {
             assert!(array.len() <= 120, "{array}");
             let parsed: Vec<Value> = serde_json::from_str(array).unwrap();
+            // Each array names the rows it holds.
+            assert_eq!(range.start, all.len());
+            assert_eq!(range.len(), parsed.len());
             all.extend(parsed);
         }
         assert_eq!(all.len(), 10);

@@ -13,7 +13,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{counted_batch, json, num};
 use crate::job_runs::record_lost_attempts_sql;
-use crate::pauses::{ANY_PAUSE_SQL, PAUSED_JOB_SQL};
+use crate::pauses::PAUSED_JOB_SQL;
 use crate::sql::status_list;
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
@@ -42,6 +42,8 @@ pub struct Claimed {
     pub enqueued_by: Option<String>,
     /// When it was enqueued: a first run's wait is from here to its start.
     pub created_at: i64,
+    /// When it was due: its latency is from here to its end.
+    pub run_at: i64,
 }
 
 impl Claimed {
@@ -63,7 +65,6 @@ pub struct Seen {
 }
 
 /// A job a pause covers: not claimed (no attempt spent), marked held for the resume to re-send.
-#[derive(Deserialize)]
 pub struct Held {
     pub id: String,
 }
@@ -91,7 +92,8 @@ pub struct PastExpiry {
     pub expires_at: i64,
 }
 
-/// A job the claim ended instead of running: `dead` ([`Exhausted`]) or `skipped` ([`PastExpiry`]).
+/// A job the claim ended instead of running, `dead` ([`Exhausted`]) or `skipped`
+/// ([`PastExpiry`]), or held for a pause (`status` `held`).
 #[derive(Deserialize)]
 struct Ended {
     #[serde(flatten)]
@@ -117,8 +119,12 @@ pub struct Claim {
 /// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
 /// past its max_attempts; `found_by` (shared `found_by_consumer`) goes on that run record.
 /// A claimable job past its `expires_at` goes `skipped` (error class `expired`) and is not
-/// run. Four statements: the lost attempts' records, those two ends, the claim, the pause's
-/// hold.
+/// run, and a due one a pause covers is held (`held_at`, and `sent_at` so the sweep leaves it
+/// be) until the resume clears held_at and re-sends it. Three statements: the lost attempts'
+/// records, one UPDATE for those ends and holds (each statement of a batch is work of its own
+/// for D1, whatever it touches), the claim. The claim sets no column that a claimed job's
+/// index entries depend on (`finished_at` would rewrite its `jobs_unfinished` entry: a row
+/// written per job), so the ends cannot share its UPDATE.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 pub async fn job_claim(
@@ -146,23 +152,39 @@ pub async fn job_claim(
             family_name.clone(),
             JsValue::from_str(found_by),
         ])?;
-    // Before the claim, so what it ends is no longer claimable: a lost attempt that was the
-    // job's last (`dead`), and a claimable job past its `expires_at` (`skipped`).
-    let exhausted = format!("{ran_out} AND attempts >= max_attempts");
+    // Before the claim, so what it ends or holds is no longer claimable: a lost attempt that
+    // was the job's last (`dead`), a claimable job past its `expires_at` (`skipped`), a due one
+    // a pause covers (`held`: its status stays). SET reads the row as it was.
+    let to = format!(
+        "(CASE WHEN {ran_out} AND attempts >= max_attempts THEN '{Dead}' \
+         WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
+    );
     let end = db
         .prepare(format!(
-            "UPDATE jobs SET status = IIF({exhausted}, '{Dead}', '{Skipped}'), finished_at = ?2, \
-             lease_until = NULL, updated_at = ?2, \
-             error_class = IIF({exhausted}, '{LeaseExpired}', '{Expired}'), \
-             last_error = IIF({exhausted}, '{LOST_ATTEMPT}', '{EXPIRED_UNRUN}'), \
-             escalated_at = IIF({exhausted}, NULL, escalated_at), \
-             sent_at = IIF({exhausted}, sent_at, COALESCE(sent_at, ?2)) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 AND (({exhausted}) \
-             OR (expires_at <= ?2 AND {runnable})) \
+            "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
+             finished_at = IIF({to} = 'held', finished_at, ?2), \
+             lease_until = IIF({to} = 'held', lease_until, NULL), \
+             updated_at = IIF({to} = 'held', updated_at, ?2), \
+             error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
+             WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
+             last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
+             WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
+             escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
+             sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
+             ELSE COALESCE(sent_at, ?2) END, \
+             held_at = IIF({to} = 'held', ?2, held_at) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
+             AND ((({ran_out}) AND attempts >= max_attempts) OR ({runnable} \
+             AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
              RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-             expires_at, status"
+             expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
         ))
-        .bind(&[ids_json.clone(), num(now_ms), family_name.clone()])?;
+        .bind(&[
+            ids_json.clone(),
+            num(now_ms),
+            family_name.clone(),
+            num(now_ms + EARLY_TOLERANCE_MS),
+        ])?;
     let update = db
         .prepare(format!(
             "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
@@ -172,52 +194,32 @@ pub async fn job_claim(
              AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
              RETURNING id, type, payload, attempts, max_attempts, runs, \
              parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-             enqueued_by, created_at"
-        ))
-        .bind(&[
-            ids_json.clone(),
-            num(now_ms),
-            num(lease_until),
-            num(now_ms + EARLY_TOLERANCE_MS),
-            family_name.clone(),
-        ])?;
-    // What a pause kept from the claim above: held (sent_at set, so the sweep leaves it be)
-    // until the resume clears held_at and re-sends it. With no pause at all (nearly always) its
-    // list of ids is empty: it visits no job.
-    let hold = db
-        .prepare(format!(
-            "UPDATE jobs SET held_at = ?2, sent_at = ?2 \
-             WHERE id IN (SELECT value FROM json_each(IIF({ANY_PAUSE_SQL}, ?1, '[]'))) \
-             AND +run_at <= ?3 \
-             AND {runnable} \
-             AND family = ?4 AND {PAUSED_JOB_SQL} RETURNING id"
+             enqueued_by, created_at, run_at"
         ))
         .bind(&[
             ids_json,
             num(now_ms),
+            num(lease_until),
             num(now_ms + EARLY_TOLERANCE_MS),
             family_name,
         ])?;
-    let statements = vec![record_lost, end, update, hold];
-    let results = counted_batch(db, statements, stats).await?;
-    let (mut exhausted, mut expired) = (Vec::new(), Vec::new());
+    let results = counted_batch(db, vec![record_lost, end, update], stats).await?;
+    let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
-        match ended
-            .expires_at
-            .filter(|_| ended.status == Skipped.as_str())
-        {
-            Some(expires_at) => expired.push(PastExpiry {
+        match (ended.status.as_str(), ended.expires_at) {
+            (status, _) if status == Dead.as_str() => exhausted.push(ended.job),
+            (status, Some(expires_at)) if status == Skipped.as_str() => expired.push(PastExpiry {
                 job: ended.job,
                 expires_at,
             }),
-            None => exhausted.push(ended.job),
+            _ => held.push(Held { id: ended.job.id }),
         }
     }
     Ok(Claim {
         exhausted,
         expired,
         claimed: results[2].results()?,
-        held: results[3].results()?,
+        held,
     })
 }
 

@@ -10,7 +10,7 @@ use worker::D1Database;
 
 use super::chain::CHAIN_RUNNING;
 use crate::d1::{counted_batch, num};
-use crate::sql::status_list;
+use crate::sql::{rows_cte, status_list};
 
 /// What enqueue did with one job: written now, or an existing live job with its dedup key.
 pub struct Written {
@@ -97,14 +97,15 @@ pub async fn job_insert_many(
     // tells SQLite's parser the ON CONFLICT belongs to the INSERT, not to a join.)
     let insert = db
         .prepare(format!(
-            "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, attempts, \
-             max_attempts, run_at, created_at, updated_at, next_steps, chain_status, correlation_id, \
-             retry_policy, expires_at, enqueued_by) \
-             SELECT j ->> 0, j ->> 1, j ->> 2, j ->> 3, j ->> 4, j ->> 5, j ->> 6, 0, j ->> 7, \
-             j ->> 8, ?2, ?2, j ->> 9, CASE WHEN j ->> 9 IS NULL THEN NULL ELSE '{CHAIN_RUNNING}' END, ?3, \
-             j ->> 10, j ->> 11, ?4 \
-             FROM (SELECT value AS j FROM json_each(?1)) WHERE true \
-             ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING"
+            "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
+             attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
+             correlation_id, retry_policy, expires_at, enqueued_by) \
+             SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
+             o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
+             IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
+             o.value ->> 11, ?4 FROM o WHERE true \
+             ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
+            cte = rows_cte("?1"),
         ))
         .bind(&[
             rows.clone(),

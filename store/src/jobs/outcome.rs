@@ -6,7 +6,7 @@ use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
 use jobs_shared::JobStatus::{Queued, Running, Succeeded};
-use jobs_shared::{ChainMove, D1Stats, Decision, JobError, NewJob, RunDetails};
+use jobs_shared::{ChainMove, D1Stats, Decision, Family, JobError, NewJob, RunDetails};
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -16,7 +16,8 @@ use super::claim::{job_list_seen, Claimed, Seen};
 use crate::d1::{counted_batch, json};
 use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_failed;
-use crate::success_batches::success_batch_insert;
+use crate::sql::rows_cte;
+use crate::success_batches::{success_batch_insert, Success};
 
 /// What the record writes beside the attempts' outcomes, and the jobs it reads.
 #[derive(Clone, Copy, Default)]
@@ -61,6 +62,7 @@ pub struct Finished<'a> {
 /// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `job_claim`).
 pub async fn job_set_outcome_many(
     db: &D1Database,
+    family: Family,
     finished: &[Finished<'_>],
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
@@ -78,10 +80,14 @@ pub async fn job_set_outcome_many(
         .find(|f| matches!(f.decision, Decision::Succeed))
         .map(|f| f.details);
     let mut succeeded = Vec::new();
+    let mut successes = Vec::new();
     let mut failed = Vec::new();
     for f in finished {
         match f.decision {
-            Decision::Succeed => succeeded.push(row(&SucceededRow::of(f, shared))),
+            Decision::Succeed => {
+                succeeded.push(row(&SucceededRow::of(f, shared)));
+                successes.push(f);
+            }
             Decision::Retry { error, delay_secs } => {
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
                 failed.push(row(&FailedRow::of(f, error, Some(run_at), true)));
@@ -96,13 +102,17 @@ pub async fn job_set_outcome_many(
         }
     }
     let mut statements = Vec::new();
-    for (sql, rows) in [
-        (OutcomeSql::succeeded(json(&shared)), succeeded),
-        (OutcomeSql::failed(), failed),
-    ] {
-        for array in json_arrays(&rows, MAX_ROWS_JSON_BYTES) {
-            statements.extend(sql.statements(db, array)?);
-        }
+    let succeeded_sql = OutcomeSql::succeeded(json(&shared));
+    for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
+        let rows = JsValue::from_str(&array);
+        statements.push(success_batch(db, family, &rows, &successes[range])?);
+        statements.push(succeeded_sql.jobs_update(db, rows)?);
+    }
+    let failed_sql = OutcomeSql::failed();
+    for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
+        let rows = JsValue::from_str(&array);
+        statements.push(job_run_insert_failed(db, &rows, 11)?);
+        statements.push(failed_sql.jobs_update(db, rows)?);
     }
     if !released.is_empty() {
         statements.push(release(db, released)?);
@@ -136,12 +146,42 @@ pub async fn job_set_outcome_many(
     }
 }
 
-/// How one kind of outcome is written: the statement that records the attempts, and the job's
-/// new state as SQL over a row array `o.value` (fields by position: 0 id, 1 run, 2 started_at,
-/// 3 finished_at, the rest the kind's own, the run's details last).
+/// The `success_batches` row of `successes`, whose rows are `rows`.
+fn success_batch(
+    db: &D1Database,
+    family: Family,
+    rows: &JsValue,
+    successes: &[&Finished<'_>],
+) -> worker::Result<D1PreparedStatement> {
+    let last = successes
+        .iter()
+        .map(|f| f.finished_at)
+        .max()
+        .unwrap_or_default();
+    let first = successes
+        .iter()
+        .map(|f| f.job.id.as_str())
+        .min()
+        .unwrap_or_default();
+    let packed: Vec<Success> = successes
+        .iter()
+        .map(|f| {
+            let job = f.job;
+            Success(
+                &job.job_type,
+                f.finished_at - f.started_at,
+                (job.runs == 1).then_some(f.started_at - job.created_at),
+                f.finished_at - job.run_at,
+            )
+        })
+        .collect();
+    success_batch_insert(db, rows, (last, first, family.as_str()), &packed)
+}
+
+/// How one kind of outcome sets its jobs' new state: SQL over a row array `o.value` (fields by
+/// position: 0 id, 1 run, 2 started_at, 3 finished_at, the rest the kind's own, the run's
+/// details last). Its attempts' records are written just before, under the same guard.
 struct OutcomeSql {
-    /// Runs before the jobs' update, whose guard it repeats.
-    record: fn(&D1Database, &JsValue) -> worker::Result<D1PreparedStatement>,
     jobs_set: String,
     /// What `jobs_set` reads as ?2, when it reads one.
     jobs_set_param: Option<JsValue>,
@@ -153,7 +193,6 @@ impl OutcomeSql {
     /// successes get one `success_batches` row.
     fn succeeded(shared: JsValue) -> OutcomeSql {
         OutcomeSql {
-            record: success_batch_insert,
             jobs_set: format!(
                 "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
                  last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
@@ -170,7 +209,6 @@ impl OutcomeSql {
     /// the job's new status (retrying, dead, or skipped: a skip's reason is its error class).
     fn failed() -> OutcomeSql {
         OutcomeSql {
-            record: |db, rows| job_run_insert_failed(db, rows, 11),
             jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
                        last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
                        sent_at = o.value ->> 9, finished_at = o.value ->> 10"
@@ -179,26 +217,19 @@ impl OutcomeSql {
         }
     }
 
-    /// The two statements for `rows`, a JSON array of this kind's rows.
-    fn statements(
-        &self,
-        db: &D1Database,
-        rows: String,
-    ) -> worker::Result<[D1PreparedStatement; 2]> {
-        let rows = JsValue::from_str(&rows);
-        let record = (self.record)(db, &rows)?;
+    /// The jobs' update for `rows`, a JSON array of this kind's rows.
+    fn jobs_update(&self, db: &D1Database, rows: JsValue) -> worker::Result<D1PreparedStatement> {
         let params: Vec<JsValue> = std::iter::once(rows)
             .chain(self.jobs_set_param.clone())
             .collect();
         let jobs_set = &self.jobs_set;
-        let jobs = db
-            .prepare(format!(
-                "UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
-                 escalated_at = NULL FROM json_each(?1) o \
-                 WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
-            ))
-            .bind(&params)?;
-        Ok([record, jobs])
+        db.prepare(format!(
+            "{cte} UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
+             escalated_at = NULL FROM o \
+             WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1",
+            cte = rows_cte("?1"),
+        ))
+        .bind(&params)
     }
 }
 
