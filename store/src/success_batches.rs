@@ -4,6 +4,8 @@
 //! attempts ([`crate::attempts`]); deleted once out of every window and rolled into the
 //! execution histogram.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -21,29 +23,30 @@ pub struct Success<'a>(pub &'a str, pub i64, pub Option<i64>, pub i64);
 /// finished_at, ...], see `jobs::job_set_outcome_many`), `successes` in the same order:
 /// `finished_at` the last one's end, `first_job_id` the smallest id. Only jobs still `running`
 /// under that run count, as the jobs' own update is guarded: this statement comes before it,
-/// while the guard still holds. When every job passes the guard (nearly always) the row is
-/// the one bound, computed by the consumer, and the statement reads each job once by its key;
-/// otherwise it is made from the jobs that pass. A batch is one family's; no row when none
-/// counts.
+/// while the guard still holds. When every job passes the guard (nearly always) the row holds
+/// all of `successes`, and the statement reads each job once by its key; otherwise only the
+/// successes of the jobs that pass. A batch is one family's; no row when none counts. Its SQL is
+/// built once per isolate: every consumer batch runs it.
 pub fn success_batch_insert(
     db: &D1Database,
     rows: &JsValue,
     (finished_at, first_job_id, family): (i64, &str, &str),
     successes: &[Success],
 ) -> worker::Result<D1PreparedStatement> {
-    let running = outcome_rows_of_running_jobs("?1");
-    // Empty when the bound row holds: the fallback then reads no job.
-    let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
-    db.prepare(format!(
-        "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
-         INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
-         SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
-         UNION ALL SELECT ?2, ?3, ?4, json_group_array(json_array(j.type, \
-         (o.value ->> 3) - (o.value ->> 2), \
-         CASE WHEN j.runs = 1 THEN (o.value ->> 2) - j.created_at END, \
-         (o.value ->> 3) - j.run_at)) FROM {passing} HAVING COUNT(*) > 0"
-    ))
-    .bind(&[
+    static SQL: OnceLock<String> = OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let running = outcome_rows_of_running_jobs("?1");
+        // Empty when every job passes: the fallback then reads no job.
+        let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
+        format!(
+            "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
+             INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
+             SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
+             UNION ALL SELECT ?2, ?3, ?4, json_group_array(json(s.value)) \
+             FROM {passing} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
+        )
+    });
+    db.prepare(sql).bind(&[
         rows.clone(),
         num(finished_at),
         first_job_id.into(),

@@ -1,6 +1,8 @@
 //! A consumer batch's claim: one round trip moves every claimable job of the batch to
 //! `running`, and the heartbeat extends the leases of those it still runs.
 
+use std::sync::OnceLock;
+
 use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::lease::LOST_ATTEMPT;
@@ -136,73 +138,29 @@ pub async fn job_claim(
     found_by: &str,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
+    let sql = ClaimSql::get();
     let ids_json = json(ids);
-    let claimable = status_list(&sources_of(Running));
     let family_name = JsValue::from_str(family.as_str());
-    // A running job whose lease ran out: its worker died.
-    let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
-    // A job the claim may start: claimable, or lost by a dead worker.
-    let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
-    let lost = format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
-    let record_lost = db
-        .prepare(record_lost_attempts_sql("?2", &lost, "?4"))
-        .bind(&[
-            ids_json.clone(),
-            num(now_ms),
-            family_name.clone(),
-            JsValue::from_str(found_by),
-        ])?;
-    // Before the claim, so what it ends or holds is no longer claimable: a lost attempt that
-    // was the job's last (`dead`), a claimable job past its `expires_at` (`skipped`), a due one
-    // a pause covers (`held`: its status stays). SET reads the row as it was.
-    let to = format!(
-        "(CASE WHEN {ran_out} AND attempts >= max_attempts THEN '{Dead}' \
-         WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
-    );
-    let end = db
-        .prepare(format!(
-            "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
-             finished_at = IIF({to} = 'held', finished_at, ?2), \
-             lease_until = IIF({to} = 'held', lease_until, NULL), \
-             updated_at = IIF({to} = 'held', updated_at, ?2), \
-             error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
-             WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
-             last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
-             WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
-             escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
-             sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
-             ELSE COALESCE(sent_at, ?2) END, \
-             held_at = IIF({to} = 'held', ?2, held_at) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
-             AND ((({ran_out}) AND attempts >= max_attempts) OR ({runnable} \
-             AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
-             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-             expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
-        ))
-        .bind(&[
-            ids_json.clone(),
-            num(now_ms),
-            family_name.clone(),
-            num(now_ms + EARLY_TOLERANCE_MS),
-        ])?;
-    let update = db
-        .prepare(format!(
-            "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
-             updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-             AND {runnable} \
-             AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-             RETURNING id, type, payload, attempts, max_attempts, runs, \
-             parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-             enqueued_by, created_at, run_at"
-        ))
-        .bind(&[
-            ids_json,
-            num(now_ms),
-            num(lease_until),
-            num(now_ms + EARLY_TOLERANCE_MS),
-            family_name,
-        ])?;
+    let due = num(now_ms + EARLY_TOLERANCE_MS);
+    let record_lost = db.prepare(&sql.record_lost).bind(&[
+        ids_json.clone(),
+        num(now_ms),
+        family_name.clone(),
+        JsValue::from_str(found_by),
+    ])?;
+    let end = db.prepare(&sql.end).bind(&[
+        ids_json.clone(),
+        num(now_ms),
+        family_name.clone(),
+        due.clone(),
+    ])?;
+    let update = db.prepare(&sql.claim).bind(&[
+        ids_json,
+        num(now_ms),
+        num(lease_until),
+        due,
+        family_name,
+    ])?;
     let results = counted_batch(db, vec![record_lost, end, update], stats).await?;
     let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
@@ -221,6 +179,69 @@ pub async fn job_claim(
         claimed: results[2].results()?,
         held,
     })
+}
+
+/// The claim's three statements (see [`job_claim`]), built once per isolate: every consumer
+/// batch runs them.
+struct ClaimSql {
+    record_lost: String,
+    end: String,
+    claim: String,
+}
+
+impl ClaimSql {
+    fn get() -> &'static ClaimSql {
+        static SQL: OnceLock<ClaimSql> = OnceLock::new();
+        SQL.get_or_init(|| {
+            let claimable = status_list(&sources_of(Running));
+            // A running job whose lease ran out: its worker died.
+            let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
+            // A job the claim may start: claimable, or lost by a dead worker.
+            let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
+            let lost =
+                format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
+            // Before the claim, so what it ends or holds is no longer claimable: a lost attempt
+            // that was the job's last (`dead`), a claimable job past its `expires_at`
+            // (`skipped`), a due one a pause covers (`held`: its status stays). SET reads the
+            // row as it was.
+            let to = format!(
+                "(CASE WHEN {ran_out} AND attempts >= max_attempts THEN '{Dead}' \
+                 WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
+            );
+            ClaimSql {
+                record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
+                end: format!(
+                    "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
+                     finished_at = IIF({to} = 'held', finished_at, ?2), \
+                     lease_until = IIF({to} = 'held', lease_until, NULL), \
+                     updated_at = IIF({to} = 'held', updated_at, ?2), \
+                     error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
+                     WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
+                     last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
+                     WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
+                     escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
+                     sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
+                     ELSE COALESCE(sent_at, ?2) END, \
+                     held_at = IIF({to} = 'held', ?2, held_at) \
+                     WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
+                     AND ((({ran_out}) AND attempts >= max_attempts) OR ({runnable} \
+                     AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
+                     RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
+                     expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
+                ),
+                claim: format!(
+                    "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
+                     updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+                     WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+                     AND {runnable} \
+                     AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+                     RETURNING id, type, payload, attempts, max_attempts, runs, \
+                     parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
+                     enqueued_by, created_at, run_at"
+                ),
+            }
+        })
+    }
 }
 
 /// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the

@@ -2,6 +2,8 @@
 //! record, the batch's successes in one row) and its job's next state, a chain's next move, the claims to undo, and reads the jobs of the messages
 //! that claimed nothing. Never one per message.
 
+use std::sync::OnceLock;
+
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
@@ -102,17 +104,19 @@ pub async fn job_set_outcome_many(
         }
     }
     let mut statements = Vec::new();
-    let succeeded_sql = OutcomeSql::succeeded(json(&shared));
+    let shared = json(&shared);
     for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
         statements.push(success_batch(db, family, &rows, &successes[range])?);
-        statements.push(succeeded_sql.jobs_update(db, rows)?);
+        statements.push(
+            db.prepare(succeeded_update())
+                .bind(&[rows, shared.clone()])?,
+        );
     }
-    let failed_sql = OutcomeSql::failed();
     for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
         statements.push(job_run_insert_failed(db, &rows, 11)?);
-        statements.push(failed_sql.jobs_update(db, rows)?);
+        statements.push(db.prepare(failed_update()).bind(&[rows])?);
     }
     if !released.is_empty() {
         statements.push(release(db, released)?);
@@ -178,59 +182,47 @@ fn success_batch(
     success_batch_insert(db, rows, (last, first, family.as_str()), &packed)
 }
 
-/// How one kind of outcome sets its jobs' new state: SQL over a row array `o.value` (fields by
-/// position: 0 id, 1 run, 2 started_at, 3 finished_at, the rest the kind's own, the run's
-/// details last). Its attempts' records are written just before, under the same guard.
-struct OutcomeSql {
-    jobs_set: String,
-    /// What `jobs_set` reads as ?2, when it reads one.
-    jobs_set_param: Option<JsValue>,
+/// The jobs' update for one kind of outcome, setting `jobs_set`: SQL over a row array
+/// `o.value` (?1; fields by position: 0 id, 1 run, 2 started_at, 3 finished_at, the rest the
+/// kind's own, the run's details last). Its attempts' records are written just before, under
+/// the same guard. Each kind's is built once per isolate: every consumer batch runs it.
+fn jobs_update(jobs_set: &str) -> String {
+    format!(
+        "{cte} UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
+         escalated_at = NULL FROM o \
+         WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1",
+        cte = rows_cte("?1"),
+    )
 }
 
-impl OutcomeSql {
-    /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
-    /// null where they are `shared`'s (?2). The run's record stays on the job row; the batch's
-    /// successes get one `success_batches` row.
-    fn succeeded(shared: JsValue) -> OutcomeSql {
-        OutcomeSql {
-            jobs_set: format!(
-                "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
-                 last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
-                 run_cost_cents = o.value ->> 5, \
-                 run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
-                 jobs.lease_until)"
-            ),
-            jobs_set_param: Some(shared),
-        }
-    }
-
-    /// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
-    /// error_message, run_at, sent_at, finished_at or null, details]. The run's outcome is also
-    /// the job's new status (retrying, dead, or skipped: a skip's reason is its error class).
-    fn failed() -> OutcomeSql {
-        OutcomeSql {
-            jobs_set: "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
-                       last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
-                       sent_at = o.value ->> 9, finished_at = o.value ->> 10"
-                .into(),
-            jobs_set_param: None,
-        }
-    }
-
-    /// The jobs' update for `rows`, a JSON array of this kind's rows.
-    fn jobs_update(&self, db: &D1Database, rows: JsValue) -> worker::Result<D1PreparedStatement> {
-        let params: Vec<JsValue> = std::iter::once(rows)
-            .chain(self.jobs_set_param.clone())
-            .collect();
-        let jobs_set = &self.jobs_set;
-        db.prepare(format!(
-            "{cte} UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
-             escalated_at = NULL FROM o \
-             WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1",
-            cte = rows_cte("?1"),
+/// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
+/// null where they are the batch's shared ones (?2). The run's record stays on the job row; the
+/// batch's successes get one `success_batches` row.
+fn succeeded_update() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        jobs_update(&format!(
+            "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
+             last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
+             run_cost_cents = o.value ->> 5, \
+             run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
+             jobs.lease_until)"
         ))
-        .bind(&params)
-    }
+    })
+}
+
+/// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
+/// error_message, run_at, sent_at, finished_at or null, details]. The run's outcome is also the
+/// job's new status (retrying, dead, or skipped: a skip's reason is its error class).
+fn failed_update() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        jobs_update(
+            "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
+             last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
+             sent_at = o.value ->> 9, finished_at = o.value ->> 10",
+        )
+    })
 }
 
 /// One outcome row as JSON (rows are joined into arrays that fit D1, see `job_set_outcome_many`).
