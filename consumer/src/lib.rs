@@ -19,6 +19,7 @@ mod outbound;
 mod signed_request;
 mod web_url;
 
+use jobs_shared::util::clock::now_ms;
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};
@@ -41,11 +42,6 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
     batch_runner::run(&queue, &deliveries, &env, &invocation).await;
     delivery::settle(&batch, &messages, &deliveries);
     Ok(JsValue::UNDEFINED)
-}
-
-/// Milliseconds since the Unix epoch, from the runtime's clock.
-fn now_ms() -> i64 {
-    worker::Date::now().as_millis() as i64
 }
 
 /// A var or secret; unset and blank both mean absent.

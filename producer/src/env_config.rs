@@ -1,5 +1,6 @@
 //! Reading vars and secrets: both are plain strings at runtime; unset and blank mean "absent".
 
+pub use jobs_shared::util::clock::now_ms;
 use worker::Env;
 
 pub fn string(env: &Env, name: &str) -> Option<String> {
@@ -7,9 +8,4 @@ pub fn string(env: &Env, name: &str) -> Option<String> {
         .ok()
         .map(|v| v.to_string())
         .filter(|v| !v.trim().is_empty())
-}
-
-/// Milliseconds since the Unix epoch, from the runtime's clock.
-pub fn now_ms() -> i64 {
-    worker::Date::now().as_millis() as i64
 }

@@ -1,9 +1,12 @@
 //! Small helpers without a domain of their own: time formats, capped bodies, numeric vars,
-//! and the Workers' ways onto a queue, into Analytics Engine and across the JS boundary.
+//! and the Workers' clock and ways onto a queue, into Analytics Engine and across the JS
+//! boundary.
 
 #[cfg(feature = "workers")]
 pub mod analytics_write;
 pub mod body_cap;
+#[cfg(feature = "workers")]
+pub mod clock;
 pub(crate) mod config_var;
 #[cfg(feature = "workers")]
 pub mod js_json;
