@@ -24,9 +24,9 @@ pub struct Success<'a>(pub &'a str, pub i64, pub Option<i64>, pub i64);
 /// `finished_at` the last one's end, `first_job_id` the smallest id. Only jobs still `running`
 /// under that run count, as the jobs' own update is guarded: this statement comes before it,
 /// while the guard still holds. When every job passes the guard (nearly always) the row holds
-/// all of `successes`, and the statement reads each job once by its key; otherwise only the
-/// successes of the jobs that pass. A batch is one family's; no row when none counts. Its SQL is
-/// built once per isolate: every consumer batch runs it.
+/// all of `successes` with the bound ends, and the statement reads each job once by its key;
+/// otherwise only the successes of the jobs that pass, and their ends. A batch is one family's;
+/// no row when none counts. Its SQL is built once per isolate: every consumer batch runs it.
 pub fn success_batch_insert(
     db: &D1Database,
     rows: &JsValue,
@@ -42,7 +42,7 @@ pub fn success_batch_insert(
             "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
              INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
              SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
-             UNION ALL SELECT ?2, ?3, ?4, json_group_array(json(s.value)) \
+             UNION ALL SELECT MAX(o.value ->> 3), MIN(j.id), ?4, json_group_array(json(s.value)) \
              FROM {passing} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
         )
     });
