@@ -2,17 +2,28 @@
 //! can be rotated without downtime; an entry may name its token, `webapp:<token>`); the
 //! comparison itself lives in the shared crate.
 
+use std::sync::OnceLock;
+
 use jobs_shared::{actor_of, ApiError, Caller, Scope, Tokens};
-use worker::{Env, Request};
+use worker::Env;
 
 use crate::env_config;
+use crate::request::Request;
 
 pub fn require(req: &Request, env: &Env, scope: Scope) -> Result<Caller, ApiError> {
-    let tokens = Tokens::from_secrets(
-        env_config::string(env, "ENQUEUE_TOKENS").as_deref(),
-        env_config::string(env, "ADMIN_TOKENS").as_deref(),
-    );
-    tokens.authorize(authorization(req).as_deref(), scope)
+    tokens(env).authorize(authorization(req).as_deref(), scope)
+}
+
+/// The two lists, read once per isolate: a secret changes only with a new deployment, which
+/// starts new isolates.
+fn tokens(env: &Env) -> &'static Tokens {
+    static TOKENS: OnceLock<Tokens> = OnceLock::new();
+    TOKENS.get_or_init(|| {
+        Tokens::from_secrets(
+            env_config::string(env, "ENQUEUE_TOKENS").as_deref(),
+            env_config::string(env, "ADMIN_TOKENS").as_deref(),
+        )
+    })
 }
 
 /// Who calls with `req`: its token's name, or the token's fingerprint (never the token). For a

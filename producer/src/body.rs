@@ -4,7 +4,8 @@
 use futures::StreamExt;
 use jobs_shared::{ApiError, CappedBody};
 use serde_json::Value;
-use worker::Request;
+
+use crate::request::Request;
 
 /// Whole request bodies are capped well above one job's 128 KiB payload limit but low enough
 /// that a batch cannot exhaust the isolate's memory.
@@ -61,7 +62,7 @@ async fn read_capped(req: &mut Request, whole: bool) -> Result<Vec<u8>, ApiError
         return Ok(body.into_bytes());
     }
     // A request without a body has no stream.
-    let Ok(mut stream) = req.stream() else {
+    let Some(mut stream) = req.stream() else {
         return Ok(Vec::new());
     };
     while let Some(chunk) = stream.next().await {

@@ -2,9 +2,9 @@
 //! (shared `correlation`), else a fresh one; returned in the `X-Request-Id` header.
 
 use jobs_shared::{observe::correlation, ApiError};
-use worker::Request;
 
 use crate::random;
+use crate::request::Request;
 
 pub const HEADER: &str = "x-request-id";
 

@@ -8,10 +8,11 @@ use jobs_shared::{
 };
 use jobs_store::jobs::{self, Written};
 use serde::Serialize;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use crate::admin::d1;
 use crate::env_config::now_ms;
+use crate::request::Request;
 use crate::{body, correlation, dispatch, random, respond};
 
 #[derive(Serialize)]

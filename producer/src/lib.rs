@@ -15,21 +15,23 @@ mod maintenance;
 mod metrics;
 mod openapi;
 mod random;
+mod request;
 mod respond;
 mod router;
 mod routes;
 mod static_files;
 
-use worker::{event, Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent};
+use worker::{event, Context, Env, Response, Result, ScheduleContext, ScheduledEvent};
 
 #[event(start)]
 fn start() {
     console_error_panic_hook::set_once();
 }
 
+/// Takes the runtime's Request as it is (see crate::request).
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
-    router::handle(req, &env, routes::ROUTES).await
+async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> Result<Response> {
+    router::handle(request::Request::new(req), &env, routes::ROUTES).await
 }
 
 /// The cron trigger (every minute): the maintenance sweep, at the event's scheduled time.

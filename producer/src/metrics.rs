@@ -10,9 +10,10 @@ use jobs_shared::{month_of, security::auth::bearer_in, ApiError, Family, JobType
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
 use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
 use serde::Deserialize;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use crate::admin::d1;
+use crate::request::Request;
 use crate::{auth, env_config, respond};
 
 #[derive(Deserialize)]

@@ -7,9 +7,10 @@ use std::pin::Pin;
 
 use jobs_shared::api::route::{lookup, Match, Params, Route};
 use jobs_shared::{ApiError, Caller, Scope};
-use worker::{Env, Request, Response, Result};
+use worker::{Env, Response, Result};
 
 use crate::admin::Admin;
+use crate::request::Request;
 use crate::{auth, respond};
 
 /// What a handler answers, boxed so that one table holds handlers of every shape.
@@ -71,9 +72,9 @@ impl<'a> Call<'a> {
 }
 
 pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Result<Response> {
-    let path = req.path();
+    let path = req.path().to_string();
     let method = req.method();
-    let answer = match lookup(table, method.as_ref(), &path) {
+    let answer = match lookup(table, &method, &path) {
         Match::Found { route, params } => {
             let call = Call {
                 req: &mut req,

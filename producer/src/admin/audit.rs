@@ -3,9 +3,10 @@
 use jobs_shared::{api::page_cursor, rfc3339, ApiError};
 use jobs_store::audit::audit_list;
 use serde_json::{json, Value};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::d1;
+use crate::request::Request;
 use crate::respond;
 
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {

@@ -17,10 +17,11 @@ use jobs_store::budgets::{
     InheritedLimit,
 };
 use serde_json::{json, Value};
-use worker::{console_log, D1Database, D1PreparedStatement, D1Result, Env, Request, Response};
+use worker::{console_log, D1Database, D1PreparedStatement, D1Result, Env, Response};
 
 use crate::admin::d1;
 use crate::admin::Admin;
+use crate::request::Request;
 use crate::{body, env_config, respond};
 
 /// A job type that declares a budget.

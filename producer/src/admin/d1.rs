@@ -3,8 +3,9 @@
 
 use jobs_shared::ApiError;
 use serde::de::DeserializeOwned;
-use worker::{D1Database, D1PreparedStatement, D1Result, Env, Request};
+use worker::{D1Database, D1PreparedStatement, D1Result, Env};
 
+use crate::request::Request;
 use crate::respond;
 
 pub fn database(env: &Env) -> Result<D1Database, ApiError> {
@@ -25,21 +26,17 @@ pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> 
     result.results().map_err(|e| respond::internal(&e))
 }
 
-/// The query string as (key, value) pairs, in order, repeated keys and all. The runtime's
-/// `URL` finds the query: the `url` crate's parser would be dead weight in the WASM.
-pub fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
-    let url =
-        web_sys::Url::new(&req.inner().url()).map_err(|e| respond::internal(&format!("{e:?}")))?;
-    let search = url.search();
-    let query = search.strip_prefix('?').unwrap_or(&search);
-    Ok(form_urlencoded::parse(query.as_bytes())
+/// The query string as (key, value) pairs, in order, repeated keys and all (the `url` crate's
+/// parser would be dead weight in the WASM: the runtime's URL is already serialized).
+pub fn query_pairs(req: &Request) -> Vec<(String, String)> {
+    form_urlencoded::parse(req.query().as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect())
+        .collect()
 }
 
 /// The query string as (key, value) pairs; a repeated key is a 422 rather than a silent pick.
 pub fn query(req: &Request) -> Result<Vec<(String, String)>, ApiError> {
-    let pairs = query_pairs(req)?;
+    let pairs = query_pairs(req);
     for (i, (key, _)) in pairs.iter().enumerate() {
         if pairs[..i].iter().any(|(k, _)| k == key) {
             return Err(ApiError::new(

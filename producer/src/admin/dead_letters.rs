@@ -4,11 +4,12 @@
 
 use jobs_shared::{ApiError, JobStatus};
 use serde_json::{json, Value};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::job_actions::{self, Move};
 use super::jobs::{page, summary};
 use super::Admin;
+use crate::request::Request;
 use crate::respond;
 
 /// GET /v1/admin/dead-letters?type=&family=&error_class=&finished_after=...&cursor=&limit=

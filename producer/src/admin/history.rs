@@ -9,9 +9,10 @@ use jobs_shared::observe::job_minutes::{minute_of, series, MAX_HISTORY_MINUTES, 
 use jobs_shared::{rfc3339, ApiError};
 use jobs_store::job_minutes::job_minute_list_since;
 use serde_json::{json, Map, Value};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::d1;
+use crate::request::Request;
 use crate::{env_config, respond};
 
 pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {

@@ -10,12 +10,13 @@ use jobs_shared::{
 };
 use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::d1;
 use super::jobs::summary;
 use super::Admin;
 use crate::dispatch;
+use crate::request::Request;
 use crate::{body, env_config, respond};
 use jobs_shared::util::queue_send::Outgoing;
 

@@ -5,9 +5,10 @@ use jobs_shared::{api::page_cursor, rfc3339, ApiError, JobFilter, JobStatus};
 use jobs_store::job_runs::{job_run_list_recent_failures, FailureRow};
 use jobs_store::jobs::{job_list, Page, SummaryRow};
 use serde_json::{json, Value};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::d1;
+use crate::request::Request;
 use crate::respond;
 
 /// GET /v1/admin/jobs?status=&type=&family=&error_class=&created_after=...&cursor=&limit=

@@ -7,11 +7,12 @@ use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
 use jobs_store::pauses;
 use serde_json::json;
-use worker::{Request, Response};
+use worker::Response;
 
 use super::d1;
 use super::Admin;
 use crate::dispatch;
+use crate::request::Request;
 use crate::{body, env_config, respond};
 
 /// GET /v1/admin/pauses

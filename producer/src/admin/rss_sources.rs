@@ -8,9 +8,10 @@ use jobs_store::rss_sources::{
     rss_source_insert, rss_source_list, rss_source_set_active, RssSource,
 };
 use serde_json::{json, Value};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use crate::admin::{d1, Admin};
+use crate::request::Request;
 use crate::{body, random, respond};
 
 /// GET /v1/admin/rss-sources

@@ -8,11 +8,12 @@ use jobs_shared::{
 };
 use jobs_store::schedules::{self, ScheduleRow};
 use serde_json::{json, Value};
-use worker::{D1Database, Env, Request, Response};
+use worker::{D1Database, Env, Response};
 
 use crate::admin::{self, d1, Admin};
 use crate::env_config::now_ms;
 use crate::job_view::parse_json;
+use crate::request::Request;
 use crate::{body, respond};
 
 const PAGE: u32 = 50;
@@ -23,7 +24,7 @@ const RECENT_RUNS: u32 = 20;
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let db = &d1::database(env)?;
     // Unlike the other admin lists, a repeated key is not refused here: its first value counts.
-    let pairs = d1::query_pairs(req)?;
+    let pairs = d1::query_pairs(req);
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), PAGE, MAX_PAGE)?;
     let after = d1::param(&pairs, "cursor")
         .map(page_cursor::decode)

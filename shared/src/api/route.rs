@@ -116,6 +116,28 @@ pub fn shadowed<T>(table: &[Route<T>]) -> Vec<String> {
         .collect()
 }
 
+/// The path of a request URL as the runtime serializes it (WHATWG): after `scheme://host`, up
+/// to the query or fragment. Such a URL never has an empty path, and `?` and `#` inside the path
+/// are always percent-encoded, so no parser is needed (the producer reads only the path).
+pub fn path_of_url(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let Some(start) = url[after_scheme..].find('/').map(|i| after_scheme + i) else {
+        return "/";
+    };
+    let path = &url[start..];
+    path.find(['?', '#']).map_or(path, |end| &path[..end])
+}
+
+/// The query of a request URL as the runtime serializes it, without its `?`: the fragment (from
+/// the first `#`, which a serialized path or query never holds raw) cut off first; empty when
+/// there is none.
+pub fn query_of_url(url: &str) -> &str {
+    let before_fragment = url.split_once('#').map_or(url, |(before, _)| before);
+    before_fragment
+        .split_once('?')
+        .map_or("", |(_, query)| query)
+}
+
 /// A path's segments, as the producer always split them: outer slashes ignored.
 fn segments(path: &str) -> impl Iterator<Item = &str> {
     path.trim_matches('/').split('/')
@@ -153,6 +175,37 @@ fn specificity(a: &str, b: &str) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_of_url_is_the_path_alone() {
+        let cases = [
+            ("https://jobs.example.com/v1/jobs", "/v1/jobs"),
+            ("http://127.0.0.1:8787/v1/jobs/batch?x=1", "/v1/jobs/batch"),
+            ("https://h/v1/admin/jobs?status=dead#top", "/v1/admin/jobs"),
+            ("https://h/#frag", "/"),
+            ("https://h/", "/"),
+            ("https://h", "/"),
+            ("https://h/a%3Fb/c", "/a%3Fb/c"),
+            ("https://user:pw@h:1/p?q", "/p"),
+        ];
+        for (url, path) in cases {
+            assert_eq!(path_of_url(url), path, "{url}");
+        }
+    }
+
+    #[test]
+    fn query_of_url_is_the_query_alone() {
+        let cases = [
+            ("https://h/v1/jobs", ""),
+            ("https://h/v1/jobs?", ""),
+            ("https://h/v1/jobs?a=1&b=%23", "a=1&b=%23"),
+            ("https://h/v1/jobs?a=1#f?g", "a=1"),
+            ("https://h/#f?g", ""),
+        ];
+        for (url, query) in cases {
+            assert_eq!(query_of_url(url), query, "{url}");
+        }
+    }
 
     const TABLE: &[Route<&str>] = &[
         row("/v1/jobs", Method::Post, "enqueue"),

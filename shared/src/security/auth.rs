@@ -24,10 +24,11 @@ pub struct Caller {
     pub name: String,
 }
 
-/// One entry of a token list: the token and the name it was given, if any.
+/// One entry of a token list: the token and who it is, the name it was given or else its
+/// fingerprint (worked out once, with the list).
 #[derive(Clone)]
 struct Entry {
-    name: Option<String>,
+    name: String,
     token: String,
 }
 
@@ -66,10 +67,7 @@ impl Tokens {
         let enqueue = matching(&self.enqueue, token);
         let caller = |scope, entry: &Entry| Caller {
             scope,
-            name: entry
-                .name
-                .clone()
-                .unwrap_or_else(|| fingerprint(&entry.token)),
+            name: entry.name.clone(),
         };
         match (admin, enqueue) {
             (Some(entry), _) => Ok(caller(Scope::Admin, entry)),
@@ -113,11 +111,11 @@ fn split_tokens(secret: Option<&str>) -> Vec<Entry> {
         .filter(|t| !t.is_empty())
         .map(|entry| match entry.split_once(':') {
             Some((name, token)) if is_name(name) && !token.trim().is_empty() => Entry {
-                name: Some(name.to_string()),
+                name: name.to_string(),
                 token: token.trim().to_string(),
             },
             _ => Entry {
-                name: None,
+                name: fingerprint(entry),
                 token: entry.to_string(),
             },
         })
