@@ -1,7 +1,7 @@
 //! An incoming request as the routes read it: the runtime's own Request, its method, path,
-//! headers and body. `worker::Request` would also read `request.cf` on every request, an object
-//! the local runtime builds afresh per read (4% of a single enqueue's CPU in the producer, README
-//! "Benchmark"), which no route uses.
+//! query, headers and body. `worker::Request` would also read `request.cf` on every request, an
+//! object the local runtime builds afresh per read (4% of a single enqueue's CPU in the producer,
+//! README "Benchmark"), which no route uses.
 
 use jobs_shared::api::route::{path_of_url, query_of_url};
 use worker::wasm_bindgen_futures::JsFuture;
@@ -42,8 +42,12 @@ impl Request {
         Ok(js_sys::Uint8Array::new(&buffer).to_vec())
     }
 
-    /// The body chunk by chunk; none when the request has no body.
+    /// The body chunk by chunk; none when the request has no body, or it was read already (a
+    /// used stream is locked: reading it again would panic).
     pub fn stream(&mut self) -> Option<ByteStream> {
+        if self.inner.body_used() {
+            return None;
+        }
         self.inner.body().map(ByteStream::from)
     }
 }

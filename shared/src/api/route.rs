@@ -118,7 +118,7 @@ pub fn shadowed<T>(table: &[Route<T>]) -> Vec<String> {
 
 /// The path of a request URL as the runtime serializes it (WHATWG): after `scheme://host`, up
 /// to the query or fragment. Such a URL never has an empty path, and `?` and `#` inside the path
-/// are always percent-encoded, so no parser is needed (the producer reads only the path).
+/// are always percent-encoded, so no parser is needed.
 pub fn path_of_url(url: &str) -> &str {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     let Some(start) = url[after_scheme..].find('/').map(|i| after_scheme + i) else {

@@ -45,8 +45,8 @@ impl Tokens {
     /// Builds from the two secrets; unset secrets and blank entries grant nothing.
     pub fn from_secrets(enqueue: Option<&str>, admin: Option<&str>) -> Tokens {
         Tokens {
-            enqueue: split_tokens(enqueue),
-            admin: split_tokens(admin),
+            enqueue: split_tokens(enqueue, fingerprint),
+            admin: split_tokens(admin, fingerprint),
         }
     }
 
@@ -85,7 +85,8 @@ impl Tokens {
 /// Whether `Authorization: Bearer <token>` carries one of the comma-separated tokens in
 /// `secret` (constant time), for a route with its own token list such as METRICS_TOKENS.
 pub fn bearer_in(authorization_header: Option<&str>, secret: Option<&str>) -> bool {
-    let tokens = split_tokens(secret);
+    // Only whether one matches: no names, so no fingerprints.
+    let tokens = split_tokens(secret, |_| String::new());
     authorization_header
         .and_then(bearer_token)
         .is_some_and(|token| matching(&tokens, token).is_some())
@@ -102,8 +103,9 @@ impl fmt::Debug for Tokens {
 }
 
 /// The entries of a token list. `name:token` names its token when `name` is 1 to 32 of
-/// `A-Z a-z 0-9 _ . -`; any other entry is a bare token (so a token holding `:` must be named).
-fn split_tokens(secret: Option<&str>) -> Vec<Entry> {
+/// `A-Z a-z 0-9 _ . -`; any other entry is a bare token (so a token holding `:` must be named),
+/// known by `unnamed(token)`.
+fn split_tokens(secret: Option<&str>, unnamed: fn(&str) -> String) -> Vec<Entry> {
     secret
         .unwrap_or_default()
         .split(',')
@@ -115,7 +117,7 @@ fn split_tokens(secret: Option<&str>) -> Vec<Entry> {
                 token: token.trim().to_string(),
             },
             _ => Entry {
-                name: fingerprint(entry),
+                name: unnamed(entry),
                 token: entry.to_string(),
             },
         })
