@@ -67,3 +67,11 @@ test("under /v1/admin the admin token comes first, even for a wrong method or an
   const res = await p.request("DELETE", "/v1/jobs", { token: null });
   assert.deepEqual([res.status, res.headers.get("allow")], [405, "POST"]);
 });
+
+test("a method no route uses is a 405, never answered as another method", async () => {
+  // WebDAV's PROPFIND and MKCOL are methods of their own: neither may reach the GET handler.
+  for (const method of ["PROPFIND", "MKCOL"]) {
+    const res = await p.request(method, "/healthz", { token: null });
+    assert.deepEqual([res.status, res.headers.get("allow"), res.body.error?.code], [405, "GET", "method_not_allowed"], method);
+  }
+});
