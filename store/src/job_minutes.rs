@@ -2,7 +2,7 @@
 //! the consumer's batches ended and the backlog the sweep read, behind the dashboard's charts
 //! and the successes of stats' last hour.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use jobs_shared::observe::execution_histogram::BUCKETS;
 use jobs_shared::observe::job_minutes::{MinuteRow, MinuteTally};
@@ -25,10 +25,10 @@ pub fn job_minute_add_many(
     db: &D1Database,
     tallies: &[MinuteTally],
 ) -> worker::Result<D1PreparedStatement> {
-    static SQL: OnceLock<String> = OnceLock::new();
-    db.prepare(SQL.get_or_init(add_many_sql))
-        .bind(&[json(tallies)])
+    db.prepare(&*ADD_MANY_SQL).bind(&[json(tallies)])
 }
+
+static ADD_MANY_SQL: LazyLock<String> = LazyLock::new(add_many_sql);
 
 fn add_many_sql() -> String {
     let columns: Vec<String> = duration_columns().collect();

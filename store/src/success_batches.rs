@@ -4,7 +4,7 @@
 //! attempts ([`crate::attempts`]); deleted once out of every window and rolled into the
 //! execution histogram.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use serde::Serialize;
 use wasm_bindgen::JsValue;
@@ -33,20 +33,7 @@ pub fn success_batch_insert(
     (finished_at, first_job_id, family): (i64, &str, &str),
     successes: &[Success],
 ) -> worker::Result<D1PreparedStatement> {
-    static SQL: OnceLock<String> = OnceLock::new();
-    let sql = SQL.get_or_init(|| {
-        let running = outcome_rows_of_running_jobs("?1");
-        // Empty when every job passes: the fallback then reads no job.
-        let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
-        format!(
-            "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
-             INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
-             SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
-             UNION ALL SELECT MAX(o.value ->> 3), MIN(j.id), ?4, json_group_array(json(s.value)) \
-             FROM {passing} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
-        )
-    });
-    db.prepare(sql).bind(&[
+    db.prepare(&*INSERT_SQL).bind(&[
         rows.clone(),
         num(finished_at),
         first_job_id.into(),
@@ -55,6 +42,19 @@ pub fn success_batch_insert(
         json(successes),
     ])
 }
+
+static INSERT_SQL: LazyLock<String> = LazyLock::new(|| {
+    let running = outcome_rows_of_running_jobs("?1");
+    // Empty when every job passes: the fallback then reads no job.
+    let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
+    format!(
+        "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
+         INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
+         SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
+         UNION ALL SELECT MAX(o.value ->> 3), MIN(j.id), ?4, json_group_array(json(s.value)) \
+         FROM {passing} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
+    )
+});
 
 /// Deletes up to `limit` rows of batches that finished before `before_ms` and that the
 /// histogram's roll-up has already counted.

@@ -1,7 +1,7 @@
 //! A consumer batch's claim: one round trip moves every claimable job of the batch to
 //! `running`, and the heartbeat extends the leases of those it still runs.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
@@ -138,7 +138,7 @@ pub async fn job_claim(
     found_by: &str,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
-    let sql = ClaimSql::get();
+    let sql = &*CLAIM_SQL;
     let ids_json = json(ids);
     let family_name = JsValue::from_str(family.as_str());
     let due = num(now_ms + EARLY_TOLERANCE_MS);
@@ -183,6 +183,8 @@ pub async fn job_claim(
 
 /// The claim's three statements (see [`job_claim`]), built once per isolate: every consumer
 /// batch runs them.
+static CLAIM_SQL: LazyLock<ClaimSql> = LazyLock::new(ClaimSql::build);
+
 struct ClaimSql {
     record_lost: String,
     end: String,
@@ -190,57 +192,55 @@ struct ClaimSql {
 }
 
 impl ClaimSql {
-    fn get() -> &'static ClaimSql {
-        static SQL: OnceLock<ClaimSql> = OnceLock::new();
-        SQL.get_or_init(|| {
-            let claimable = status_list(&sources_of(Running));
-            // A running job whose lease ran out: its worker died.
-            let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
-            // A job the claim may start: claimable, or lost by a dead worker.
-            let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
-            let lost =
-                format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
-            // Before the claim, so what it ends or holds is no longer claimable: a lost attempt
-            // that was the job's last (`dead`), a claimable job past its `expires_at`
-            // (`skipped`), a due one a pause covers (`held`: its status stays). SET reads the
-            // row as it was.
-            let to = format!(
-                "(CASE WHEN {ran_out} AND attempts >= max_attempts THEN '{Dead}' \
-                 WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
-            );
-            ClaimSql {
-                record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
-                end: format!(
-                    "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
-                     finished_at = IIF({to} = 'held', finished_at, ?2), \
-                     lease_until = IIF({to} = 'held', lease_until, NULL), \
-                     updated_at = IIF({to} = 'held', updated_at, ?2), \
-                     error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
-                     WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
-                     last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
-                     WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
-                     escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
-                     sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
-                     ELSE COALESCE(sent_at, ?2) END, \
-                     held_at = IIF({to} = 'held', ?2, held_at) \
-                     WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
-                     AND ((({ran_out}) AND attempts >= max_attempts) OR ({runnable} \
-                     AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
-                     RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-                     expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
-                ),
-                claim: format!(
-                    "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
-                     updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-                     WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-                     AND {runnable} \
-                     AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-                     RETURNING id, type, payload, attempts, max_attempts, runs, \
-                     parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-                     enqueued_by, created_at, run_at"
-                ),
-            }
-        })
+    fn build() -> ClaimSql {
+        let claimable = status_list(&sources_of(Running));
+        // A running job whose lease ran out: its worker died.
+        let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
+        // A job the claim may start: claimable, or lost by a dead worker.
+        let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
+        let lost = format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
+        // A lost attempt that was the job's last.
+        let exhausted = format!("{ran_out} AND attempts >= max_attempts");
+        // Before the claim, so what it ends or holds is no longer claimable: a lost attempt
+        // that was the job's last (`dead`), a claimable job past its `expires_at`
+        // (`skipped`), a due one a pause covers (`held`: its status stays). SET reads the
+        // row as it was.
+        let to = format!(
+            "(CASE WHEN {exhausted} THEN '{Dead}' \
+         WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
+        );
+        ClaimSql {
+        record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
+        end: format!(
+            "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
+             finished_at = IIF({to} = 'held', finished_at, ?2), \
+             lease_until = IIF({to} = 'held', lease_until, NULL), \
+             updated_at = IIF({to} = 'held', updated_at, ?2), \
+             error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
+             WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
+             last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
+             WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
+             escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
+             sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
+             ELSE COALESCE(sent_at, ?2) END, \
+             held_at = IIF({to} = 'held', ?2, held_at) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
+             AND (({exhausted}) OR ({runnable} \
+             AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
+             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
+             expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
+        ),
+        claim: format!(
+            "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
+             updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+             AND {runnable} \
+             AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+             RETURNING id, type, payload, attempts, max_attempts, runs, \
+             parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
+             enqueued_by, created_at, run_at"
+        ),
+    }
     }
 }
 

@@ -2,7 +2,7 @@
 //! one job or a hundred.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use jobs_shared::{D1Stats, DeliveryPlan, JobStatus, NewJob};
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,7 @@ pub async fn job_insert_many(
     now_ms: i64,
     (correlation_id, enqueued_by): (&str, &str),
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
-    let sql = InsertSql::get();
+    let sql = &*INSERT_SQL;
     let rows = JsValue::from_str(rows);
     let insert = db.prepare(&sql.insert).bind(&[
         rows.clone(),
@@ -134,44 +134,43 @@ pub async fn job_insert_many(
 
 /// Enqueue's two statements (see [`job_insert_many`]), built once per isolate: every enqueue
 /// request runs them.
+static INSERT_SQL: LazyLock<InsertSql> = LazyLock::new(InsertSql::build);
+
 struct InsertSql {
     insert: String,
     holders: String,
 }
 
 impl InsertSql {
-    fn get() -> &'static InsertSql {
-        static SQL: OnceLock<InsertSql> = OnceLock::new();
-        SQL.get_or_init(|| {
-            let live = status_list(&JobStatus::live());
-            InsertSql {
-                // Rows are inserted in request order, so of two jobs in one request with the
-                // same live dedup key the first is written and the second answered with its
-                // id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
-                // INSERT, not to a join.)
-                insert: format!(
-                    "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
-                     attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
-                     correlation_id, retry_policy, expires_at, enqueued_by) \
-                     SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
-                     o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
-                     IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
-                     o.value ->> 11, ?4 FROM o WHERE true \
-                     ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
-                    cte = rows_cte("?1"),
-                ),
-                // The live job now holding each requested dedup key: the new one, or the one
-                // it duplicates. INDEXED BY: the planner cannot see how short a json_each list
-                // is and would rather scan every live job by status; SQLite refuses the
-                // statement if the index cannot serve it.
-                holders: format!(
-                    "SELECT r.value ->> 0 AS requested, live.id, live.status \
-                     FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
-                     ON live.type = r.value ->> 1 \
-                     AND live.dedup_key = r.value ->> 6 \
-                     AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
-                ),
-            }
-        })
+    fn build() -> InsertSql {
+        let live = status_list(&JobStatus::live());
+        InsertSql {
+        // Rows are inserted in request order, so of two jobs in one request with the
+        // same live dedup key the first is written and the second answered with its
+        // id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
+        // INSERT, not to a join.)
+        insert: format!(
+            "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
+             attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
+             correlation_id, retry_policy, expires_at, enqueued_by) \
+             SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
+             o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
+             IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
+             o.value ->> 11, ?4 FROM o WHERE true \
+             ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
+            cte = rows_cte("?1"),
+        ),
+        // The live job now holding each requested dedup key: the new one, or the one
+        // it duplicates. INDEXED BY: the planner cannot see how short a json_each list
+        // is and would rather scan every live job by status; SQLite refuses the
+        // statement if the index cannot serve it.
+        holders: format!(
+            "SELECT r.value ->> 0 AS requested, live.id, live.status \
+             FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
+             ON live.type = r.value ->> 1 \
+             AND live.dedup_key = r.value ->> 6 \
+             AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
+        ),
+    }
     }
 }

@@ -2,7 +2,7 @@
 //! record, the batch's successes in one row) and its job's next state, a chain's next move, the claims to undo, and reads the jobs of the messages
 //! that claimed nothing. Never one per message.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
@@ -109,14 +109,14 @@ pub async fn job_set_outcome_many(
         let rows = JsValue::from_str(&array);
         statements.push(success_batch(db, family, &rows, &successes[range])?);
         statements.push(
-            db.prepare(succeeded_update())
+            db.prepare(&*SUCCEEDED_UPDATE)
                 .bind(&[rows, shared.clone()])?,
         );
     }
     for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
         statements.push(job_run_insert_failed(db, &rows, 11)?);
-        statements.push(db.prepare(failed_update()).bind(&[rows])?);
+        statements.push(db.prepare(&*FAILED_UPDATE).bind(&[rows])?);
     }
     if !released.is_empty() {
         statements.push(release(db, released)?);
@@ -198,32 +198,26 @@ fn jobs_update(jobs_set: &str) -> String {
 /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
 /// null where they are the batch's shared ones (?2). The run's record stays on the job row; the
 /// batch's successes get one `success_batches` row.
-fn succeeded_update() -> &'static str {
-    static SQL: OnceLock<String> = OnceLock::new();
-    SQL.get_or_init(|| {
-        jobs_update(&format!(
-            "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
-             last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
-             run_cost_cents = o.value ->> 5, \
-             run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
-             jobs.lease_until)"
-        ))
-    })
-}
+static SUCCEEDED_UPDATE: LazyLock<String> = LazyLock::new(|| {
+    jobs_update(&format!(
+        "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
+         last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
+         run_cost_cents = o.value ->> 5, \
+         run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
+         jobs.lease_until)"
+    ))
+});
 
 /// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
 /// error_message, run_at, sent_at, finished_at or null, details]. The run's outcome is also the
 /// job's new status (retrying, dead, or skipped: a skip's reason is its error class).
-fn failed_update() -> &'static str {
-    static SQL: OnceLock<String> = OnceLock::new();
-    SQL.get_or_init(|| {
-        jobs_update(
-            "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
-             last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
-             sent_at = o.value ->> 9, finished_at = o.value ->> 10",
-        )
-    })
-}
+static FAILED_UPDATE: LazyLock<String> = LazyLock::new(|| {
+    jobs_update(
+        "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
+         last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
+         sent_at = o.value ->> 9, finished_at = o.value ->> 10",
+    )
+});
 
 /// One outcome row as JSON (rows are joined into arrays that fit D1, see `job_set_outcome_many`).
 fn row(row: &impl Serialize) -> String {
