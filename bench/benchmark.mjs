@@ -3,8 +3,9 @@
 // and consumer settings, and no D1 at all (bench/floor). Every figure is the median of the
 // repeats; throughputs are also given as a ratio to the floor, which is what survives a noisy
 // machine. D1 work is counted from D1's own result meta (the producer's Server-Timing header and
-// the consumer's per-batch log line), never estimated. End-to-end runs are timed after a warm-up
-// request (its latency is the cold start), for the platform and the floor alike. The D1 floor
+// the consumer's per-batch log line), never estimated. Every timed pass follows a warm-up
+// request (its latency is the cold start) and the same pass once untimed (measure.mjs
+// `steady`), for the platform and the floors alike. The D1 floor
 // (the floor plus the round trips the contract allows, each an empty statement) shows how much
 // of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
 // making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
@@ -22,7 +23,7 @@ import { runBlackBox } from "./black_box.mjs";
 import { scalePoint } from "./scale.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, accepted, dbBytes, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, accepted, dbBytes, enqueuePhase, jobsBody, median, medianOf, pool, round, steady, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
 const KB = 1024;
@@ -65,16 +66,20 @@ async function platformRun(appUrl, N) {
   const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
   const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
   const post = (mf, path, body) => mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
-  const single = await enqueuePhase(() => post(quiet.mf, "/v1/jobs", JSON.stringify(NOOP)), {
-    requests: Math.min(N, 1000),
-    perRequest: 1,
-    concurrency: CONCURRENCY,
-  });
-  const batch = await enqueuePhase((n) => post(quiet.mf, "/v1/jobs/batch", jobsBody(NOOP, n)), {
-    requests: Math.ceil(N / 100),
-    perRequest: 100,
-    concurrency: CONCURRENCY,
-  });
+  const single = await steady(() =>
+    enqueuePhase(() => post(quiet.mf, "/v1/jobs", JSON.stringify(NOOP)), {
+      requests: Math.min(N, 1000),
+      perRequest: 1,
+      concurrency: CONCURRENCY,
+    }),
+  );
+  const batch = await steady(() =>
+    enqueuePhase((n) => post(quiet.mf, "/v1/jobs/batch", jobsBody(NOOP, n)), {
+      requests: Math.ceil(N / 100),
+      perRequest: 100,
+      concurrency: CONCURRENCY,
+    }),
+  );
   await quiet.dispose();
 
   const e2e = async (job, { jobs = N } = {}) => {
@@ -84,39 +89,43 @@ async function platformRun(appUrl, N) {
     // seldom: the end time is the consumer's own log timestamp of its last batch.
     const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
     const coldStartMs = await warmUp(() => post(p.mf, "/v1/jobs/batch", jobsBody(job, WARM_UP_JOBS)), succeeded);
-    logs.clear();
-    const bytesBefore = await dbBytes(p.db);
-    const enqueueStats = [];
     const requests = Math.ceil(jobs / 100);
-    const started = Date.now();
-    await pool(requests, CONCURRENCY, async () => {
-      const res = await post(p.mf, "/v1/jobs/batch", jobsBody(job, 100));
-      enqueueStats.push(d1Stats(res.headers));
-      await accepted(res);
-    });
     const total = requests * 100;
-    await waitFor(async () => (await succeeded()) >= WARM_UP_JOBS + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
-    const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
-    const storedBytes = (await dbBytes(p.db)) - bytesBefore;
-    await p.dispose();
-    const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
-    const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
-    const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
-    const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
-    return {
-      jobs: total,
-      cold_start_ms: coldStartMs,
-      seconds: round(seconds),
-      jobs_per_second: round(total / seconds, 1),
-      consumer_batches: jobBatches.length,
-      messages_per_batch: round(messages / jobBatches.length, 1),
-      d1_round_trips_per_batch_max: Math.max(...jobBatches.map((b) => b["d1.round_trips"])),
-      d1_rows_written_per_job: round(rowsWritten / total),
-      d1_rows_read_per_job: round(rowsRead / total),
-      consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
-      consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
-      ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
+    const pass = async () => {
+      logs.clear();
+      const before = await succeeded();
+      const bytesBefore = await dbBytes(p.db);
+      const enqueueStats = [];
+      const started = Date.now();
+      await pool(requests, CONCURRENCY, async () => {
+        const res = await post(p.mf, "/v1/jobs/batch", jobsBody(job, 100));
+        enqueueStats.push(d1Stats(res.headers));
+        await accepted(res);
+      });
+      await waitFor(async () => (await succeeded()) >= before + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
+      const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
+      const storedBytes = (await dbBytes(p.db)) - bytesBefore;
+      const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
+      const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
+      const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
+      const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
+      return {
+        jobs: total,
+        seconds: round(seconds),
+        jobs_per_second: round(total / seconds, 1),
+        consumer_batches: jobBatches.length,
+        messages_per_batch: round(messages / jobBatches.length, 1),
+        d1_round_trips_per_batch_max: Math.max(...jobBatches.map((b) => b["d1.round_trips"])),
+        d1_rows_written_per_job: round(rowsWritten / total),
+        d1_rows_read_per_job: round(rowsRead / total),
+        consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
+        consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
+        ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
+      };
     };
+    const measured = await steady(pass);
+    await p.dispose();
+    return { ...measured, cold_start_ms: coldStartMs };
   };
   const pricedJobs = Math.min(N, 1000);
   return {
@@ -164,8 +173,8 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
   if (!d1 && !httpUrl) {
     const quiet = start(false);
     enqueue = {
-      single: await enqueuePhase(() => post(quiet, 1), { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY }),
-      batch: await enqueuePhase((n) => post(quiet, n), { requests: Math.ceil(N / 100), perRequest: 100, concurrency: CONCURRENCY }),
+      single: await steady(() => enqueuePhase(() => post(quiet, 1), { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY })),
+      batch: await steady(() => enqueuePhase((n) => post(quiet, n), { requests: Math.ceil(N / 100), perRequest: 100, concurrency: CONCURRENCY })),
     };
     await quiet.dispose();
   }
@@ -175,12 +184,16 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
   const acked = async () => Number(await (await consumer.fetch("http://floor.local/acked")).text());
   const coldStartMs = await warmUp(() => post(mf, WARM_UP_JOBS), acked);
   const total = Math.ceil(N / 100) * 100;
-  const started = performance.now();
-  await pool(Math.ceil(N / 100), CONCURRENCY, async () => accepted(await post(mf, 100)));
-  await waitFor(async () => (await acked()) >= WARM_UP_JOBS + total, { what: "the floor's acks", everyMs: 10, timeoutMs: PATIENCE_MS });
-  const seconds = (performance.now() - started) / 1000;
+  const e2e = await steady(async () => {
+    const before = await acked();
+    const started = performance.now();
+    await pool(Math.ceil(N / 100), CONCURRENCY, async () => accepted(await post(mf, 100)));
+    await waitFor(async () => (await acked()) >= before + total, { what: "the floor's acks", everyMs: 10, timeoutMs: PATIENCE_MS });
+    const seconds = (performance.now() - started) / 1000;
+    return { jobs: total, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };
+  });
   await mf.dispose();
-  return { ...enqueue, e2e: { jobs: total, cold_start_ms: coldStartMs, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) } };
+  return { ...enqueue, e2e: { ...e2e, cold_start_ms: coldStartMs } };
 }
 
 /**
@@ -279,7 +292,7 @@ export function formatTable(r) {
   const bb = r.black_box;
   const spread = (xs) => (xs.length > 1 ? ` (${Math.min(...xs)}-${Math.max(...xs)})` : "");
   const side = ({ jobs_per_second, rounds_jobs_per_second }) => `${jobs_per_second} jobs/s${spread(rounds_jobs_per_second)}`;
-  const blackBoxRow = (name, phase) => [name, side(bb.project[phase]), side(bb.handwritten[phase]), `${bb.ratio[phase]}x`];
+  const blackBoxRow = (name, phase) => [name, side(bb.project[phase]), side(bb.handwritten[phase]), `${bb.ratio[phase]}x`, `${bb.first_pass_ratio[phase]}x`];
   const usd = (x) => `$${x < 10 ? round(x, 3) : round(x, 2)}`;
   const costRow = (name, c) => [
     name,
@@ -303,6 +316,7 @@ export function formatTable(r) {
       ["  D1 floor", `${r.floor.e2e_with_d1_round_trips.jobs_per_second} jobs/s`, "the floor + D1's round trips, empty", `noop: ${r.e2e_noop.ratio_to_d1_floor}x the D1 floor`],
       ["  http floor", `${r.floor.e2e_http.jobs_per_second} jobs/s`, "the floor + the same fetches, same cap", `http: ${r.e2e_http.ratio_to_http_floor}x the http floor`],
       ["first request (cold)", `${r.e2e_noop.cold_start_ms} ms`, `floor: ${r.floor.e2e.cold_start_ms} ms`, "before the timed runs"],
+      ["end to end, noop, untimed first pass", `${r.e2e_noop.first_pass_jobs_per_second} jobs/s`, `D1 floor's: ${r.floor.e2e_with_d1_round_trips.first_pass_jobs_per_second} jobs/s`, "V8 still optimizing"],
       ["D1 per enqueue request", `${r.enqueue_single.d1_round_trips_per_request} / ${r.enqueue_batch.d1_round_trips_per_request} round trip(s)`, "1 job / 100 jobs", ""],
       ["D1 per consumer batch", `<= ${r.e2e_noop.d1_round_trips_per_batch_max} round trips`, `${r.e2e_noop.messages_per_batch} messages/batch`, ""],
       ["D1 rows per succeeded job", `${r.e2e_noop.d1_rows_written_per_job} written`, `${r.e2e_noop.d1_rows_read_per_job} read (noop)`, `enqueue alone writes ${r.enqueue_batch.d1_rows_written_per_job}`],
@@ -314,7 +328,7 @@ export function formatTable(r) {
     "",
     `black box: \`npm run dev\` over HTTP beside the hand-written pair (bench/handwritten), ${bb.jobs} jobs, median of ${bb.rounds} round(s) (their range)`,
     ...columns([
-      ["", "project", "hand-written", "ratio"],
+      ["", "project", "hand-written", "ratio", "untimed first passes' ratio"],
       blackBoxRow("end to end, noop (100/request, 4 at a time)", "e2e_noop"),
       blackBoxRow("enqueue, 100 jobs/request (4 at a time)", "enqueue_batch"),
       blackBoxRow("enqueue, 1 job/request (16 at a time)", "enqueue_single"),

@@ -1,5 +1,6 @@
 // What every part of the benchmark measures with: medians and percentiles, a bounded pool of
-// requests, an enqueue phase timed request by request, and the warm-up before anything is timed.
+// requests, an enqueue phase timed request by request, and the warm-up before anything is timed
+// (a cold-start request, then each timed pass once untimed).
 // Shared by the in-process runs (benchmark.mjs) and the black-box run over HTTP (black_box.mjs).
 import { d1Stats, waitFor } from "../tests/support/platform.mjs";
 
@@ -73,9 +74,8 @@ export async function enqueuePhase(send, { requests, perRequest, concurrency }) 
 }
 
 /**
- * One request of WARM_UP_JOBS jobs through the whole path before anything is timed, so
- * throughput is the steady state and not V8 compiling the code; its latency is reported as
- * the cold start. `processed` says how many jobs have gone through.
+ * One request of WARM_UP_JOBS jobs through the whole path before anything is timed; its
+ * latency is reported as the cold start. `processed` says how many jobs have gone through.
  */
 export async function warmUp(send, processed) {
   const started = performance.now();
@@ -84,6 +84,19 @@ export async function warmUp(send, processed) {
   await accepted(res, "warm-up");
   await waitFor(async () => (await processed()) >= WARM_UP_JOBS, { what: "the warm-up jobs", everyMs: 20, timeoutMs: PATIENCE_MS });
   return round(latency);
+}
+
+/**
+ * A timed pass (`pass()` resolves to its figures, `jobs_per_second` among them) at the steady
+ * state: the same pass runs once first, untimed, and its throughput is kept beside the timed
+ * one as `first_pass_jobs_per_second`. V8 runs a WASM function's baseline code until the
+ * function has run enough, then optimizes it in the background: one warm-up request left the
+ * project's Workers in that state for most of a 10,000-job pass (README "Benchmark").
+ */
+export async function steady(pass) {
+  const first = await pass();
+  const timed = await pass();
+  return { ...timed, first_pass_jobs_per_second: first.jobs_per_second };
 }
 
 /** D1's size in bytes now, as D1 reports it (the meta of any statement carries it). */
