@@ -23,7 +23,7 @@ import { runBlackBox } from "./black_box.mjs";
 import { scalePoint } from "./scale.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, accepted, dbBytes, enqueuePhase, jobsBody, median, medianOf, pool, round, steady, warmUp } from "./measure.mjs";
+import { WARM_UP_JOBS, accepted, dbBytes, endToEndPass, enqueuePhase, jobsBody, median, medianOf, pool, round, steady, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
 const KB = 1024;
@@ -183,15 +183,7 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
   const consumer = await mf.getWorker("floor-consumer");
   const acked = async () => Number(await (await consumer.fetch("http://floor.local/acked")).text());
   const coldStartMs = await warmUp(() => post(mf, WARM_UP_JOBS), acked);
-  const total = Math.ceil(N / 100) * 100;
-  const e2e = await steady(async () => {
-    const before = await acked();
-    const started = performance.now();
-    await pool(Math.ceil(N / 100), CONCURRENCY, async () => accepted(await post(mf, 100)));
-    await waitFor(async () => (await acked()) >= before + total, { what: "the floor's acks", everyMs: 10, timeoutMs: PATIENCE_MS });
-    const seconds = (performance.now() - started) / 1000;
-    return { jobs: total, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };
-  });
+  const e2e = await steady(() => endToEndPass(() => post(mf, 100), acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 }));
   await mf.dispose();
   return { ...enqueue, e2e: { ...e2e, cold_start_ms: coldStartMs } };
 }

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { ROOT, waitFor } from "../tests/support/platform.mjs";
 import { startDevServer } from "./dev_server.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, accepted, enqueuePhase, jobsBody, medianOf, pool, round, steady, warmUp } from "./measure.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, endToEndPass, enqueuePhase, jobsBody, medianOf, round, steady, warmUp } from "./measure.mjs";
 
 /** Each side's dev script, and its consumer's config. */
 const SIDES = {
@@ -93,23 +93,14 @@ async function drive(url, jobs) {
 
   const coldStartMs = await warmUp(() => batch(WARM_UP_JOBS), succeeded);
   const requests = Math.ceil(jobs / 100);
-  const total = requests * 100;
-  const waitForSucceeded = (count) =>
-    waitFor(async () => (await succeeded()) >= count, { what: `${count} jobs at ${url}`, everyMs: POLL_MS, timeoutMs: PATIENCE_MS });
-  const endToEnd = async () => {
-    const before = await succeeded();
-    const started = performance.now();
-    await pool(requests, BATCH_CONCURRENCY, async () => accepted(await batch(100)));
-    await waitForSucceeded(before + total);
-    const seconds = (performance.now() - started) / 1000;
-    return { jobs: total, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };
-  };
+  const endToEnd = () => endToEndPass(() => batch(100), succeeded, { requests, concurrency: BATCH_CONCURRENCY, everyMs: POLL_MS });
   // An enqueue pass is timed to its last answer; its jobs are then left to drain (untimed), so
   // that every pass starts on an empty queue.
   const enqueue = async (send, shape) => {
     const before = await succeeded();
     const figures = await enqueuePhase(send, shape);
-    await waitForSucceeded(before + shape.requests * shape.perRequest);
+    const count = before + shape.requests * shape.perRequest;
+    await waitFor(async () => (await succeeded()) >= count, { what: `${count} jobs at ${url}`, everyMs: POLL_MS, timeoutMs: PATIENCE_MS });
     return figures;
   };
   const single = { requests: Math.min(jobs, 1000), perRequest: 1, concurrency: SINGLE_CONCURRENCY };

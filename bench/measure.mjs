@@ -74,6 +74,20 @@ export async function enqueuePhase(send, { requests, perRequest, concurrency }) 
 }
 
 /**
+ * One end-to-end pass: `requests` requests of 100 jobs each (`send()` sends one), `concurrency`
+ * at a time, timed until `processed()` (polled every `everyMs`) has counted all of them.
+ */
+export async function endToEndPass(send, processed, { requests, concurrency, everyMs }) {
+  const total = requests * 100;
+  const before = await processed();
+  const started = performance.now();
+  await pool(requests, concurrency, async () => accepted(await send()));
+  await waitFor(async () => (await processed()) >= before + total, { what: `${total} jobs`, everyMs, timeoutMs: PATIENCE_MS });
+  const seconds = (performance.now() - started) / 1000;
+  return { jobs: total, seconds: round(seconds), jobs_per_second: round(total / seconds, 1) };
+}
+
+/**
  * One request of WARM_UP_JOBS jobs through the whole path before anything is timed; its
  * latency is reported as the cold start. `processed` says how many jobs have gone through.
  */

@@ -207,40 +207,40 @@ impl ClaimSql {
         // row as it was.
         let to = format!(
             "(CASE WHEN {exhausted} THEN '{Dead}' \
-         WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
+             WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
         );
         ClaimSql {
-        record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
-        end: format!(
-            "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
-             finished_at = IIF({to} = 'held', finished_at, ?2), \
-             lease_until = IIF({to} = 'held', lease_until, NULL), \
-             updated_at = IIF({to} = 'held', updated_at, ?2), \
-             error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
-             WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
-             last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
-             WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
-             escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
-             sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
-             ELSE COALESCE(sent_at, ?2) END, \
-             held_at = IIF({to} = 'held', ?2, held_at) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
-             AND (({exhausted}) OR ({runnable} \
-             AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
-             RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-             expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
-        ),
-        claim: format!(
-            "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
-             updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-             WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-             AND {runnable} \
-             AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-             RETURNING id, type, payload, attempts, max_attempts, runs, \
-             parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-             enqueued_by, created_at, run_at"
-        ),
-    }
+            record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
+            end: format!(
+                "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
+                 finished_at = IIF({to} = 'held', finished_at, ?2), \
+                 lease_until = IIF({to} = 'held', lease_until, NULL), \
+                 updated_at = IIF({to} = 'held', updated_at, ?2), \
+                 error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
+                 WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
+                 last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
+                 WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
+                 escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
+                 sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
+                 ELSE COALESCE(sent_at, ?2) END, \
+                 held_at = IIF({to} = 'held', ?2, held_at) \
+                 WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
+                 AND (({exhausted}) OR ({runnable} \
+                 AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
+                 RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
+                 expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
+            ),
+            claim: format!(
+                "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
+                 updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+                 WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+                 AND {runnable} \
+                 AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+                 RETURNING id, type, payload, attempts, max_attempts, runs, \
+                 parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
+                 enqueued_by, created_at, run_at"
+            ),
+        }
     }
 }
 

@@ -145,32 +145,32 @@ impl InsertSql {
     fn build() -> InsertSql {
         let live = status_list(&JobStatus::live());
         InsertSql {
-        // Rows are inserted in request order, so of two jobs in one request with the
-        // same live dedup key the first is written and the second answered with its
-        // id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
-        // INSERT, not to a join.)
-        insert: format!(
-            "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
-             attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
-             correlation_id, retry_policy, expires_at, enqueued_by) \
-             SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
-             o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
-             IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
-             o.value ->> 11, ?4 FROM o WHERE true \
-             ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
-            cte = rows_cte("?1"),
-        ),
-        // The live job now holding each requested dedup key: the new one, or the one
-        // it duplicates. INDEXED BY: the planner cannot see how short a json_each list
-        // is and would rather scan every live job by status; SQLite refuses the
-        // statement if the index cannot serve it.
-        holders: format!(
-            "SELECT r.value ->> 0 AS requested, live.id, live.status \
-             FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
-             ON live.type = r.value ->> 1 \
-             AND live.dedup_key = r.value ->> 6 \
-             AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
-        ),
-    }
+            // Rows are inserted in request order, so of two jobs in one request with the
+            // same live dedup key the first is written and the second answered with its
+            // id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
+            // INSERT, not to a join.)
+            insert: format!(
+                "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
+                 attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
+                 correlation_id, retry_policy, expires_at, enqueued_by) \
+                 SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
+                 o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
+                 IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
+                 o.value ->> 11, ?4 FROM o WHERE true \
+                 ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
+                cte = rows_cte("?1"),
+            ),
+            // The live job now holding each requested dedup key: the new one, or the one
+            // it duplicates. INDEXED BY: the planner cannot see how short a json_each list
+            // is and would rather scan every live job by status; SQLite refuses the
+            // statement if the index cannot serve it.
+            holders: format!(
+                "SELECT r.value ->> 0 AS requested, live.id, live.status \
+                 FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
+                 ON live.type = r.value ->> 1 \
+                 AND live.dedup_key = r.value ->> 6 \
+                 AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
+            ),
+        }
     }
 }
