@@ -167,8 +167,9 @@ describe("jobs flow through the real local queues", () => {
 // before and after), and with manual delivery nothing runs that a test did not deliver.
 describe("messages delivered by the test", () => {
   let p;
+  const logs = logCollector();
   before(async () => {
-    p = await startPlatform({ manualDelivery: true });
+    p = await startPlatform({ manualDelivery: true, onLog: logs.onLog });
   });
   after(() => p.dispose());
 
@@ -234,6 +235,27 @@ describe("messages delivered by the test", () => {
       assert.equal(result.retryMessages.length, 0);
       assert.equal(app.requests("/twice-in-batch").length, 1);
       assert.equal((await p.getJob(enq.body.id)).body.runs.length, 1);
+    });
+
+    test("a batch whose every message claims its job takes two D1 round trips; a stale message costs one more", async () => {
+      const [a, b] = [await p.enqueue({ type: "noop", payload: {} }), await p.enqueue({ type: "noop", payload: {} })];
+      const roundTrips = async (messages) => {
+        const before = logs.events("batch.completed").length;
+        const result = await p.deliver("jobs-default", messages);
+        const line = await p.waitFor(() => logs.events("batch.completed")[before], { what: "batch.completed" });
+        return [result.explicitAcks, line["d1.round_trips"]];
+      };
+      // The claim and the record.
+      assert.deepEqual(await roundTrips([{ id: "m-a", ...jobMessage(a.body.id, "noop") }]), [["m-a"], 2]);
+      // The plain claim misses the succeeded job; a second one settles it, and the record
+      // reads why it claimed nothing.
+      const mixed = await roundTrips([
+        { id: "m-a2", ...jobMessage(a.body.id, "noop"), attempts: 2 },
+        { id: "m-b", ...jobMessage(b.body.id, "noop") },
+      ]);
+      assert.deepEqual([[...mixed[0]].sort(), mixed[1]], [["m-a2", "m-b"], 3]);
+      for (const job of [a, b]) assert.equal((await p.getJob(job.body.id)).body.runs.length, 1);
+      assert.equal((await p.getJob(b.body.id)).body.status, "succeeded");
     });
 
     test("a job that fell due while the batch's handlers ran comes back at once, neither run nor acked", async () => {

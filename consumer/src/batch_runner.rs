@@ -1,4 +1,5 @@
-//! One queue batch, start to end: claim every job in one D1 round trip, run the handlers
+//! One queue batch, start to end: claim every job in one D1 round trip (two when a message
+//! claims nothing at first, see `jobs::job_claim`), run the handlers
 //! concurrently, record every outcome (and read why the other messages claimed nothing) in a
 //! second round trip, then ack, retry or dead-letter each message. Every message leaves with an
 //! explicit ack or retry. What it tells the outside (log lines, Analytics Engine) goes through

@@ -1,6 +1,8 @@
 //! A consumer batch's claim: one round trip moves every claimable job of the batch to
-//! `running`, and the heartbeat extends the leases of those it still runs.
+//! `running` (two when a message claims nothing at first), and the heartbeat extends the
+//! leases of those it still runs.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use jobs_shared::job::chain::ChainColumns;
@@ -111,25 +113,66 @@ pub struct Claim {
     pub expired: Vec<PastExpiry>,
 }
 
-/// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) in one batch.
+/// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) and returns it.
 /// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
 /// (its worker died). Claiming also proves the job's message left the outbox. Only a message
 /// from the job's current family's queue claims it: after a promotion the old one is stale.
-/// Why a message claimed nothing is read in the second round trip (`job_set_outcome_many`),
-/// for those ids only: on the happy path there are none, and the claim returns nothing else.
+/// Why a message claimed nothing is read in the batch's record round trip
+/// (`job_set_outcome_many`), for those ids only.
+///
+/// One statement claims what is plainly runnable: due, queued or retrying, not expired, not
+/// paused. That is every message of a usual batch, and then it is the whole claim: each
+/// statement of a batch is work of its own for D1, whatever it touches. Only when some message
+/// claimed nothing does a second round trip settle those ids ([`job_claim_settling`]): a lost
+/// lease to record and rescue, an expired or paused job, a stale or early message.
+pub async fn job_claim(
+    db: &D1Database,
+    family: Family,
+    ids: &[&str],
+    now_ms: i64,
+    lease_until: i64,
+    found_by: &str,
+    stats: &mut D1Stats,
+) -> worker::Result<Claim> {
+    let plain = claim_statement(db, &CLAIM_SQL.plain, family, ids, now_ms, lease_until)?;
+    let results = counted_batch(db, vec![plain], stats).await?;
+    let mut claimed: Vec<Claimed> = results[0].results()?;
+    let taken: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
+    let mut missed: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| !taken.contains(id))
+        .collect();
+    missed.sort_unstable();
+    missed.dedup();
+    if missed.is_empty() {
+        return Ok(Claim {
+            claimed,
+            held: Vec::new(),
+            exhausted: Vec::new(),
+            expired: Vec::new(),
+        });
+    }
+    let mut rest =
+        job_claim_settling(db, family, &missed, now_ms, lease_until, found_by, stats).await?;
+    claimed.append(&mut rest.claimed);
+    Ok(Claim { claimed, ..rest })
+}
+
+/// The claim of the ids the plain claim missed, in one batch of three statements: the lost
+/// attempts' records; one UPDATE that ends or holds (each statement is work of its own, so
+/// they share one); the claim of what remains claimable, a job whose lease ran out included.
 /// A `running` job whose lease ran out lost its attempt: that attempt gets its run record
 /// (`lease_expired`) here, and a job that has no attempt left goes `dead` rather than running
 /// past its max_attempts; `found_by` (shared `found_by_consumer`) goes on that run record.
 /// A claimable job past its `expires_at` goes `skipped` (error class `expired`) and is not
 /// run, and a due one a pause covers is held (`held_at`, and `sent_at` so the sweep leaves it
-/// be) until the resume clears held_at and re-sends it. Three statements: the lost attempts'
-/// records, one UPDATE for those ends and holds (each statement of a batch is work of its own
-/// for D1, whatever it touches), the claim. The claim sets no column that a claimed job's
-/// index entries depend on (`finished_at` would rewrite its `jobs_unfinished` entry: a row
-/// written per job), so the ends cannot share its UPDATE.
+/// be) until the resume clears held_at and re-sends it. The claim sets no column that a
+/// claimed job's index entries depend on (`finished_at` would rewrite its `jobs_unfinished`
+/// entry: a row written per job), so the ends cannot share its UPDATE.
 /// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
-pub async fn job_claim(
+async fn job_claim_settling(
     db: &D1Database,
     family: Family,
     ids: &[&str],
@@ -141,7 +184,6 @@ pub async fn job_claim(
     let sql = &*CLAIM_SQL;
     let ids_json = json(ids);
     let family_name = JsValue::from_str(family.as_str());
-    let due = num(now_ms + EARLY_TOLERANCE_MS);
     let record_lost = db.prepare(&sql.record_lost).bind(&[
         ids_json.clone(),
         num(now_ms),
@@ -149,19 +191,13 @@ pub async fn job_claim(
         JsValue::from_str(found_by),
     ])?;
     let end = db.prepare(&sql.end).bind(&[
-        ids_json.clone(),
-        num(now_ms),
-        family_name.clone(),
-        due.clone(),
-    ])?;
-    let update = db.prepare(&sql.claim).bind(&[
         ids_json,
         num(now_ms),
-        num(lease_until),
-        due,
         family_name,
+        num(now_ms + EARLY_TOLERANCE_MS),
     ])?;
-    let results = counted_batch(db, vec![record_lost, end, update], stats).await?;
+    let claim = claim_statement(db, &sql.settling, family, ids, now_ms, lease_until)?;
+    let results = counted_batch(db, vec![record_lost, end, claim], stats).await?;
     let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
         match (ended.status.as_str(), ended.expires_at) {
@@ -181,14 +217,35 @@ pub async fn job_claim(
     })
 }
 
-/// The claim's three statements (see [`job_claim`]), built once per isolate: every consumer
-/// batch runs them.
+/// One of the two claim UPDATEs (`sql`), bound: ?1 ids, ?2 now, ?3 lease end, ?4 due (now
+/// with the early tolerance), ?5 family.
+fn claim_statement(
+    db: &D1Database,
+    sql: &str,
+    family: Family,
+    ids: &[&str],
+    now_ms: i64,
+    lease_until: i64,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(sql).bind(&[
+        json(ids),
+        num(now_ms),
+        num(lease_until),
+        num(now_ms + EARLY_TOLERANCE_MS),
+        JsValue::from_str(family.as_str()),
+    ])
+}
+
+/// The claim's SQL (see [`job_claim`]), built once per isolate: every consumer batch runs it.
 static CLAIM_SQL: LazyLock<ClaimSql> = LazyLock::new(ClaimSql::build);
 
 struct ClaimSql {
+    /// The claim of what is plainly runnable, alone in its round trip.
+    plain: String,
+    /// The settling batch's three statements, for the ids the plain claim missed.
     record_lost: String,
     end: String,
-    claim: String,
+    settling: String,
 }
 
 impl ClaimSql {
@@ -209,7 +266,23 @@ impl ClaimSql {
             "(CASE WHEN {exhausted} THEN '{Dead}' \
              WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
         );
+        // The claim of the jobs `which` selects.
+        let claim = |which: &str| {
+            format!(
+                "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
+                 updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+                 WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+                 AND {which} \
+                 AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
+                 RETURNING id, type, payload, attempts, max_attempts, runs, \
+                 parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
+                 enqueued_by, created_at, run_at"
+            )
+        };
         ClaimSql {
+            plain: claim(&format!(
+                "+status IN ({claimable}) AND (expires_at IS NULL OR expires_at > ?2)"
+            )),
             record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
             end: format!(
                 "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
@@ -230,16 +303,7 @@ impl ClaimSql {
                  RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
                  expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
             ),
-            claim: format!(
-                "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
-                 updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-                 AND {runnable} \
-                 AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-                 RETURNING id, type, payload, attempts, max_attempts, runs, \
-                 parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-                 enqueued_by, created_at, run_at"
-            ),
+            settling: claim(&runnable),
         }
     }
 }
