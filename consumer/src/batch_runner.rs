@@ -23,7 +23,7 @@ use jobs_shared::{
     JobType, RetryPolicy, RunDetails,
 };
 use jobs_store::jobs::{
-    self, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
+    self, ClaimTerms, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
 };
 use serde_json::Value;
 use worker::js_sys::Math;
@@ -103,17 +103,15 @@ async fn run_jobs(
         .filter_map(|d| JobType::parse(&d.message.as_ref().ok()?.job_type));
     let lease = lease::lease_ms(family, types);
     let batch_started = now_ms();
-    let claim = jobs::job_claim(
-        db,
+    let terms = ClaimTerms {
         family,
-        &ids,
-        batch_started,
-        batch_started + lease,
-        &invocation.found_by(),
-        stats,
-    )
-    .boxed_local()
-    .await?;
+        now_ms: batch_started,
+        lease_until: batch_started + lease,
+        found_by: &invocation.found_by(),
+    };
+    let claim = jobs::job_claim(db, &ids, &terms, stats)
+        .boxed_local()
+        .await?;
 
     let mut claimed: HashMap<&str, &Claimed> =
         claim.claimed.iter().map(|c| (c.id.as_str(), c)).collect();

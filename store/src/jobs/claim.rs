@@ -106,6 +106,16 @@ struct Ended {
     status: String,
 }
 
+/// What a batch claims under: its queue's family (only a message from the job's current
+/// family's queue claims it), the batch's clock, the lease it takes, and who finds a lost
+/// attempt (on that attempt's run record).
+pub struct ClaimTerms<'a> {
+    pub family: Family,
+    pub now_ms: i64,
+    pub lease_until: i64,
+    pub found_by: &'a str,
+}
+
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub held: Vec<Held>,
@@ -127,14 +137,11 @@ pub struct Claim {
 /// lease to record and rescue, an expired or paused job, a stale or early message.
 pub async fn job_claim(
     db: &D1Database,
-    family: Family,
     ids: &[&str],
-    now_ms: i64,
-    lease_until: i64,
-    found_by: &str,
+    terms: &ClaimTerms<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
-    let plain = claim_statement(db, &CLAIM_SQL.plain, family, ids, now_ms, lease_until)?;
+    let plain = claim_statement(db, &CLAIM_SQL.plain, ids, terms)?;
     let results = counted_batch(db, vec![plain], stats).await?;
     let mut claimed: Vec<Claimed> = results[0].results()?;
     let taken: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
@@ -153,8 +160,7 @@ pub async fn job_claim(
             expired: Vec::new(),
         });
     }
-    let mut rest =
-        job_claim_settling(db, family, &missed, now_ms, lease_until, found_by, stats).await?;
+    let mut rest = job_claim_settling(db, &missed, terms, stats).await?;
     claimed.append(&mut rest.claimed);
     Ok(Claim { claimed, ..rest })
 }
@@ -174,14 +180,17 @@ pub async fn job_claim(
 /// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 async fn job_claim_settling(
     db: &D1Database,
-    family: Family,
     ids: &[&str],
-    now_ms: i64,
-    lease_until: i64,
-    found_by: &str,
+    terms: &ClaimTerms<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
     let sql = &*CLAIM_SQL;
+    let &ClaimTerms {
+        family,
+        now_ms,
+        found_by,
+        ..
+    } = terms;
     let ids_json = json(ids);
     let family_name = JsValue::from_str(family.as_str());
     let record_lost = db.prepare(&sql.record_lost).bind(&[
@@ -196,7 +205,7 @@ async fn job_claim_settling(
         family_name,
         num(now_ms + EARLY_TOLERANCE_MS),
     ])?;
-    let claim = claim_statement(db, &sql.settling, family, ids, now_ms, lease_until)?;
+    let claim = claim_statement(db, &sql.settling, ids, terms)?;
     let results = counted_batch(db, vec![record_lost, end, claim], stats).await?;
     let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
@@ -222,17 +231,15 @@ async fn job_claim_settling(
 fn claim_statement(
     db: &D1Database,
     sql: &str,
-    family: Family,
     ids: &[&str],
-    now_ms: i64,
-    lease_until: i64,
+    terms: &ClaimTerms<'_>,
 ) -> worker::Result<D1PreparedStatement> {
     db.prepare(sql).bind(&[
         json(ids),
-        num(now_ms),
-        num(lease_until),
-        num(now_ms + EARLY_TOLERANCE_MS),
-        JsValue::from_str(family.as_str()),
+        num(terms.now_ms),
+        num(terms.lease_until),
+        num(terms.now_ms + EARLY_TOLERANCE_MS),
+        JsValue::from_str(terms.family.as_str()),
     ])
 }
 

@@ -23,7 +23,9 @@ use serde::Deserialize;
 
 pub use arrivals::job_settle_dlq_arrivals;
 pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
-pub use claim::{job_claim, job_extend_leases, Claim, Claimed, Exhausted, Held, PastExpiry, Seen};
+pub use claim::{
+    job_claim, job_extend_leases, Claim, ClaimTerms, Claimed, Exhausted, Held, PastExpiry, Seen,
+};
 pub(crate) use counts::backlog_by_family_sql;
 pub use counts::{
     job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
