@@ -4,6 +4,8 @@
 //! loses nothing: what was not accepted stays in the outbox for the sweep (or, for a DLQ, is
 //! dead in D1 already). Both Workers read the queues' delay limit here too.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
@@ -13,14 +15,19 @@ use worker::{console_error, console_warn, Env, Queue};
 use crate::util::js_json::to_js_array;
 use crate::{DeliveryPlan, Family, JobMessage, Lane, NewJob, QueueDelayLimit};
 
-/// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]); a bad value is logged and the default used.
+/// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]), read once per isolate: a var changes only
+/// with a deployment, which starts new isolates. A bad value is logged then, once, and the
+/// default used.
 pub fn queue_delay_limit(env: &Env) -> QueueDelayLimit {
-    let (limit, warnings) =
-        QueueDelayLimit::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
-    for warning in warnings {
-        console_warn!("config: {warning}");
-    }
-    limit
+    static LIMIT: OnceLock<QueueDelayLimit> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let (limit, warnings) =
+            QueueDelayLimit::from_vars(|name| env.var(name).ok().map(|v| v.to_string()));
+        for warning in warnings {
+            console_warn!("config: {warning}");
+        }
+        limit
+    })
 }
 
 /// Cloudflare Queues' sendBatch limit.
