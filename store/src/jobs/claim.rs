@@ -116,6 +116,14 @@ pub struct ClaimTerms<'a> {
     pub found_by: &'a str,
 }
 
+impl ClaimTerms<'_> {
+    /// The latest `run_at` the batch counts as due (messages may arrive a little early).
+    fn due_ms(&self) -> i64 {
+        self.now_ms + EARLY_TOLERANCE_MS
+    }
+}
+
+#[derive(Default)]
 pub struct Claim {
     pub claimed: Vec<Claimed>,
     pub held: Vec<Held>,
@@ -141,7 +149,7 @@ pub async fn job_claim(
     terms: &ClaimTerms<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
-    let plain = claim_statement(db, &CLAIM_SQL.plain, ids, terms)?;
+    let plain = claim_statement(db, &CLAIM_SQL.plain, json(ids), terms)?;
     let results = counted_batch(db, vec![plain], stats).await?;
     let mut claimed: Vec<Claimed> = results[0].results()?;
     let taken: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
@@ -155,9 +163,7 @@ pub async fn job_claim(
     if missed.is_empty() {
         return Ok(Claim {
             claimed,
-            held: Vec::new(),
-            exhausted: Vec::new(),
-            expired: Vec::new(),
+            ..Claim::default()
         });
     }
     let mut rest = job_claim_settling(db, &missed, terms, stats).await?;
@@ -200,12 +206,12 @@ async fn job_claim_settling(
         JsValue::from_str(found_by),
     ])?;
     let end = db.prepare(&sql.end).bind(&[
-        ids_json,
+        ids_json.clone(),
         num(now_ms),
         family_name,
-        num(now_ms + EARLY_TOLERANCE_MS),
+        num(terms.due_ms()),
     ])?;
-    let claim = claim_statement(db, &sql.settling, ids, terms)?;
+    let claim = claim_statement(db, &sql.settling, ids_json, terms)?;
     let results = counted_batch(db, vec![record_lost, end, claim], stats).await?;
     let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
@@ -226,19 +232,19 @@ async fn job_claim_settling(
     })
 }
 
-/// One of the two claim UPDATEs (`sql`), bound: ?1 ids, ?2 now, ?3 lease end, ?4 due (now
-/// with the early tolerance), ?5 family.
+/// One of the two claim UPDATEs (`sql`), bound: ?1 the ids (a JSON array), ?2 now, ?3 lease
+/// end, ?4 due, ?5 family.
 fn claim_statement(
     db: &D1Database,
     sql: &str,
-    ids: &[&str],
+    ids: JsValue,
     terms: &ClaimTerms<'_>,
 ) -> worker::Result<D1PreparedStatement> {
     db.prepare(sql).bind(&[
-        json(ids),
+        ids,
         num(terms.now_ms),
         num(terms.lease_until),
-        num(terms.now_ms + EARLY_TOLERANCE_MS),
+        num(terms.due_ms()),
         JsValue::from_str(terms.family.as_str()),
     ])
 }
