@@ -2,15 +2,16 @@
 //
 // Deploys the platform to a named environment with its own resources, and is safe to run again:
 // it creates only what is missing (the D1 database, every queue, DLQ and bucket the consumer
-// config names, each bucket's expiry rule), applies the D1 migrations not yet applied, asks for the
-// deploys both Workers, then asks for the secrets that are not set (or takes them from the
-// environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS). Each environment's wrangler configs are generated
-// from the committed ones (wrangler.<env>.toml beside each, git-ignored), with every resource
-// name carrying the environment: database jobs-<env>, queues jobs-<env>-<family>..., bucket
-// jobs-<env>-screenshots, Workers jobs-producer-<env> and jobs-consumer-<env>.
+// config names, each bucket's expiry rule), applies the D1 migrations not yet applied, deploys
+// the three Workers (the producer's static files' first), then asks for the secrets that are not
+// set (or takes them from the environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS). Each
+// environment's wrangler configs are generated from the committed ones (wrangler.<env>.toml
+// beside each, git-ignored), with every resource name carrying the environment: database
+// jobs-<env>, queues jobs-<env>-<family>..., bucket jobs-<env>-screenshots, Workers
+// jobs-static-<env>, jobs-producer-<env> and jobs-consumer-<env>.
 //
 // --dry-run needs no account: it prints the plan, writes the configs (with a placeholder
-// database id) and has wrangler validate and bundle both Workers (`wrangler deploy --dry-run`).
+// database id) and has wrangler validate and bundle every Worker (`wrangler deploy --dry-run`).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,8 +22,12 @@ const ROOT = resolve(import.meta.dirname, "..");
 export const ENVIRONMENTS = ["staging", "production"];
 const PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000";
 
-/** The two Workers: their committed config and the secrets each needs. */
+/**
+ * The Workers, in the order they are deployed (the producer's STATIC binding needs the static
+ * files' Worker): their committed config and the secrets each needs.
+ */
 const WORKERS = [
+  { role: "static", config: join(ROOT, "producer", "static", "wrangler.toml"), secrets: [] },
   { role: "producer", config: join(ROOT, "wrangler.toml"), secrets: ["ENQUEUE_TOKENS", "ADMIN_TOKENS"] },
   { role: "consumer", config: join(ROOT, "consumer", "wrangler.toml"), secrets: ["SIGNING_SECRETS"] },
 ];
@@ -31,7 +36,7 @@ const quoted = (key, text) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*
 
 /** A resource's name in `env`: `jobs-high` -> `jobs-staging-high`, `jobs-producer` -> `jobs-producer-staging`. */
 export function envName(name, env) {
-  if (name.startsWith("jobs-producer") || name.startsWith("jobs-consumer")) return `${name}-${env}`;
+  if (/^jobs-(producer|consumer|static)/.test(name)) return `${name}-${env}`;
   if (name.startsWith("jobs_")) return `${name}_${env}`; // Analytics Engine datasets
   return name.startsWith("jobs") ? name.replace(/^jobs/, `jobs-${env}`) : name;
 }
@@ -39,7 +44,7 @@ export function envName(name, env) {
 /** The committed config `text` as `env`'s: every resource renamed, the database id filled in. */
 export function envConfig(text, env, databaseId) {
   const renamed = text.replace(
-    /^(\s*(?:name|queue|dead_letter_queue|database_name|bucket_name|dataset)\s*=\s*)"([^"]+)"/gm,
+    /^(\s*(?:name|service|queue|dead_letter_queue|database_name|bucket_name|dataset)\s*=\s*)"([^"]+)"/gm,
     (_, key, value) => `${key}"${envName(value, env)}"`,
   );
   const body = renamed.replace(/^(\s*database_id\s*=\s*)"[^"]*"/m, `$1"${databaseId}"`);
@@ -48,7 +53,7 @@ export function envConfig(text, env, databaseId) {
 
 /** What `env` needs: its database, and every queue and bucket the consumer config names. */
 export function resources(env) {
-  const consumer = readFileSync(WORKERS[1].config, "utf8");
+  const consumer = readFileSync(WORKERS.find((w) => w.role === "consumer").config, "utf8");
   const queues = [...new Set([...quoted("queue", consumer), ...quoted("dead_letter_queue", consumer)])];
   return {
     database: envName(quoted("database_name", consumer)[0], env),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # npm run dev: install what is missing, migrate local D1, build, and run both workers in ONE
-# `wrangler dev` (one process shares local D1 and queues between them). PORT (default 8787) and
+# `wrangler dev` (one process shares local D1 and queues between them), with the producer's static
+# files' Worker (producer/static) and the browser stand-in. PORT (default 8787) and
 # STATE_DIR (local D1 and queues, default .wrangler/state) let a second copy run beside a
 # user's own, as the benchmark's black-box run does.
 set -euo pipefail
@@ -46,5 +47,5 @@ node dev/browser-standin/chromium.mjs "$chromium_port" &
 chromium_pid=$!
 trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
 consumer_config=$(node scripts/local-config.mjs)
-npx wrangler dev -c wrangler.toml -c "$consumer_config" -c dev/browser-standin/wrangler.toml \
+npx wrangler dev -c wrangler.toml -c "$consumer_config" -c producer/static/wrangler.toml -c dev/browser-standin/wrangler.toml \
   --persist-to "$state" --port "$port" --test-scheduled

@@ -1,6 +1,6 @@
 // `npm run deploy -- --env <env>` (scripts/deploy.mjs), as far as it runs offline: the dry run
-// prints the plan, writes the environment's configs and has wrangler validate and bundle both
-// Workers with them; the plan names every resource with its environment, and a second run over
+// prints the plan, writes the environment's configs and has wrangler validate and bundle every
+// Worker with them; the plan names every resource with its environment, and a second run over
 // an account that has them creates nothing.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,18 +10,29 @@ import { join } from "node:path";
 import { ROOT } from "./support/platform.mjs";
 import { envConfig, plan, resources } from "../scripts/deploy.mjs";
 
-const CONFIGS = { producer: "wrangler.staging.toml", consumer: "consumer/wrangler.staging.toml" };
+const CONFIGS = {
+  static: "producer/static/wrangler.staging.toml",
+  producer: "wrangler.staging.toml",
+  consumer: "consumer/wrangler.staging.toml",
+};
 const deploy = (...args) => spawnSync("node", ["scripts/deploy.mjs", ...args], { cwd: ROOT, encoding: "utf8" });
 
 test("the dry run plans every resource of the environment and wrangler accepts the configs it writes", () => {
   const run = deploy("--env", "staging", "--dry-run");
   assert.equal(run.status, 0, run.stderr + run.stdout);
   const need = resources("staging");
-  for (const name of [need.database, ...need.buckets, ...need.queues, "jobs-producer-staging", "jobs-consumer-staging"]) {
+  for (const name of [need.database, ...need.buckets, ...need.queues, "jobs-static-staging", "jobs-producer-staging", "jobs-consumer-staging"]) {
     assert.match(run.stdout, new RegExp(`\\b${name}\\b`), name);
   }
   assert.equal(need.queues.length, 14, "5 families and their DLQs, 4 express lanes");
-  assert.equal(run.stdout.match(/--dry-run: exiting now/g)?.length, 2, "both Workers validated and bundled");
+  assert.equal(run.stdout.match(/--dry-run: exiting now/g)?.length, 3, "every Worker validated and bundled");
+  const deploys = run.stdout.match(/^ {2}deploy +(\S+)/gm).map((line) => line.trim().split(/ +/)[1]);
+  assert.deepEqual(deploys, ["jobs-static-staging", "jobs-producer-staging", "jobs-consumer-staging"], "the static files first");
+  const producer = readFileSync(join(ROOT, CONFIGS.producer), "utf8");
+  assert.match(producer, /^service = "jobs-static-staging"$/m, "the producer's STATIC binding names the environment's static Worker");
+  const files = readFileSync(join(ROOT, CONFIGS.static), "utf8");
+  assert.match(files, /^workers_dev = false$/m, "the static files' Worker has no URL of its own");
+  assert.doesNotMatch(files, /^routes?\s*=/m);
   const consumer = readFileSync(join(ROOT, CONFIGS.consumer), "utf8");
   assert.match(consumer, /^name = "jobs-consumer-staging"$/m);
   assert.match(consumer, /^queue = "jobs-staging-default-express"$/m);
@@ -48,7 +59,7 @@ test("environments never share a resource, and a second run creates nothing", ()
   assert.deepEqual(creates(again), []);
   assert.deepEqual(
     again.filter((s) => !s.done).map((s) => s.what),
-    ["R2 expiry", "R2 expiry", "migrations", "deploy", "deploy"],
+    ["R2 expiry", "R2 expiry", "migrations", "deploy", "deploy", "deploy"],
     "only what keeps a deployment current: the rules (replaced as they are), migrations, the Workers",
   );
 });

@@ -1,6 +1,8 @@
-//! The producer's static files (`[assets]` in wrangler.toml, directory producer/static): the
-//! dashboard's page and the OpenAPI document. Read through the ASSETS binding rather than
-//! compiled in, they cost the Worker's WASM, and so its cold start, nothing.
+//! The producer's static files (directory producer/static): the dashboard's page and the OpenAPI
+//! document. They are the assets of the `jobs-static` Worker (producer/static/wrangler.toml),
+//! read through the STATIC service binding: not compiled in, they cost the Worker's WASM, and so
+//! its cold start, nothing; not the producer's own `[assets]`, they put no asset router in front
+//! of its API.
 
 use jobs_shared::ApiError;
 use worker::{Env, Response};
@@ -9,9 +11,9 @@ use crate::respond;
 
 /// The file at `path` under producer/static, answered with `headers`.
 pub async fn serve(env: &Env, path: &str, headers: &[(&str, &str)]) -> Result<Response, ApiError> {
-    let assets = env.assets("ASSETS").map_err(|e| respond::internal(&e))?;
-    let mut asset = assets
-        .fetch(format!("https://assets.local/{path}"), None)
+    let files = env.service("STATIC").map_err(|e| respond::internal(&e))?;
+    let mut asset = files
+        .fetch(format!("https://static.local/{path}"), None)
         .await
         .map_err(|e| respond::internal(&e))?;
     if asset.status_code() != 200 {

@@ -14,6 +14,8 @@ export const TOKENS = { enqueue: "test-enqueue-token", admin: "test-admin-token"
 /** The producer's token secrets, as every test producer gets them. */
 export const PRODUCER_SECRETS = { ENQUEUE_TOKENS: TOKENS.enqueue, ADMIN_TOKENS: TOKENS.admin };
 export const SIGNING_SECRET = "test-signing-secret";
+/** The Worker that holds the producer's static files, behind its STATIC binding. */
+const STATIC_CONFIG = join(ROOT, "producer", "static", "wrangler.toml");
 
 export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsumers = false } = {}) {
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(configPath);
@@ -23,7 +25,8 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
     ...workerOptions,
     name,
     modules: true,
-    scriptPath: resolve(dirname(configPath), main),
+    // A Worker of static assets alone (producer/static/wrangler.toml) has no script of its own.
+    ...(main ? { scriptPath: resolve(dirname(configPath), main) } : { script: "export default {};" }),
     bindings: { ...(workerOptions.bindings ?? {}), ...bindings },
   };
   if (withoutQueueConsumers) delete options.queueConsumers;
@@ -38,7 +41,8 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
  * `producerBindings` adds vars to the producer; `extraWorkers` are more Miniflare workers
  * (e.g. a producer variant) sharing the same D1 and queues. The consumer runs its local config
  * (scripts/local-config.mjs): BROWSER is the stand-in worker, configured by `standinBindings`
- * (e.g. CHROMIUM_URL of a Chromium the test started).
+ * (e.g. CHROMIUM_URL of a Chromium the test started). The producer's STATIC binding is the
+ * static files' Worker, as deployed.
  */
 export async function startPlatform({
   consumerBindings = {},
@@ -56,7 +60,8 @@ export async function startPlatform({
     withoutQueueConsumers: manualDelivery,
   });
   const standin = workerFromConfig(STANDIN_CONFIG, { bindings: standinBindings });
-  const mf = new Miniflare({ workers: [producer, consumer, standin, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
+  const files = workerFromConfig(STATIC_CONFIG);
+  const mf = new Miniflare({ workers: [producer, consumer, standin, files, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
   await mf.ready;
   const db = await mf.getD1Database("DB", producer.name);
   for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {

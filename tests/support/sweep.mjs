@@ -22,6 +22,5 @@ export function unsentProducer(name = "jobs-producer-unsent") {
     bindings: PRODUCER_SECRETS,
   });
   delete options.queueProducers;
-  delete options.assets;
   return { ...options, name };
 }
