@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { spawnSync } from "node:child_process";
 import { Miniflare } from "miniflare";
+import { unstable_splitSqlQuery } from "wrangler";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
 import { runBlackBox } from "./black_box.mjs";
@@ -170,7 +171,7 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
   const post = (mf, count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody(NOOP, count) });
 
   let enqueue;
-  if (!d1 && !httpUrl) {
+  if (!httpUrl) {
     const quiet = start(false);
     enqueue = {
       single: await steady(() => enqueuePhase(() => post(quiet, 1), { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY })),
@@ -189,6 +190,29 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
 }
 
 /**
+ * The hand-written pair's producer (bench/handwritten/producer.js) in-process, on the same
+ * local D1 and queue: single-job enqueue as the platform's is measured, a yardstick for it
+ * beside the D1 floor's (README "Benchmark").
+ */
+async function handwrittenProducerRun(N) {
+  const mf = new Miniflare({
+    handleStructuredLogs: () => {},
+    modules: true,
+    scriptPath: join(ROOT, "bench", "handwritten", "producer.js"),
+    compatibilityDate: workerFromConfig(join(ROOT, "wrangler.toml")).compatibilityDate,
+    d1Databases: { DB: "handwritten" },
+    queueProducers: { QUEUE: { queueName: "jobs-default" } },
+  });
+  const db = await mf.getD1Database("DB");
+  const migration = readFileSync(join(ROOT, "bench", "handwritten", "migrations", "0001_jobs.sql"), "utf8");
+  await db.batch(unstable_splitSqlQuery(migration).map((statement) => db.prepare(statement)));
+  const post = () => mf.dispatchFetch("http://handwritten.local/v1/jobs", { method: "POST", body: JSON.stringify(NOOP) });
+  const single = await steady(() => enqueuePhase(post, { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY }));
+  await mf.dispose();
+  return single;
+}
+
+/**
  * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run, then the black
  * box `rounds` times with `blackBoxJobs` jobs, and returns the medians, the floors, the ratios,
  * the cost per million jobs and each target's verdict.
@@ -197,7 +221,7 @@ export async function runBenchmark({
   jobs: N = 10_000,
   repeats: REPEATS = 3,
   blackBoxJobs = N,
-  rounds = 3,
+  rounds = 5,
   scale = [1_000, 100_000, 1_000_000],
   scaleJobs = 2_000,
   build = true,
@@ -214,8 +238,9 @@ export async function runBenchmark({
     const floor = await floorRun(N);
     const floorD1 = await floorRun(N, { d1: true });
     const floorHttp = await floorRun(N, { httpUrl: app.url("/noop") });
+    const handwrittenSingle = await handwrittenProducerRun(N);
     const platform = await platformRun(app.url("/noop"), N);
-    runs.push({ floor, floorD1, floorHttp, platform });
+    runs.push({ floor, floorD1, floorHttp, handwrittenSingle, platform });
   }
   await app.close();
   const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });
@@ -228,6 +253,7 @@ export async function runBenchmark({
   const floor = {
     single: medianOf(runs, (r) => r.floor.single),
     batch: medianOf(runs, (r) => r.floor.batch),
+    single_with_d1_round_trip: medianOf(runs, (r) => r.floorD1.single),
     e2e: medianOf(runs, (r) => r.floor.e2e),
     e2e_with_d1_round_trips: medianOf(runs, (r) => r.floorD1.e2e),
     e2e_http: medianOf(runs, (r) => r.floorHttp.e2e),
@@ -240,7 +266,14 @@ export async function runBenchmark({
     machine: { cpus: (await import("node:os")).cpus().length, node: process.version },
     jobs: N,
     repeats: REPEATS,
-    enqueue_single: { ...medianOf(runs, (r) => r.platform.single), ratio_to_floor: ratio((r) => r.platform.single.jobs_per_second, floor.single.jobs_per_second) },
+    enqueue_single: {
+      ...medianOf(runs, (r) => r.platform.single),
+      ratio_to_floor: ratio((r) => r.platform.single.jobs_per_second, floor.single.jobs_per_second),
+      ratio_to_d1_floor: ratio((r) => r.platform.single.jobs_per_second, floor.single_with_d1_round_trip.jobs_per_second),
+    },
+    // The hand-written producer's single-job enqueue, in-process: what the black box's
+    // single-enqueue target is held to, measured without wrangler dev in front.
+    handwritten_producer_single: medianOf(runs, (r) => r.handwrittenSingle),
     enqueue_batch: { ...medianOf(runs, (r) => r.platform.batch), ratio_to_floor: ratio((r) => r.platform.batch.jobs_per_second, floor.batch.jobs_per_second) },
     e2e_noop: {
       ...e2eNoop,
@@ -302,6 +335,7 @@ export function formatTable(r) {
     "",
     ...columns([
       ["enqueue, 1 job/request", `${r.enqueue_single.jobs_per_second} jobs/s`, `p50 ${r.enqueue_single.latency_ms_p50} ms, p99 ${r.enqueue_single.latency_ms_p99} ms`, `${r.enqueue_single.ratio_to_floor}x floor (${r.floor.single.jobs_per_second}/s)`],
+      ["  D1 floor / hand-written", `${r.floor.single_with_d1_round_trip.jobs_per_second} / ${r.handwritten_producer_single.jobs_per_second} jobs/s`, "1 job/request: the floor + its round trip / bench/handwritten's producer", `${r.enqueue_single.ratio_to_d1_floor}x the D1 floor; the D1 floor ${round(r.floor.single_with_d1_round_trip.jobs_per_second / r.handwritten_producer_single.jobs_per_second, 3)}x the hand-written`],
       ["enqueue, 100 jobs/request", `${r.enqueue_batch.jobs_per_second} jobs/s`, `p50 ${r.enqueue_batch.latency_ms_p50} ms, p99 ${r.enqueue_batch.latency_ms_p99} ms`, `${r.enqueue_batch.ratio_to_floor}x floor (${r.floor.batch.jobs_per_second}/s)`],
       ["end to end, noop", `${r.e2e_noop.jobs_per_second} jobs/s`, `${r.e2e_noop.jobs} jobs in ${r.e2e_noop.seconds} s`, `${r.e2e_noop.ratio_to_floor}x floor (${r.floor.e2e.jobs_per_second}/s)`],
       ["end to end, http", `${r.e2e_http.jobs_per_second} jobs/s`, `${r.e2e_http.jobs} jobs in ${r.e2e_http.seconds} s`, `${r.e2e_http.ratio_to_floor}x floor`],

@@ -1,25 +1,26 @@
 // The black-box run (README "Benchmark"): the project as a new user runs it (`npm run dev`, i.e.
 // scripts/dev.sh: one `wrangler dev`, logs as shipped) and, beside it, a minimal hand-written
 // JavaScript pair (bench/handwritten) started the same way, each on a fresh local state. Both
-// are driven by the same code over real HTTP with the tokens a user has (.dev.vars), in
-// alternation (the first side swaps every round, so a drifting machine favours neither):
-// end to end (noop jobs in batches of 100, 4 requests at a time, timed until GET
-// /v1/admin/stats counts them succeeded), then enqueue of 1 job per request (16 at a time) and
-// of 100 (4 at a time), each pass once untimed first (measure.mjs `steady`). On both sides
-// wrangler's inspector is on the consumer (`startInspectingConsumer`).
+// run at once and are driven by the same code over real HTTP with the tokens a user has
+// (.dev.vars), one at a time, in alternation (the first side swaps every round, so a drifting
+// machine favours neither): end to end (noop jobs in batches of 100, 4 requests at a time,
+// timed until GET /v1/admin/stats counts them succeeded), then enqueue of 100 jobs per request
+// (4 at a time) and of 1 (16 at a time), each phase once untimed first on both sides. On both
+// sides wrangler's inspector is on the consumer (`startInspectingConsumer`).
 import { deepStrictEqual } from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { ROOT, waitFor } from "../tests/support/platform.mjs";
 import { startDevServer } from "./dev_server.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, endToEndPass, enqueuePhase, jobsBody, medianOf, round, steady, warmUp } from "./measure.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, endToEndPass, enqueuePhase, jobsBody, medianOf, round, warmUp } from "./measure.mjs";
 
 /** Each side's dev script, and its consumer's config. */
 const SIDES = {
   project: { script: "scripts/dev.sh", consumer: "consumer/wrangler.toml" },
   handwritten: { script: "bench/handwritten/dev.sh", consumer: "bench/handwritten/consumer.toml" },
 };
+const SIDES_ORDER = Object.keys(SIDES);
 /** Starts of one side before its inspector is on its consumer (see `startInspectingConsumer`). */
 const MAX_STARTS = 6;
 const PHASES = ["e2e_noop", "enqueue_batch", "enqueue_single"];
@@ -79,8 +80,12 @@ async function startInspectingConsumer(side, log) {
   }
 }
 
-/** One side's three phases, over HTTP against the server at `url`. */
-async function drive(url, jobs) {
+/**
+ * One side's driver over HTTP against the server at `url`: its warm-up, and each phase as a
+ * pass of `jobs` jobs (end to end), or of `jobs` jobs 100 per request and up to 1,000 single
+ * requests (enqueue).
+ */
+function driver(url, jobs) {
   const tokens = devTokens();
   const headers = (token) => ({ "content-type": "application/json", authorization: `Bearer ${token}` });
   const post = (path, body) => fetch(`${url}${path}`, { method: "POST", headers: headers(tokens.enqueue), body });
@@ -90,10 +95,7 @@ async function drive(url, jobs) {
     if (res.status !== 200) throw new Error(`stats answered ${res.status}: ${await res.text()}`);
     return (await res.json()).families.default.counts.succeeded ?? 0;
   };
-
-  const coldStartMs = await warmUp(() => batch(WARM_UP_JOBS), succeeded);
   const requests = Math.ceil(jobs / 100);
-  const endToEnd = () => endToEndPass(() => batch(100), succeeded, { requests, concurrency: BATCH_CONCURRENCY, everyMs: POLL_MS });
   // An enqueue pass is timed to its last answer; its jobs are then left to drain (untimed), so
   // that every pass starts on an empty queue.
   const enqueue = async (send, shape) => {
@@ -105,51 +107,70 @@ async function drive(url, jobs) {
   };
   const single = { requests: Math.min(jobs, 1000), perRequest: 1, concurrency: SINGLE_CONCURRENCY };
   return {
-    e2e_noop: { ...(await steady(endToEnd)), cold_start_ms: coldStartMs },
-    enqueue_batch: await steady(() => enqueue(batch, { requests, perRequest: 100, concurrency: BATCH_CONCURRENCY })),
-    enqueue_single: await steady(() => enqueue(() => post("/v1/jobs", JSON.stringify(NOOP)), single)),
+    warmUp: () => warmUp(() => batch(WARM_UP_JOBS), succeeded),
+    e2e_noop: () => endToEndPass(() => batch(100), succeeded, { requests, concurrency: BATCH_CONCURRENCY, everyMs: POLL_MS }),
+    enqueue_batch: () => enqueue(batch, { requests, perRequest: 100, concurrency: BATCH_CONCURRENCY }),
+    enqueue_single: () => enqueue(() => post("/v1/jobs", JSON.stringify(NOOP)), single),
   };
 }
 
 /**
- * `rounds` rounds of both sides with `jobs` jobs end to end: each phase's medians per side, and
- * the project's throughput as a ratio to the hand-written pair's.
+ * Both sides, each started once (until its inspector is on its consumer) and running side by
+ * side, idle while the other is driven: each phase's passes alternate between them, `rounds`
+ * times (the first swapping each round), after one untimed pass each (as measure.mjs `steady`
+ * does for a single side: V8 still optimizing the WASM in the first).
+ * Paired passes seconds apart see the same machine, where separate starts a minute apart did
+ * not (README "Benchmark"). Returns each phase's medians per side and the project's throughput
+ * as a ratio to the hand-written pair's.
  */
 export async function runBlackBox({ jobs, rounds, log }) {
   checkSameConsumerSettings();
-  const runs = { project: [], handwritten: [] };
-  for (let i = 0; i < rounds; i++) {
-    const order = i % 2 ? ["handwritten", "project"] : ["project", "handwritten"];
-    for (const side of order) {
-      log(`black box, round ${i + 1}/${rounds}: ${side} (${SIDES[side].script}), ${jobs} jobs`);
-      const { server, starts } = await startInspectingConsumer(side, log);
-      try {
-        runs[side].push({ ...(await drive(server.url, jobs)), starts });
-      } finally {
-        await server.stop();
+  const started = {};
+  try {
+    for (const side of SIDES_ORDER) {
+      log(`black box: starting ${side} (${SIDES[side].script})`);
+      started[side] = await startInspectingConsumer(side, log);
+    }
+    const drivers = Object.fromEntries(SIDES_ORDER.map((side) => [side, driver(started[side].server.url, jobs)]));
+    const cold = {};
+    for (const side of SIDES_ORDER) cold[side] = await drivers[side].warmUp();
+    const runs = { project: {}, handwritten: {} };
+    const first = { project: {}, handwritten: {} };
+    for (const phase of PHASES) {
+      for (const side of SIDES_ORDER) first[side][phase] = await drivers[side][phase]();
+      for (const side of SIDES_ORDER) runs[side][phase] = [];
+      for (let i = 0; i < rounds; i++) {
+        log(`black box, ${phase}: round ${i + 1}/${rounds}, ${jobs} jobs`);
+        for (const side of i % 2 ? [...SIDES_ORDER].reverse() : SIDES_ORDER) runs[side][phase].push(await drivers[side][phase]());
       }
     }
+    const byPhase = (f) => Object.fromEntries(PHASES.map((phase) => [phase, f(phase)]));
+    // Each phase's median, every round's throughput (how far the rounds spread), the untimed
+    // first pass's, and the end-to-end warm-up's latency as the cold start.
+    const summary = (side) =>
+      byPhase((phase) => ({
+        ...medianOf(runs[side][phase], (r) => r),
+        first_pass_jobs_per_second: first[side][phase].jobs_per_second,
+        rounds_jobs_per_second: runs[side][phase].map((r) => r.jobs_per_second),
+        ...(phase === "e2e_noop" && { cold_start_ms: cold[side] }),
+      }));
+    const project = summary("project");
+    const handwritten = summary("handwritten");
+    const ratioOf = (pick) => byPhase((phase) => round(pick(project[phase]) / pick(handwritten[phase]), 3));
+    return {
+      jobs: project.e2e_noop.jobs,
+      rounds,
+      stats_poll_ms: POLL_MS,
+      inspected: "consumer",
+      // How many starts each side took before its inspector was on its consumer.
+      starts: Object.fromEntries(SIDES_ORDER.map((side) => [side, started[side].starts])),
+      project,
+      handwritten,
+      ratio: ratioOf((p) => p.jobs_per_second),
+      // The same for the untimed first passes: the first jobs after a start, V8 still optimizing.
+      first_pass_ratio: ratioOf((p) => p.first_pass_jobs_per_second),
+    };
+  } finally {
+    for (const { server } of Object.values(started)) await server.stop();
   }
-  const byPhase = (f) => Object.fromEntries(PHASES.map((phase) => [phase, f(phase)]));
-  // Each phase's median, and every round's throughput (how far the rounds spread).
-  const summary = (side) =>
-    byPhase((phase) => ({ ...medianOf(runs[side], (r) => r[phase]), rounds_jobs_per_second: runs[side].map((r) => r[phase].jobs_per_second) }));
-  // How many starts each round took before the inspector was on the consumer.
-  const starts = Object.fromEntries(Object.keys(SIDES).map((side) => [side, runs[side].map((r) => r.starts)]));
-  const project = summary("project");
-  const handwritten = summary("handwritten");
-  return {
-    jobs: project.e2e_noop.jobs,
-    rounds,
-    stats_poll_ms: POLL_MS,
-    inspected: "consumer",
-    starts,
-    project,
-    handwritten,
-    ratio: byPhase((phase) => round(project[phase].jobs_per_second / handwritten[phase].jobs_per_second, 3)),
-    // The same for the untimed first passes: the first jobs after a start, V8 still optimizing.
-    first_pass_ratio: byPhase((phase) =>
-      round(project[phase].first_pass_jobs_per_second / handwritten[phase].first_pass_jobs_per_second, 3),
-    ),
-  };
 }

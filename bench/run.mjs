@@ -11,7 +11,7 @@ const { values: args } = parseArgs({
   options: {
     jobs: { type: "string", default: "10000" },
     repeats: { type: "string", default: "3" },
-    rounds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "5" },
     scale: { type: "string", default: "1000,100000,1000000" },
     out: { type: "string" },
     "no-build": { type: "boolean", default: false },

@@ -7,7 +7,6 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
-const crates = process.argv.slice(2);
 const env = {
   ...process.env,
   PATH: `${join(homedir(), ".cargo", "bin")}:${process.env.PATH}`,
@@ -22,12 +21,24 @@ const env = {
 // then merge (about 2 KB of the producer's gzip).
 const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bulk-memory", "multivalue", "reference-types", "exception-handling"];
 
-/** The newest change under `path` (ms), build outputs left out. */
-function newest(path) {
+/**
+ * What never goes into a WASM: build outputs, and what configuring or running a Worker writes
+ * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`, and
+ * `.wrangler/`, which every `wrangler dev` start writes). Counted as inputs, they made every
+ * `npm run dev` rebuild the consumer.
+ */
+const NOT_INPUTS = /^(build|target|node_modules|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml)$/;
+
+/**
+ * The newest change under `path` (ms), what is not an input left out. A folder's own time
+ * counts (a source deleted or renamed in it) but for a crate's root, which changes whenever a
+ * local run first writes beside it.
+ */
+function newest(path, root = false) {
   const stat = statSync(path);
   if (!stat.isDirectory()) return stat.mtimeMs;
-  const inside = readdirSync(path).filter((name) => !["build", "target", "node_modules"].includes(name));
-  return Math.max(stat.mtimeMs, ...inside.map((name) => newest(join(path, name))));
+  const inside = readdirSync(path).filter((name) => !NOT_INPUTS.test(name));
+  return Math.max(root ? 0 : stat.mtimeMs, ...inside.map((name) => newest(join(path, name))));
 }
 
 /**
@@ -35,29 +46,37 @@ function newest(path) {
  * uses, the workspace manifests and this script). `npm run dev` builds both Workers, then
  * `wrangler dev` runs this again for each one (their `[build]` command): those runs are no-ops.
  */
-function upToDate(crate) {
+export function upToDate(crate) {
   const wasm = join(root, crate, "build", "index_bg.wasm");
   if (!existsSync(wasm)) return false;
   const inputs = [crate, "shared", "store", "Cargo.toml", "Cargo.lock"].map((p) => join(root, p));
   const built = statSync(wasm).mtimeMs;
-  return [...inputs, import.meta.filename].every((input) => newest(input) < built);
+  return [...inputs, import.meta.filename].every((input) => newest(input, true) < built);
 }
 
-for (const crate of crates.length ? crates : ["producer", "consumer"]) {
-  if (upToDate(crate)) {
-    console.log(`${crate}: up to date`);
-    continue;
+/** Builds each of `crates` whose WASM is not up to date, then strips it (see FEATURES). */
+function build(crates) {
+  for (const crate of crates) {
+    if (upToDate(crate)) {
+      console.log(`${crate}: up to date`);
+      continue;
+    }
+    const run = spawnSync("worker-build", ["--release"], { cwd: join(root, crate), env, stdio: "inherit" });
+    if (run.status !== 0) {
+      console.error(`build of ${crate} failed`);
+      process.exit(run.status ?? 1);
+    }
+    const wasm = join(root, crate, "build", "index_bg.wasm");
+    const flags = FEATURES.map((f) => `--enable-${f}`);
+    const strip = spawnSync(env.WASM_OPT_BIN, [...flags, "--strip-debug", "-O", wasm, "-o", wasm], { stdio: "inherit" });
+    if (strip.status !== 0) {
+      console.error(`stripping ${wasm} failed`);
+      process.exit(strip.status ?? 1);
+    }
   }
-  const run = spawnSync("worker-build", ["--release"], { cwd: join(root, crate), env, stdio: "inherit" });
-  if (run.status !== 0) {
-    console.error(`build of ${crate} failed`);
-    process.exit(run.status ?? 1);
-  }
-  const wasm = join(root, crate, "build", "index_bg.wasm");
-  const flags = FEATURES.map((f) => `--enable-${f}`);
-  const strip = spawnSync(env.WASM_OPT_BIN, [...flags, "--strip-debug", "-O", wasm, "-o", wasm], { stdio: "inherit" });
-  if (strip.status !== 0) {
-    console.error(`stripping ${wasm} failed`);
-    process.exit(strip.status ?? 1);
-  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const crates = process.argv.slice(2);
+  build(crates.length ? crates : ["producer", "consumer"]);
 }

@@ -36,6 +36,8 @@ cat <<MSG
       -d '{"type":"http","payload":{"url":"http://localhost:$port/healthz","method":"GET"}}'
   Then look at it (use the id printed):
     curl -s http://localhost:$port/v1/jobs/<id> -H "Authorization: Bearer $token"
+  Run the maintenance sweep now (the cron does not fire locally):
+    curl -s http://localhost:$port/cdn-cgi/handler/scheduled
 
 MSG
 
@@ -48,4 +50,4 @@ chromium_pid=$!
 trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
 consumer_config=$(node scripts/local-config.mjs)
 npx wrangler dev -c wrangler.toml -c "$consumer_config" -c producer/static/wrangler.toml -c dev/browser-standin/wrangler.toml \
-  --persist-to "$state" --port "$port" --test-scheduled
+  --persist-to "$state" --port "$port"

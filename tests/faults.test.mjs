@@ -4,7 +4,7 @@
 // workerd with its real D1, and checks that no job is lost, stranded or run past its bounds.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jobMessage, refuseSuccess, startPlatform } from "./support/platform.mjs";
+import { jobMessage, refuseSuccess, refuseWrites, startPlatform } from "./support/platform.mjs";
 import { startHostileServer } from "./support/hostile_server.mjs";
 
 const MAX_RESULT_BYTES = 64 * 1024;
@@ -309,9 +309,35 @@ describe("an invocation's limits: connections, subrequests, wall time, heartbeat
     // The fast job ran long ago, but its outcome waits for the batch's record: its lease must
     // not run out under it.
     assert.ok((await lease(fast)) > fastFirst + 1000, "the finished job's lease is extended");
-    assert.ok((await lease(slow)) > slowFirst + 1000, "the running job's lease is extended");
+    const extended = await lease(slow);
+    assert.ok(extended > slowFirst + 1000, "the running job's lease is extended");
     await running;
     assert.deepEqual(await statuses(p, [fast, slow]), ["succeeded", "succeeded"]);
+    // Each run record holds the lease as the last heartbeat left it, not the claim's.
+    for (const id of [fast, slow]) {
+      const [run] = (await job(p, id)).runs;
+      assert.ok(Date.parse(run.lease_until) >= extended, `${id}: the extended lease is on its run record`);
+    }
+  });
+
+  test("a heartbeat D1 refuses leaves the lease the job still holds on its run record", async () => {
+    const [id] = await enqueueHttp(p, "/slow?ms=2500", 1, { timeout_ms: 5000 });
+    // The heartbeat's extension of a running job is refused; the claim's lease and the
+    // record's clearing of it are not.
+    const undo = await refuseWrites(p, "refuse_heartbeat", "UPDATE OF lease_until ON jobs", "OLD.status = 'running' AND NEW.status = 'running'");
+    let claimed;
+    try {
+      const running = p.deliver("jobs-default", messages([id]));
+      await p.waitFor(async () => (await job(p, id)).status === "running", { what: "the attempt" });
+      claimed = (await p.db.prepare("SELECT lease_until FROM jobs WHERE id = ?").bind(id).first()).lease_until;
+      await running;
+    } finally {
+      await undo();
+    }
+    const done = await job(p, id);
+    assert.equal(done.status, "succeeded");
+    // The claim's lease, which the job still held: not the one the refused heartbeats asked for.
+    assert.equal(Date.parse(done.runs[0].lease_until), claimed);
   });
 });
 

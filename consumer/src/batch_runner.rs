@@ -171,20 +171,17 @@ async fn run_jobs(
         .collect();
 
     let gate = BatchGate::new(&limits);
-    let (attempts, heartbeat_stats) = execute_all(
-        db,
-        &runs,
-        env,
-        invocation,
-        &gate,
-        (&limits, batch_started, lease),
-    )
-    .boxed_local()
-    .await;
-    stats.merge(&heartbeat_stats);
+    let (attempts, heartbeat) =
+        execute_all(db, &runs, env, invocation, &gate, (&limits, &terms, lease))
+            .boxed_local()
+            .await;
+    stats.merge(&heartbeat.stats);
     for (run, ran) in runs.iter_mut().zip(attempts) {
         match ran {
-            Ok(attempt) => run.finish(attempt),
+            Ok(mut attempt) => {
+                attempt.details.lease_until = heartbeat.lease_until;
+                run.finish(attempt)
+            }
             Err(release) => run.release = Some(release),
         }
     }
@@ -397,20 +394,27 @@ async fn record_one_by_one(
     Ok(seen)
 }
 
+/// What the batch's heartbeat did: its D1 work, and the lease its jobs hold as D1 last
+/// confirmed it (the claim's, or the latest heartbeat's), `None` after a heartbeat D1 refused.
+struct Heartbeat {
+    stats: D1Stats,
+    lease_until: Option<i64>,
+}
+
 /// Runs every claimed job, at most `limits.connections` at once, each within its deadline,
 /// while a heartbeat extends the leases of every job the batch holds (waiting, running, or run
 /// and not yet recorded) until the record. A job that could no longer end inside the
 /// invocation's wall time, or that would call out when the invocation's subrequests are spent,
 /// is not started, and a handler may hand its job back unstarted (`Err`): its claim is undone.
-/// Returns the heartbeat's D1 work.
 async fn execute_all(
     db: &D1Database,
     runs: &[Run<'_>],
     env: &Env,
     invocation: &Invocation,
     gate: &BatchGate,
-    (limits, batch_started, lease): (&ConsumerLimits, i64, i64),
-) -> (Vec<Result<Attempt, Release>>, D1Stats) {
+    (limits, terms, lease): (&ConsumerLimits, &ClaimTerms<'_>, i64),
+) -> (Vec<Result<Attempt, Release>>, Heartbeat) {
+    let batch_started = terms.now_ms;
     let work = stream::iter(runs)
         .map(|run| async move {
             let job = run.job;
@@ -430,13 +434,18 @@ async fn execute_all(
         .iter()
         .map(|r| (r.job.id.as_str(), r.job.runs))
         .collect();
-    let mut stats = D1Stats::default();
+    let mut beat = Heartbeat {
+        stats: D1Stats::default(),
+        lease_until: Some(terms.lease_until),
+    };
     let heartbeat = async {
         let every = limits.heartbeat_every_ms(lease).max(1) as u64;
         loop {
             Delay::from(Duration::from_millis(every)).await;
             let until = now_ms() + lease;
-            if let Err(e) = jobs::job_extend_leases(db, &held, until, &mut stats).await {
+            let extended = jobs::job_extend_leases(db, &held, until, &mut beat.stats).await;
+            beat.lease_until = extended.as_ref().ok().map(|()| until);
+            if let Err(e) = extended {
                 console_error!(
                     "extending {} lease(s) failed, tried again in {every} ms: {e}",
                     held.len()
@@ -448,7 +457,7 @@ async fn execute_all(
         Either::Left((attempts, _)) => attempts,
         Either::Right((never, _)) => never,
     };
-    (attempts, stats)
+    (attempts, beat)
 }
 
 /// A job's own `timeout_ms`, for a type whose payload may set it (see `lease::deadline_ms`).
@@ -537,6 +546,7 @@ async fn execute(
         bytes: outbound.bytes(),
         llm: ran.llm,
         artifacts: ran.artifacts,
+        lease_until: None, // the batch's, once every job has run
     };
     Ok(Attempt {
         started_at,

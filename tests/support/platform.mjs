@@ -104,18 +104,18 @@ export function logCollector() {
 }
 
 /**
- * A real D1 fault: a trigger that refuses job `id`'s move to `succeeded`, so its success cannot
- * be recorded. Returns the undo (drops the trigger).
+ * A real D1 fault: a trigger `name` that refuses each write `on` (`UPDATE OF status ON jobs`)
+ * of a row `when` holds (SQL over OLD and NEW), failing the statement and its batch. Returns
+ * the undo (drops the trigger).
  */
-export async function refuseSuccess(p, id) {
-  await p.db
-    .prepare(
-      `CREATE TRIGGER refuse_success BEFORE UPDATE OF status ON jobs
-       WHEN NEW.id = '${id}' AND NEW.status = 'succeeded'
-       BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
-    )
-    .run();
-  return () => p.db.prepare("DROP TRIGGER refuse_success").run();
+export async function refuseWrites(p, name, on, when) {
+  await p.db.prepare(`CREATE TRIGGER ${name} BEFORE ${on} WHEN ${when} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`).run();
+  return () => p.db.prepare(`DROP TRIGGER ${name}`).run();
+}
+
+/** Refuses job `id`'s move to `succeeded` (see refuseWrites), so its success cannot be recorded. */
+export function refuseSuccess(p, id) {
+  return refuseWrites(p, "refuse_success", "UPDATE OF status ON jobs", `NEW.id = '${id}' AND NEW.status = 'succeeded'`);
 }
 
 /** Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3"`. */

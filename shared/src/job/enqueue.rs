@@ -288,17 +288,17 @@ pub fn validate_batch(
     jobs.iter()
         .enumerate()
         .map(|(i, job)| {
-            let at = format!("jobs[{i}]");
-            validate_item(&at, "job", job, &mut ids, now_ms, limit)
+            let at = || format!("jobs[{i}]");
+            validate_item(at, "job", job, &mut ids, now_ms, limit)
         })
         .collect()
 }
 
 /// Validates one `item` of a list (a batch's job, a chain's step) as `POST /v1/jobs` would; `at`
-/// is its place (`jobs[2]`), which prefixes its error's field, and `noun` names it. `id` is
-/// minted only for an item that is an object.
+/// spells its place (`jobs[2]`), which prefixes its error's field (only an error spells it),
+/// and `noun` names it. `id` is minted only for an item that is an object.
 pub(crate) fn validate_item(
-    at: &str,
+    at: impl Fn() -> String,
     noun: &str,
     item: &Value,
     id: impl FnOnce() -> String,
@@ -307,10 +307,10 @@ pub(crate) fn validate_item(
 ) -> Result<NewJob, ApiError> {
     if !item.is_object() {
         let message = format!("each {noun} must be a JSON object");
-        return Err(invalid("invalid_field", at, message));
+        return Err(invalid("invalid_field", at(), message));
     }
     validate_enqueue(item, id(), now_ms, limit).map_err(|e| ApiError {
-        field: Some(join(at, e.field.as_deref().unwrap_or_default())),
+        field: Some(join(&at(), e.field.as_deref().unwrap_or_default())),
         ..e
     })
 }
@@ -357,17 +357,17 @@ pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Val
     list.iter()
         .enumerate()
         .map(|(i, step)| {
-            let at = format!("{field}[{i}]");
+            let at = || format!("{field}[{i}]");
             let forbidden = step
                 .as_object()
                 .and_then(|object| STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)));
             if let Some(key) = forbidden {
                 return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
-                    .with_field(join(&at, key)));
+                    .with_field(join(&at(), key)));
             }
             // Only checked here; the queue limit matters once the step is enqueued.
             validate_item(
-                &at,
+                at,
                 "step",
                 step,
                 String::new,

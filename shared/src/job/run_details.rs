@@ -21,8 +21,9 @@ pub fn found_by_consumer(version: &str, invocation: &str) -> String {
 /// (the `ARTIFACTS` bucket), or, without that bucket, is cut to this size.
 pub const INLINE_ARTIFACT_MAX_BYTES: usize = 4 * 1024;
 
-/// What ran the attempt and what it did. `lease_until` is added by the record's SQL (the
-/// lease the job held when its outcome was written).
+/// What ran the attempt and what it did, and the lease the job held when its outcome was
+/// written (`lease_until`): the consumer's own account of it where it has one, else the
+/// record's SQL reads it from the job's row.
 #[derive(Serialize, PartialEq)]
 pub struct RunDetails {
     /// The consumer's deployed version id (its version-metadata binding), else `local`.
@@ -35,6 +36,10 @@ pub struct RunDetails {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmUse>,
     pub artifacts: Vec<Artifact>,
+    /// The lease as the batch last wrote it (the claim's, or its heartbeat's latest), when D1
+    /// confirmed that write; `None` after a heartbeat D1 refused, whose effect is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<i64>,
 }
 
 /// Body bytes of the attempt's outbound requests: sent, and received (read).
@@ -241,6 +246,7 @@ mod tests {
             artifacts: vec![
                 Artifact::stored("screenshot", "image/png", 9, "k".into()).with("width", 3)
             ],
+            lease_until: Some(11),
         };
         assert_eq!(
             serde_json::to_value(&details).unwrap(),
@@ -250,6 +256,7 @@ mod tests {
                 "llm": {"model": "m", "calls": 2, "input_tokens": 10, "output_tokens": 3},
                 "artifacts": [{"kind": "screenshot", "content_type": "image/png", "size": 9,
                                "key": "k", "width": 3}],
+                "lease_until": 11,
             })
         );
     }

@@ -23,7 +23,8 @@ use crate::sql::status_list;
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;
 
-/// A job this batch now runs.
+/// A job this batch now runs, read from the claim's packed row: its fields in the order of
+/// [`CLAIMED_COLUMNS`] (see `StatementResult::packed_results`).
 #[derive(Deserialize)]
 pub struct Claimed {
     pub id: String,
@@ -49,6 +50,12 @@ pub struct Claimed {
     /// When it was due: its latency is from here to its end.
     pub run_at: i64,
 }
+
+/// The columns of a [`Claimed`], in its fields' order: the claim returns them packed into one
+/// JSON array per row.
+const CLAIMED_COLUMNS: &str = "id, type, payload, attempts, max_attempts, runs, parent_id, \
+     chain_step, next_steps, chain_status, correlation_id, retry_policy, enqueued_by, \
+     created_at, run_at";
 
 impl Claimed {
     /// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
@@ -151,7 +158,7 @@ pub async fn job_claim(
 ) -> worker::Result<Claim> {
     let plain = claim_statement(db, &CLAIM_SQL.plain, json(ids), terms)?;
     let results = counted_batch(db, vec![plain], stats).await?;
-    let mut claimed: Vec<Claimed> = results[0].results()?;
+    let mut claimed: Vec<Claimed> = results[0].packed_results()?;
     let taken: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
     let mut missed: Vec<&str> = ids
         .iter()
@@ -227,7 +234,7 @@ async fn job_claim_settling(
     Ok(Claim {
         exhausted,
         expired,
-        claimed: results[2].results()?,
+        claimed: results[2].packed_results()?,
         held,
     })
 }
@@ -287,9 +294,7 @@ impl ClaimSql {
                  WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
                  AND {which} \
                  AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-                 RETURNING id, type, payload, attempts, max_attempts, runs, \
-                 parent_id, chain_step, next_steps, chain_status, correlation_id, retry_policy, \
-                 enqueued_by, created_at, run_at"
+                 RETURNING json_array({CLAIMED_COLUMNS}) AS j"
             )
         };
         ClaimSql {
@@ -345,4 +350,50 @@ pub(super) fn job_list_seen(db: &D1Database, ids: &[&str]) -> worker::Result<D1P
          WHERE id IN (SELECT value FROM json_each(?1))",
     )
     .bind(&[json(ids)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packed row is read by position: it must give what the same columns by name give.
+    #[test]
+    fn claimed_columns_are_in_the_order_of_its_fields() {
+        let values = [
+            r#""i""#, r#""t""#, r#""p""#, "1", "2", "3", r#""pa""#, "4", r#""n""#, r#""cs""#,
+            r#""c""#, r#""r""#, r#""e""#, "5", "6",
+        ];
+        let names: Vec<&str> = CLAIMED_COLUMNS.split(',').map(str::trim).collect();
+        assert_eq!(names.len(), values.len());
+        let by_name: Vec<String> = (names.iter().zip(values))
+            .map(|(name, value)| format!(r#""{name}":{value}"#))
+            .collect();
+        let by_name: Claimed = serde_json::from_str(&format!("{{{}}}", by_name.join(","))).unwrap();
+        let packed: Claimed = serde_json::from_str(&format!("[{}]", values.join(","))).unwrap();
+        let fields = |c: &Claimed| {
+            format!(
+                "{} {} {} {} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {}",
+                c.id,
+                c.job_type,
+                c.payload,
+                c.attempts,
+                c.max_attempts,
+                c.runs,
+                c.parent_id,
+                c.chain_step,
+                c.next_steps,
+                c.chain_status,
+                c.correlation_id,
+                c.retry_policy,
+                c.enqueued_by,
+                c.created_at,
+                c.run_at
+            )
+        };
+        assert_eq!(fields(&packed), fields(&by_name));
+        assert_eq!(
+            fields(&packed),
+            r#"i t p 1 2 3 Some("pa") Some(4) Some("n") Some("cs") Some("c") Some("r") Some("e") 5 6"#
+        );
+    }
 }

@@ -15,7 +15,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use super::chain::{self, job_set_chain_failed_many, FailedChain};
 use super::claim::{job_list_seen, Claimed, Seen};
-use crate::d1::{counted_batch, json};
+use crate::d1::{counted_batch, json, num};
 use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_failed;
 use crate::sql::rows_cte;
@@ -104,14 +104,17 @@ pub async fn job_set_outcome_many(
         }
     }
     let mut statements = Vec::new();
+    // Whether the details carry the lease (the consumer's account of it), or the SQL reads it.
+    let lease_known = num(shared.is_some_and(|d| d.lease_until.is_some()).into());
     let shared = json(&shared);
     for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
         statements.push(success_batch(db, family, &rows, &successes[range])?);
-        statements.push(
-            db.prepare(&*SUCCEEDED_UPDATE)
-                .bind(&[rows, shared.clone()])?,
-        );
+        statements.push(db.prepare(&*SUCCEEDED_UPDATE).bind(&[
+            rows,
+            shared.clone(),
+            lease_known.clone(),
+        ])?);
     }
     for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
@@ -197,14 +200,16 @@ fn jobs_update(jobs_set: &str) -> String {
 
 /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
 /// null where they are the batch's shared ones (?2). The run's record stays on the job row; the
-/// batch's successes get one `success_batches` row.
+/// batch's successes get one `success_batches` row. The details carry the lease the job held
+/// when the consumer knows it (?3, nearly always); else each row's is read into them here,
+/// which costs a JSON edit per row.
 static SUCCEEDED_UPDATE: LazyLock<String> = LazyLock::new(|| {
     jobs_update(&format!(
         "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
          last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
          run_cost_cents = o.value ->> 5, \
-         run_details = json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', \
-         jobs.lease_until)"
+         run_details = IIF(?3, COALESCE(o.value ->> 6, ?2), \
+         json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', jobs.lease_until))"
     ))
 });
 
