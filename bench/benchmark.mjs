@@ -4,8 +4,9 @@
 // repeats; throughputs are also given as a ratio to the floor, which is what survives a noisy
 // machine. D1 work is counted from D1's own result meta (the producer's Server-Timing header and
 // the consumer's per-batch log line), never estimated. Every timed pass follows a warm-up
-// request (its latency is the cold start) and the same pass once untimed (measure.mjs
-// `steady`), for the platform and the floors alike. The D1 floor
+// request (its latency is the cold start) and the same pass once untimed, and what is compared
+// runs side by side, its passes alternating (measure.mjs `alternate`), for the platform and the
+// floors alike. The D1 floor
 // (the floor plus the round trips the contract allows, each an empty statement) shows how much
 // of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
 // making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
@@ -24,7 +25,7 @@ import { runBlackBox } from "./black_box.mjs";
 import { scalePoint } from "./scale.mjs";
 import { priced, usagePerJob } from "./cost.mjs";
 import { PRICES_CHECKED } from "./prices.mjs";
-import { WARM_UP_JOBS, accepted, dbBytes, endToEndPass, enqueuePhase, jobsBody, median, medianOf, pool, round, steady, warmUp } from "./measure.mjs";
+import { WARM_UP_JOBS, accepted, alternate, dbBytes, endToEndPass, enqueuePhase, jobsBody, median, medianOf, pool, round, warmUp } from "./measure.mjs";
 
 const CONCURRENCY = 8;
 const KB = 1024;
@@ -62,90 +63,75 @@ function wasmSize(path) {
   return { raw_bytes: bytes.length, gzip_bytes: gzipSync(bytes, { level: 9 }).length };
 }
 
-/** The platform: enqueue phases without a consumer, then end to end with one, counting its cost. */
-async function platformRun(appUrl, N) {
-  const headers = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
-  const quiet = await startPlatform({ manualDelivery: true, onLog: () => {} });
-  const post = (mf, path, body) => mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers, body });
-  const single = await steady(() =>
-    enqueuePhase(() => post(quiet.mf, "/v1/jobs", JSON.stringify(NOOP)), {
-      requests: Math.min(N, 1000),
-      perRequest: 1,
-      concurrency: CONCURRENCY,
-    }),
-  );
-  const batch = await steady(() =>
-    enqueuePhase((n) => post(quiet.mf, "/v1/jobs/batch", jobsBody(NOOP, n)), {
-      requests: Math.ceil(N / 100),
-      perRequest: 100,
-      concurrency: CONCURRENCY,
-    }),
-  );
-  await quiet.dispose();
+const ENQUEUE_HEADERS = { "content-type": "application/json", authorization: `Bearer ${TOKENS.enqueue}` };
+/** An enqueue pass: up to 1,000 requests of 1 job, or `N` jobs 100 per request. */
+const SINGLE = (N) => ({ requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY });
+const BATCH = (N) => ({ requests: Math.ceil(N / 100), perRequest: 100, concurrency: CONCURRENCY });
 
-  const e2e = async (job, { jobs = N } = {}) => {
-    const logs = logCollector();
-    const p = await startPlatform({ onLog: logs.onLog });
-    // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
-    // seldom: the end time is the consumer's own log timestamp of its last batch.
-    const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
-    const coldStartMs = await warmUp(() => post(p.mf, "/v1/jobs/batch", jobsBody(job, WARM_UP_JOBS)), succeeded);
-    const requests = Math.ceil(jobs / 100);
-    const total = requests * 100;
-    const pass = async () => {
-      logs.clear();
-      const before = await succeeded();
-      const bytesBefore = await dbBytes(p.db);
-      const enqueueStats = [];
-      const started = Date.now();
-      await pool(requests, CONCURRENCY, async () => {
-        const res = await post(p.mf, "/v1/jobs/batch", jobsBody(job, 100));
-        enqueueStats.push(d1Stats(res.headers));
-        await accepted(res);
-      });
-      await waitFor(async () => (await succeeded()) >= before + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
-      const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
-      const storedBytes = (await dbBytes(p.db)) - bytesBefore;
-      const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
-      const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
-      const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
-      const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
-      return {
-        jobs: total,
-        seconds: round(seconds),
-        jobs_per_second: round(total / seconds, 1),
-        consumer_batches: jobBatches.length,
-        messages_per_batch: round(messages / jobBatches.length, 1),
-        d1_round_trips_per_batch_max: Math.max(...jobBatches.map((b) => b["d1.round_trips"])),
-        d1_rows_written_per_job: round(rowsWritten / total),
-        d1_rows_read_per_job: round(rowsRead / total),
-        consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
-        consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
-        ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
-      };
-    };
-    const measured = await steady(pass);
-    await p.dispose();
-    return { ...measured, cold_start_ms: coldStartMs };
-  };
-  const pricedJobs = Math.min(N, 1000);
+/** The platform with no consumer: its enqueue passes, 1 job per request and 100. */
+async function platformEnqueue(N) {
+  const p = await startPlatform({ manualDelivery: true, onLog: () => {} });
+  const post = (path, body) => p.mf.dispatchFetch(`http://jobs.local${path}`, { method: "POST", headers: ENQUEUE_HEADERS, body });
   return {
-    single,
-    batch,
-    noop: await e2e(NOOP),
-    http: await e2e({ type: "http", payload: { url: appUrl, method: "POST" } }),
-    retried: await e2e(RETRIED, { jobs: pricedJobs }),
-    delayed: await e2e(DELAYED, { jobs: pricedJobs }),
+    single: () => enqueuePhase(() => post("/v1/jobs", JSON.stringify(NOOP)), SINGLE(N)),
+    batch: () => enqueuePhase((n) => post("/v1/jobs/batch", jobsBody(NOOP, n)), BATCH(N)),
+    dispose: () => p.dispose(),
   };
+}
+
+/** The platform end to end with `job` (`jobs` per pass), each pass counting what it costs. */
+async function platformEndToEnd(job, jobs) {
+  const logs = logCollector();
+  const p = await startPlatform({ onLog: logs.onLog });
+  const post = (body) => p.mf.dispatchFetch("http://jobs.local/v1/jobs/batch", { method: "POST", headers: ENQUEUE_HEADERS, body });
+  // Polled through the admin API (Miniflare's D1 proxy is not made for polling under load),
+  // seldom: the end time is the consumer's own log timestamp of its last batch.
+  const succeeded = async () => (await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin })).body.families.default.counts.succeeded;
+  const coldStartMs = await warmUp(() => post(jobsBody(job, WARM_UP_JOBS)), succeeded);
+  const requests = Math.ceil(jobs / 100);
+  const total = requests * 100;
+  const e2e = async () => {
+    logs.clear();
+    const before = await succeeded();
+    const bytesBefore = await dbBytes(p.db);
+    const enqueueStats = [];
+    const started = Date.now();
+    await pool(requests, CONCURRENCY, async () => {
+      const res = await post(jobsBody(job, 100));
+      enqueueStats.push(d1Stats(res.headers));
+      await accepted(res);
+    });
+    await waitFor(async () => (await succeeded()) >= before + total, { what: `${total} ${job.type} jobs`, everyMs: 1000, timeoutMs: 60_000 + total * 100 });
+    const seconds = (Math.max(...logs.events("batch.completed").map((b) => b.logged_at)) - started) / 1000;
+    const storedBytes = (await dbBytes(p.db)) - bytesBefore;
+    const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
+    const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
+    const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
+    const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
+    return {
+      jobs: total,
+      seconds: round(seconds),
+      jobs_per_second: round(total / seconds, 1),
+      consumer_batches: jobBatches.length,
+      messages_per_batch: round(messages / jobBatches.length, 1),
+      d1_round_trips_per_batch_max: Math.max(...jobBatches.map((b) => b["d1.round_trips"])),
+      d1_rows_written_per_job: round(rowsWritten / total),
+      d1_rows_read_per_job: round(rowsRead / total),
+      consumer_ms_per_batch: round(median(jobBatches.map((b) => b.duration_ms))),
+      consumer_ms_per_message: round(jobBatches.reduce((a, b) => a + b.duration_ms, 0) / messages, 3),
+      ...usagePerJob({ jobs: total, requests, batches: jobBatches, logLines: logs.count(), storedBytes }),
+    };
+  };
+  return { e2e, coldStartMs, dispose: () => p.dispose() };
 }
 
 /**
  * The floor: the same messages through the same queue settings, no D1. With `d1`, the D1
  * floor: the same plus the round trips the platform's contract allows, each an empty statement;
- * with `httpUrl`, the http floor: one POST to it per message, as many at once as the consumer
- * (only their end-to-end runs are measured).
+ * with `httpUrl`, the http floor: one POST to it per message, as many at once as the consumer.
+ * With `consumer`, its queue is consumed.
  */
-async function floorRun(N, { d1 = false, httpUrl } = {}) {
+function floorWorkers({ d1 = false, httpUrl, consumer = false }) {
   const consumerOptions = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"));
   const producerOptions = workerFromConfig(join(ROOT, "wrangler.toml"));
   const floor = (name, extra) => ({
@@ -157,44 +143,46 @@ async function floorRun(N, { d1 = false, httpUrl } = {}) {
     ...(d1 && { d1Databases: { DB: "floor" } }),
     ...extra,
   });
-  const start = (withConsumer) =>
-    new Miniflare({
-      handleStructuredLogs: () => {},
-      workers: [
-        floor("floor-producer", { queueProducers: producerOptions.queueProducers }),
-        floor("floor-consumer", {
-          ...(withConsumer && { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } }),
-          ...(httpUrl && { bindings: { HTTP_URL: httpUrl } }),
-        }),
-      ],
-    });
-  const post = (mf, count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody(NOOP, count) });
+  const mf = new Miniflare({
+    handleStructuredLogs: () => {},
+    workers: [
+      floor("floor-producer", { queueProducers: producerOptions.queueProducers }),
+      floor("floor-consumer", {
+        ...(consumer && { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } }),
+        ...(httpUrl && { bindings: { HTTP_URL: httpUrl } }),
+      }),
+    ],
+  });
+  const post = (count) => mf.dispatchFetch("http://floor.local/v1/jobs/batch", { method: "POST", body: jobsBody(NOOP, count) });
+  return { mf, post };
+}
 
-  let enqueue;
-  if (!httpUrl) {
-    const quiet = start(false);
-    enqueue = {
-      single: await steady(() => enqueuePhase(() => post(quiet, 1), { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY })),
-      batch: await steady(() => enqueuePhase((n) => post(quiet, n), { requests: Math.ceil(N / 100), perRequest: 100, concurrency: CONCURRENCY })),
-    };
-    await quiet.dispose();
-  }
+/** The floor with no consumer: its enqueue passes (the D1 floor's: 1 job per request only). */
+function floorEnqueue(N, { d1 = false } = {}) {
+  const { mf, post } = floorWorkers({ d1 });
+  return {
+    single: () => enqueuePhase(() => post(1), SINGLE(N)),
+    ...(!d1 && { batch: () => enqueuePhase((n) => post(n), BATCH(N)) }),
+    dispose: () => mf.dispose(),
+  };
+}
 
-  const mf = start(true);
+/** The floor end to end (see floorWorkers), `N` jobs per pass. */
+async function floorEndToEnd(N, options = {}) {
+  const { mf, post } = floorWorkers({ ...options, consumer: true });
   const consumer = await mf.getWorker("floor-consumer");
   const acked = async () => Number(await (await consumer.fetch("http://floor.local/acked")).text());
-  const coldStartMs = await warmUp(() => post(mf, WARM_UP_JOBS), acked);
-  const e2e = await steady(() => endToEndPass(() => post(mf, 100), acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 }));
-  await mf.dispose();
-  return { ...enqueue, e2e: { ...e2e, cold_start_ms: coldStartMs } };
+  const coldStartMs = await warmUp(() => post(WARM_UP_JOBS), acked);
+  const e2e = () => endToEndPass(() => post(100), acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 });
+  return { e2e, coldStartMs, dispose: () => mf.dispose() };
 }
 
 /**
- * The hand-written pair's producer (bench/handwritten/producer.js) in-process, on the same
- * local D1 and queue: single-job enqueue as the platform's is measured, a yardstick for it
- * beside the D1 floor's (README "Benchmark").
+ * The hand-written pair's producer (bench/handwritten/producer.js) on its own local D1 and
+ * queue: its single-job enqueue, a yardstick for the platform's beside the D1 floor's (README
+ * "Benchmark").
  */
-async function handwrittenProducerRun(N) {
+async function handwrittenEnqueue(N) {
   const mf = new Miniflare({
     handleStructuredLogs: () => {},
     modules: true,
@@ -207,15 +195,31 @@ async function handwrittenProducerRun(N) {
   const migration = readFileSync(join(ROOT, "bench", "handwritten", "migrations", "0001_jobs.sql"), "utf8");
   await db.batch(unstable_splitSqlQuery(migration).map((statement) => db.prepare(statement)));
   const post = () => mf.dispatchFetch("http://handwritten.local/v1/jobs", { method: "POST", body: JSON.stringify(NOOP) });
-  const single = await steady(() => enqueuePhase(post, { requests: Math.min(N, 1000), perRequest: 1, concurrency: CONCURRENCY }));
-  await mf.dispose();
-  return single;
+  return { single: () => enqueuePhase(post, SINGLE(N)), dispose: () => mf.dispose() };
 }
 
 /**
- * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run, then the black
- * box `rounds` times with `blackBoxJobs` jobs, and returns the medians, the floors, the ratios,
- * the cost per million jobs and each target's verdict.
+ * `sides` (name -> a started side) run side by side, each phase's passes alternating between
+ * them (measure.mjs `alternate`), then stopped; with each side's warm-up latency as its cold
+ * start where it had one.
+ */
+async function sideBySide(sides, phases, rounds, log) {
+  try {
+    const measured = await alternate(sides, phases, rounds, log);
+    for (const [name, side] of Object.entries(sides)) {
+      if (side.coldStartMs !== undefined) measured[name].cold_start_ms = side.coldStartMs;
+    }
+    return measured;
+  } finally {
+    await Promise.all(Object.values(sides).map((side) => side.dispose()));
+  }
+}
+
+/**
+ * Runs the whole benchmark `repeats` times with `jobs` jobs per end-to-end run (what is
+ * compared alternating `rounds` times in each), then the black box (`rounds` rounds of
+ * `blackBoxJobs` jobs), and returns the medians, the floors, the ratios, the cost per million
+ * jobs and each target's verdict.
  */
 export async function runBenchmark({
   jobs: N = 10_000,
@@ -232,15 +236,48 @@ export async function runBenchmark({
     if (build.status !== 0) process.exit(build.status ?? 1);
   }
   const app = await startAppServer();
+  const HTTP = { type: "http", payload: { url: app.url("/noop"), method: "POST" } };
+  const pricedJobs = Math.min(N, 1000);
   const runs = [];
   for (let i = 0; i < REPEATS; i++) {
     log(`run ${i + 1}/${REPEATS}: ${N} jobs`);
-    const floor = await floorRun(N);
-    const floorD1 = await floorRun(N, { d1: true });
-    const floorHttp = await floorRun(N, { httpUrl: app.url("/noop") });
-    const handwrittenSingle = await handwrittenProducerRun(N);
-    const platform = await platformRun(app.url("/noop"), N);
-    runs.push({ floor, floorD1, floorHttp, handwrittenSingle, platform });
+    const inRun = (line) => log(`run ${i + 1}/${REPEATS}, ${line}`);
+    const enqueue = await sideBySide(
+      { floor: floorEnqueue(N), floorD1: floorEnqueue(N, { d1: true }), handwritten: await handwrittenEnqueue(N), platform: await platformEnqueue(N) },
+      ["single", "batch"],
+      rounds,
+      inRun,
+    );
+    const noop = await sideBySide(
+      { floor: await floorEndToEnd(N), floorD1: await floorEndToEnd(N, { d1: true }), platform: await platformEndToEnd(NOOP, N) },
+      ["e2e"],
+      rounds,
+      inRun,
+    );
+    const http = await sideBySide(
+      { floor: await floorEndToEnd(N, { httpUrl: app.url("/noop") }), platform: await platformEndToEnd(HTTP, N) },
+      ["e2e"],
+      rounds,
+      inRun,
+    );
+    // Priced, not compared: one pass each after an untimed one.
+    const retried = await sideBySide({ platform: await platformEndToEnd(RETRIED, pricedJobs) }, ["e2e"], 1, inRun);
+    const delayed = await sideBySide({ platform: await platformEndToEnd(DELAYED, pricedJobs) }, ["e2e"], 1, inRun);
+    const e2eWithCold = (side) => ({ ...side.e2e, cold_start_ms: side.cold_start_ms });
+    runs.push({
+      floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: e2eWithCold(noop.floor) },
+      floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
+      floorHttp: { e2e: http.floor.e2e },
+      handwrittenSingle: enqueue.handwritten.single,
+      platform: {
+        single: enqueue.platform.single,
+        batch: enqueue.platform.batch,
+        noop: e2eWithCold(noop.platform),
+        http: http.platform.e2e,
+        retried: retried.platform.e2e,
+        delayed: delayed.platform.e2e,
+      },
+    });
   }
   await app.close();
   const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });

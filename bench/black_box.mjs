@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { ROOT, waitFor } from "../tests/support/platform.mjs";
 import { startDevServer } from "./dev_server.mjs";
-import { PATIENCE_MS, WARM_UP_JOBS, endToEndPass, enqueuePhase, jobsBody, medianOf, round, warmUp } from "./measure.mjs";
+import { PATIENCE_MS, WARM_UP_JOBS, alternate, endToEndPass, enqueuePhase, jobsBody, round, warmUp } from "./measure.mjs";
 
 /** Each side's dev script, and its consumer's config. */
 const SIDES = {
@@ -116,12 +116,9 @@ function driver(url, jobs) {
 
 /**
  * Both sides, each started once (until its inspector is on its consumer) and running side by
- * side, idle while the other is driven: each phase's passes alternate between them, `rounds`
- * times (the first swapping each round), after one untimed pass each (as measure.mjs `steady`
- * does for a single side: V8 still optimizing the WASM in the first).
- * Paired passes seconds apart see the same machine, where separate starts a minute apart did
- * not (README "Benchmark"). Returns each phase's medians per side and the project's throughput
- * as a ratio to the hand-written pair's.
+ * side, idle while the other is driven: each phase's passes alternate between them
+ * (measure.mjs `alternate`), `rounds` times. Returns each phase's medians per side and the
+ * project's throughput as a ratio to the hand-written pair's.
  */
 export async function runBlackBox({ jobs, rounds, log }) {
   checkSameConsumerSettings();
@@ -134,29 +131,12 @@ export async function runBlackBox({ jobs, rounds, log }) {
     const drivers = Object.fromEntries(SIDES_ORDER.map((side) => [side, driver(started[side].server.url, jobs)]));
     const cold = {};
     for (const side of SIDES_ORDER) cold[side] = await drivers[side].warmUp();
-    const runs = { project: {}, handwritten: {} };
-    const first = { project: {}, handwritten: {} };
-    for (const phase of PHASES) {
-      for (const side of SIDES_ORDER) first[side][phase] = await drivers[side][phase]();
-      for (const side of SIDES_ORDER) runs[side][phase] = [];
-      for (let i = 0; i < rounds; i++) {
-        log(`black box, ${phase}: round ${i + 1}/${rounds}, ${jobs} jobs`);
-        for (const side of i % 2 ? [...SIDES_ORDER].reverse() : SIDES_ORDER) runs[side][phase].push(await drivers[side][phase]());
-      }
-    }
-    const byPhase = (f) => Object.fromEntries(PHASES.map((phase) => [phase, f(phase)]));
-    // Each phase's median, every round's throughput (how far the rounds spread), the untimed
-    // first pass's, and the end-to-end warm-up's latency as the cold start.
-    const summary = (side) =>
-      byPhase((phase) => ({
-        ...medianOf(runs[side][phase], (r) => r),
-        first_pass_jobs_per_second: first[side][phase].jobs_per_second,
-        rounds_jobs_per_second: runs[side][phase].map((r) => r.jobs_per_second),
-        ...(phase === "e2e_noop" && { cold_start_ms: cold[side] }),
-      }));
+    const phases = await alternate(drivers, PHASES, rounds, (line) => log(`black box, ${line}, ${jobs} jobs`));
+    // Each phase's figures, and the end-to-end warm-up's latency as the cold start.
+    const summary = (side) => ({ ...phases[side], e2e_noop: { ...phases[side].e2e_noop, cold_start_ms: cold[side] } });
     const project = summary("project");
     const handwritten = summary("handwritten");
-    const ratioOf = (pick) => byPhase((phase) => round(pick(project[phase]) / pick(handwritten[phase]), 3));
+    const ratioOf = (pick) => Object.fromEntries(PHASES.map((phase) => [phase, round(pick(project[phase]) / pick(handwritten[phase]), 3)]));
     return {
       jobs: project.e2e_noop.jobs,
       rounds,

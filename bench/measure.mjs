@@ -1,6 +1,7 @@
 // What every part of the benchmark measures with: medians and percentiles, a bounded pool of
-// requests, an enqueue phase timed request by request, and the warm-up before anything is timed
-// (a cold-start request, then each timed pass once untimed).
+// requests, an enqueue phase timed request by request, the warm-up before anything is timed (a
+// cold-start request, then each timed pass once untimed), and sides run side by side with
+// their passes alternating.
 // Shared by the in-process runs (benchmark.mjs) and the black-box run over HTTP (black_box.mjs).
 import { d1Stats, waitFor } from "../tests/support/platform.mjs";
 
@@ -101,16 +102,39 @@ export async function warmUp(send, processed) {
 }
 
 /**
- * A timed pass (`pass()` resolves to its figures, `jobs_per_second` among them) at the steady
- * state: the same pass runs once first, untimed, and its throughput is kept beside the timed
- * one as `first_pass_jobs_per_second`. V8 runs a WASM function's baseline code until the
- * function has run enough, then optimizes it in the background: one warm-up request left the
- * project's Workers in that state for most of a 10,000-job pass (README "Benchmark").
+ * Each phase's passes of several sides started at once (`sides`: name -> {phase: () =>
+ * figures}, a side that lacks a phase sits it out): every side runs the phase once untimed (V8
+ * runs a WASM function's baseline code until it has run enough, then optimizes it in the
+ * background: one warm-up request left the project's Workers there for most of a 10,000-job
+ * pass), then `rounds` rounds in which each runs it once, the first side rotating each round. A
+ * pass of one side and the next of another are seconds apart, so they see the same machine,
+ * where runs minutes apart did not (README "Benchmark"). Returns, per side and phase, the
+ * figures' medians, the untimed pass's throughput (`first_pass_jobs_per_second`) and each
+ * round's.
  */
-export async function steady(pass) {
-  const first = await pass();
-  const timed = await pass();
-  return { ...timed, first_pass_jobs_per_second: first.jobs_per_second };
+export async function alternate(sides, phases, rounds, log = () => {}) {
+  const result = Object.fromEntries(Object.keys(sides).map((name) => [name, {}]));
+  for (const phase of phases) {
+    const takers = Object.keys(sides).filter((name) => sides[name][phase]);
+    const first = {};
+    for (const name of takers) first[name] = await sides[name][phase]();
+    const runs = Object.fromEntries(takers.map((name) => [name, []]));
+    for (let i = 0; i < rounds; i++) {
+      log(`${phase}: round ${i + 1}/${rounds} of ${takers.join(", ")}`);
+      for (let k = 0; k < takers.length; k++) {
+        const name = takers[(k + i) % takers.length];
+        runs[name].push(await sides[name][phase]());
+      }
+    }
+    for (const name of takers) {
+      result[name][phase] = {
+        ...medianOf(runs[name], (r) => r),
+        first_pass_jobs_per_second: first[name].jobs_per_second,
+        rounds_jobs_per_second: runs[name].map((r) => r.jobs_per_second),
+      };
+    }
+  }
+  return result;
 }
 
 /** D1's size in bytes now, as D1 reports it (the meta of any statement carries it). */

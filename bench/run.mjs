@@ -1,7 +1,8 @@
-// npm run bench [-- --jobs 10000 --repeats 3 --rounds 3 --scale 1000,100000,1000000 --out bench/results/latest.json --no-build]
+// npm run bench [-- --jobs 10000 --repeats 3 --rounds 5 --scale 1000,100000,1000000 --out bench/results/latest.json --no-build]
 // Prints the benchmark's tables and, with --out, writes the full result as JSON. --rounds is how
-// many times the black-box run alternates the project and the hand-written pair; --scale lists
-// how many jobs are already in D1 at each point of the run as the table grows.
+// many times the passes of what is compared alternate (in each repeat, and in the black-box
+// run); --scale lists how many jobs are already in D1 at each point of the run as the table
+// grows.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
