@@ -43,7 +43,8 @@ async function freePort() {
 
 /**
  * Starts `script` (bash, from the repository root `cwd`) and resolves once it answers HTTP:
- * `{url, stop()}`. Its output goes to a log in the state dir, whose tail a failure shows.
+ * `{url, stop(), tail()}`. Its output goes to a log in the state dir, whose last lines `tail()`
+ * reads and a failure to start shows.
  */
 export async function startDevServer(script, { cwd }) {
   const state = mkdtempSync(join(tmpdir(), "bench-dev-"));
@@ -93,7 +94,7 @@ export async function startDevServer(script, { cwd }) {
     await stop();
     throw new Error(`${e.message}\n--- its output, last lines ---\n${output}`);
   }
-  return { url, stop, inspected: () => inspectedWorker(join(state, "logs")) };
+  return { url, stop, tail, inspected: () => inspectedWorker(join(state, "logs")) };
 }
 
 /**

@@ -19,12 +19,17 @@ export const percentile = (xs, p) => {
 };
 export const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-/** Each key of `pick(run)` as its median over `runs` (numbers), or as the first run has it. */
+/**
+ * Each key of `pick(run)` over `runs`: a number's median, every run's items of a list (each
+ * round's throughput, say) in one list, anything else as the first run has it.
+ */
 export function medianOf(runs, pick) {
   const first = pick(runs[0]);
-  return Object.fromEntries(
-    Object.keys(first).map((k) => [k, typeof first[k] === "number" ? round(median(runs.map((r) => pick(r)[k])), 3) : first[k]]),
-  );
+  const over = (k) => {
+    if (typeof first[k] === "number") return round(median(runs.map((r) => pick(r)[k])), 3);
+    return Array.isArray(first[k]) ? runs.flatMap((r) => pick(r)[k]) : first[k];
+  };
+  return Object.fromEntries(Object.keys(first).map((k) => [k, over(k)]));
 }
 
 /** Runs `count` tasks with at most `concurrency` in flight. */
@@ -135,6 +140,15 @@ export async function alternate(sides, phases, rounds, log = () => {}) {
     }
   }
   return result;
+}
+
+/**
+ * How `a`'s throughput compares with `b`'s, two sides' figures from the same `alternate` runs:
+ * the median of their rounds' ratios, each round's two passes seconds apart (the ratio of two
+ * medians would set passes from different rounds against each other).
+ */
+export function pairedRatio(a, b) {
+  return round(median(a.rounds_jobs_per_second.map((x, i) => x / b.rounds_jobs_per_second[i])), 3);
 }
 
 /** D1's size in bytes now, as D1 reports it (the meta of any statement carries it). */
