@@ -6,13 +6,13 @@
 
 use std::sync::LazyLock;
 
+use jobs_shared::JobStatus::Succeeded;
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
 use crate::execution_histogram::WATERMARK;
-use crate::sql::outcome_rows_of_running_jobs;
 
 /// One success as the batch's row packs it: [type, duration_ms, wait_ms, latency_ms], its wait
 /// (from enqueue to start) on its job's first run only, its latency from the job's due time.
@@ -21,12 +21,15 @@ pub struct Success<'a>(pub &'a str, pub i64, pub Option<i64>, pub i64);
 
 /// The batch's row for the successes of `rows` (a JSON array of [id, run, started_at,
 /// finished_at, ...], see `jobs::job_set_outcome_many`), `successes` in the same order:
-/// `finished_at` the last one's end, `first_job_id` the smallest id. Only jobs still `running`
-/// under that run count, as the jobs' own update is guarded: this statement comes before it,
-/// while the guard still holds. When every job passes the guard (nearly always) the row holds
-/// all of `successes` with the bound ends, and the statement reads each job once by its key;
-/// otherwise only the successes of the jobs that pass, and their ends. A batch is one family's;
-/// no row when none counts. Its SQL is built once per isolate: every consumer batch runs it.
+/// `finished_at` the last one's end, `first_job_id` the smallest id. Only the jobs the
+/// succeeded update just moved count, as its guard let them (still `running` under that run):
+/// this statement comes right after that update, in the same batch, and reads its count of
+/// rows changed (`changes()`; D1 runs a batch's statements in order on one connection). When
+/// it moved them all (nearly always) the row holds all of `successes` with the bound ends and
+/// reads no job; when it moved some, only theirs (now `succeeded` under that run, ended at their
+/// row's end: no other write leaves a job so), with their ends; when it moved none, no row
+/// (a record written twice counts once). A batch is one family's. Its SQL is built once per
+/// isolate: every consumer batch runs it.
 pub fn success_batch_insert(
     db: &D1Database,
     rows: &JsValue,
@@ -44,15 +47,16 @@ pub fn success_batch_insert(
 }
 
 static INSERT_SQL: LazyLock<String> = LazyLock::new(|| {
-    let running = outcome_rows_of_running_jobs("?1");
-    // Empty when every job passes: the fallback then reads no job.
-    let passing = outcome_rows_of_running_jobs("IIF((SELECT ok FROM g), '[]', ?1)");
+    // Empty unless the update moved some of the rows but not all: then the rows it moved.
+    let moved = format!(
+        "json_each(IIF(changes() IN (0, ?5), '[]', ?1)) o JOIN jobs j ON j.id = o.value ->> 0 \
+         AND +j.status = '{Succeeded}' AND j.runs = o.value ->> 1 AND j.finished_at = o.value ->> 3"
+    );
     format!(
-        "WITH g AS MATERIALIZED (SELECT COUNT(*) = ?5 AS ok FROM {running}) \
-         INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
-         SELECT ?2, ?3, ?4, ?6 FROM g WHERE g.ok \
+        "INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
+         SELECT ?2, ?3, ?4, ?6 WHERE changes() = ?5 \
          UNION ALL SELECT MAX(o.value ->> 3), MIN(j.id), ?4, json_group_array(json(s.value)) \
-         FROM {passing} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
+         FROM {moved} JOIN json_each(?6) s ON s.key = o.key HAVING COUNT(*) > 0"
     )
 });
 

@@ -109,12 +109,13 @@ pub async fn job_set_outcome_many(
     let shared = json(&shared);
     for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
-        statements.push(success_batch(db, family, &rows, &successes[range])?);
         statements.push(db.prepare(&*SUCCEEDED_UPDATE).bind(&[
-            rows,
+            rows.clone(),
             shared.clone(),
             lease_known.clone(),
         ])?);
+        // Right after the update: it counts the rows the update changed.
+        statements.push(success_batch(db, family, &rows, &successes[range])?);
     }
     for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
@@ -187,8 +188,9 @@ fn success_batch(
 
 /// The jobs' update for one kind of outcome, setting `jobs_set`: SQL over a row array
 /// `o.value` (?1; fields by position: 0 id, 1 run, 2 started_at, 3 finished_at, the rest the
-/// kind's own, the run's details last). Its attempts' records are written just before, under
-/// the same guard. Each kind's is built once per isolate: every consumer batch runs it.
+/// kind's own, the run's details last). A failure's run records are written just before,
+/// under the same guard; the successes' row just after, from what it changed. Each kind's is
+/// built once per isolate: every consumer batch runs it.
 fn jobs_update(jobs_set: &str) -> String {
     format!(
         "{cte} UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
