@@ -201,6 +201,11 @@ describe("messages delivered by the test", () => {
       assert.deepEqual(second.explicitAcks, ["m-noop"]);
       const job = (await p.getJob(enq.body.id)).body;
       assert.deepEqual([job.status, job.attempts, job.runs.map((r) => r.outcome)], ["succeeded", 2, ["retrying", "succeeded"]]);
+      // A noop sends and reads nothing: D1 keeps no bytes or artifacts for its runs, and the
+      // view shows them empty.
+      assert.deepEqual(job.runs.map((r) => [r.bytes, r.artifacts]), Array(2).fill([{ out: 0, in: 0 }, []]));
+      const stored = await p.db.prepare("SELECT run_details FROM jobs WHERE id = ?").bind(enq.body.id).first("run_details");
+      assert.deepEqual(Object.keys(JSON.parse(stored)).sort(), ["handler", "invocation", "lease_until", "version"]);
     });
 
     test("Retry-After on a 429 sets the retry delay exactly", async () => {

@@ -1,6 +1,6 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
-use jobs_shared::{rfc3339, ApiError};
+use jobs_shared::{rfc3339, show_omitted, ApiError};
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};
@@ -89,6 +89,7 @@ fn run_view(run: &RunRow) -> Value {
         if let Some(lease) = details.get("lease_until").and_then(Value::as_i64) {
             details.insert("lease_until".into(), rfc3339(lease).into());
         }
+        show_omitted(&mut details);
         view.extend(details);
     }
     view

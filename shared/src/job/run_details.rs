@@ -32,9 +32,14 @@ pub struct RunDetails {
     pub invocation: String,
     /// The handler module of the job's registry row.
     pub handler: &'static str,
+    /// Stored only when the attempt sent or read a body, and its artifacts only when it made
+    /// some: a success's details are on its job's row, and most succeed with neither. The job
+    /// view shows the omitted ones as zeros and `[]` ([`show_omitted`]).
+    #[serde(skip_serializing_if = "Bytes::is_zero")]
     pub bytes: Bytes,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmUse>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
     /// The lease as the batch last wrote it (the claim's, or its heartbeat's latest), when D1
     /// confirmed that write; `None` after a heartbeat D1 refused, whose effect is unknown.
@@ -48,6 +53,26 @@ pub struct Bytes {
     pub out: u64,
     #[serde(rename = "in")]
     pub received: u64,
+}
+
+impl Bytes {
+    fn is_zero(&self) -> bool {
+        *self == Bytes::default()
+    }
+}
+
+/// Stored details (`details`, a JSON object) with the fields [`RunDetails`] leaves out when
+/// empty put back, for a run the consumer ran (its details name a `handler`); a lost attempt's
+/// details are left as they are.
+pub fn show_omitted(details: &mut Map<String, Value>) {
+    if details.contains_key("handler") {
+        details
+            .entry("bytes")
+            .or_insert_with(|| serde_json::to_value(Bytes::default()).unwrap_or_default());
+        details
+            .entry("artifacts")
+            .or_insert_with(|| Value::Array(Vec::new()));
+    }
 }
 
 /// The LLM work of an attempt: the model, its calls, and the tokens they used.
@@ -186,6 +211,33 @@ pub fn artifact_key(job_id: &str, run: u32, kind: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn empty_bytes_and_artifacts_are_not_stored_and_the_view_shows_them() {
+        let details = RunDetails {
+            version: "local".into(),
+            invocation: "01K".into(),
+            handler: "noop",
+            bytes: Bytes::default(),
+            llm: None,
+            artifacts: Vec::new(),
+            lease_until: Some(11),
+        };
+        let stored = serde_json::to_value(&details).unwrap();
+        assert_eq!(
+            stored,
+            json!({"version": "local", "invocation": "01K", "handler": "noop", "lease_until": 11})
+        );
+        let Value::Object(mut shown) = stored else {
+            panic!("not an object")
+        };
+        show_omitted(&mut shown);
+        assert_eq!(shown["bytes"], json!({"out": 0, "in": 0}));
+        assert_eq!(shown["artifacts"], json!([]));
+        let mut lost: Map<String, Value> = serde_json::from_str(FOUND_BY_SWEEP).unwrap();
+        show_omitted(&mut lost);
+        assert_eq!(Value::Object(lost), json!({"found_by": "sweep"}));
+    }
 
     #[test]
     fn small_bodies_stay_inline_large_ones_go_to_r2_or_are_cut() {
