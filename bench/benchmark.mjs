@@ -200,14 +200,15 @@ async function handwrittenEnqueue(N) {
 
 /**
  * `sides` (name -> a started side) run side by side, each phase's passes alternating between
- * them (measure.mjs `alternate`), then stopped; with each side's warm-up latency as its cold
- * start where it had one.
+ * them (measure.mjs `alternate`), then stopped; a side that was warmed up has its warm-up
+ * latency as each phase's cold start.
  */
 async function sideBySide(sides, phases, rounds, log) {
   try {
     const measured = await alternate(sides, phases, rounds, log);
     for (const [name, side] of Object.entries(sides)) {
-      if (side.coldStartMs !== undefined) measured[name].cold_start_ms = side.coldStartMs;
+      if (side.coldStartMs === undefined) continue;
+      for (const phase of phases) measured[name][phase].cold_start_ms = side.coldStartMs;
     }
     return measured;
   } finally {
@@ -263,16 +264,15 @@ export async function runBenchmark({
     // Priced, not compared: one pass each after an untimed one.
     const retried = await sideBySide({ platform: await platformEndToEnd(RETRIED, pricedJobs) }, ["e2e"], 1, inRun);
     const delayed = await sideBySide({ platform: await platformEndToEnd(DELAYED, pricedJobs) }, ["e2e"], 1, inRun);
-    const e2eWithCold = (side) => ({ ...side.e2e, cold_start_ms: side.cold_start_ms });
     runs.push({
-      floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: e2eWithCold(noop.floor) },
+      floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: noop.floor.e2e },
       floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
       floorHttp: { e2e: http.floor.e2e },
       handwrittenSingle: enqueue.handwritten.single,
       platform: {
         single: enqueue.platform.single,
         batch: enqueue.platform.batch,
-        noop: e2eWithCold(noop.platform),
+        noop: noop.platform.e2e,
         http: http.platform.e2e,
         retried: retried.platform.e2e,
         delayed: delayed.platform.e2e,

@@ -37,8 +37,7 @@ pub fn rows_cte(param: &str) -> String {
 /// `jobs::job_set_outcome_many`) with its job `j`, while that job is still `running` under
 /// that run: the job update's guard, which a failure's run record repeats (it is written
 /// before that update), so an attempt overtaken by a rescue or an operator's retry records
-/// nothing. The unary `+` keeps SQLite on the
-/// primary key.
+/// nothing. The unary `+` keeps SQLite on the primary key.
 pub fn outcome_rows_of_running_jobs(rows: &str) -> String {
     format!(
         "json_each({rows}) o JOIN jobs j ON j.id = o.value ->> 0 \

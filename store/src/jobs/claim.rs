@@ -26,6 +26,7 @@ const EARLY_TOLERANCE_MS: i64 = 1_000;
 /// A job this batch now runs, read from the claim's packed row: its fields in the order of
 /// [`CLAIMED_COLUMNS`] (see `StatementResult::packed_results`).
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 pub struct Claimed {
     pub id: String,
     #[serde(rename = "type")]
@@ -370,30 +371,10 @@ mod tests {
             .collect();
         let by_name: Claimed = serde_json::from_str(&format!("{{{}}}", by_name.join(","))).unwrap();
         let packed: Claimed = serde_json::from_str(&format!("[{}]", values.join(","))).unwrap();
-        let fields = |c: &Claimed| {
-            format!(
-                "{} {} {} {} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {}",
-                c.id,
-                c.job_type,
-                c.payload,
-                c.attempts,
-                c.max_attempts,
-                c.runs,
-                c.parent_id,
-                c.chain_step,
-                c.next_steps,
-                c.chain_status,
-                c.correlation_id,
-                c.retry_policy,
-                c.enqueued_by,
-                c.created_at,
-                c.run_at
-            )
-        };
-        assert_eq!(fields(&packed), fields(&by_name));
+        assert_eq!(packed, by_name);
         assert_eq!(
-            fields(&packed),
-            r#"i t p 1 2 3 Some("pa") Some(4) Some("n") Some("cs") Some("c") Some("r") Some("e") 5 6"#
+            (packed.id.as_str(), packed.runs, packed.run_at),
+            ("i", 3, 6)
         );
     }
 }
