@@ -5,7 +5,7 @@
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::ErrorClass::LeaseExpired;
-use jobs_shared::JobStatus::{Dead, Retrying, Succeeded};
+use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -13,7 +13,7 @@ use worker::{D1Database, D1PreparedStatement};
 use crate::attempts::{failed_runs_since, FIRST_RUN_WAIT};
 use crate::d1::{num, statement};
 use crate::execution_histogram::bucket_sql;
-use crate::sql::outcome_rows_of_running_jobs;
+use crate::sql::outcome_rows_of_jobs;
 use jobs_shared::SqlValue;
 
 /// The statement that gives each lost attempt its run record: every job `lost` selects (a
@@ -52,7 +52,7 @@ pub(crate) fn job_run_insert_failed(
          json_set(o.value ->> {details_at}, '$.lease_until', j.lease_until), \
          o.value ->> 4, o.value ->> 5, o.value ->> 6, o.value ->> 7 \
          FROM {rows}",
-        rows = outcome_rows_of_running_jobs("?1"),
+        rows = outcome_rows_of_jobs("?1", Running),
     ))
     .bind(std::slice::from_ref(rows))
 }

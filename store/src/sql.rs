@@ -34,15 +34,15 @@ pub fn rows_cte(param: &str) -> String {
 
 /// `json_each(rows) o JOIN jobs j`: each row of a consumer batch's outcome array `rows` (an SQL
 /// expression, `?1` in the statement; `o.value`: [id, run, ...], see
-/// `jobs::job_set_outcome_many`) with its job `j`, while that job is still `running` under
-/// that run: the job update's guard, which a failure's run record repeats (it is written
+/// `jobs::job_set_outcome_many`) with its job `j`, while that job is `status` under that run.
+/// With `running`, the job update's guard, which a failure's run record repeats (it is written
 /// before that update), so an attempt overtaken by a rescue or an operator's retry records
-/// nothing. The unary `+` keeps SQLite on the primary key.
-pub fn outcome_rows_of_running_jobs(rows: &str) -> String {
+/// nothing; with `succeeded`, the jobs that update moved (`success_batches`). The unary `+`
+/// keeps SQLite on the primary key.
+pub fn outcome_rows_of_jobs(rows: &str, status: JobStatus) -> String {
     format!(
         "json_each({rows}) o JOIN jobs j ON j.id = o.value ->> 0 \
-         AND +j.status = '{}' AND j.runs = o.value ->> 1",
-        JobStatus::Running
+         AND +j.status = '{status}' AND j.runs = o.value ->> 1"
     )
 }
 

@@ -13,6 +13,7 @@ use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
 use crate::execution_histogram::WATERMARK;
+use crate::sql::outcome_rows_of_jobs;
 
 /// One success as the batch's row packs it: [type, duration_ms, wait_ms, latency_ms], its wait
 /// (from enqueue to start) on its job's first run only, its latency from the job's due time.
@@ -49,8 +50,8 @@ pub fn success_batch_insert(
 static INSERT_SQL: LazyLock<String> = LazyLock::new(|| {
     // Empty unless the update moved some of the rows but not all: then the rows it moved.
     let moved = format!(
-        "json_each(IIF(changes() IN (0, ?5), '[]', ?1)) o JOIN jobs j ON j.id = o.value ->> 0 \
-         AND +j.status = '{Succeeded}' AND j.runs = o.value ->> 1 AND j.finished_at = o.value ->> 3"
+        "{} AND j.finished_at = o.value ->> 3",
+        outcome_rows_of_jobs("IIF(changes() IN (0, ?5), '[]', ?1)", Succeeded)
     );
     format!(
         "INSERT INTO success_batches (finished_at, first_job_id, family, successes) \
