@@ -23,11 +23,11 @@ const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bu
 
 /**
  * What never goes into a WASM: build outputs, and what configuring or running a Worker writes
- * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`, and
- * `.wrangler/`, which every `wrangler dev` start writes). Counted as inputs, they made every
+ * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`,
+ * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`). Counted as inputs, they made every
  * `npm run dev` rebuild the consumer.
  */
-const NOT_INPUTS = /^(build|target|node_modules|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml)$/;
+const NOT_INPUTS = /^(build|target|node_modules|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
 
 /**
  * The newest change under `path` (ms), what is not an input left out. A folder's own time
@@ -54,8 +54,27 @@ export function upToDate(crate) {
   return [...inputs, import.meta.filename].every((input) => newest(input, true) < built);
 }
 
+/** The time-zone database the producer reads from its static files (see `writeTimeZones`). */
+export const TIME_ZONES = join(root, "producer", "static", "tz.bin");
+
+/**
+ * Writes the time-zone database that the producer reads through its STATIC binding when a
+ * schedule names a zone (README "Cron expressions"; git-ignored), from the shared crate's copy
+ * (its `tz_blob` example), unless it is newer than the shared crate. Not an input of the
+ * producer's WASM: it is not compiled in.
+ */
+export function writeTimeZones() {
+  if (existsSync(TIME_ZONES) && newest(join(root, "shared"), true) < statSync(TIME_ZONES).mtimeMs) return;
+  const run = spawnSync("cargo", ["run", "-q", "-p", "jobs-shared", "--example", "tz_blob", "--", TIME_ZONES], { cwd: root, env, stdio: "inherit" });
+  if (run.status !== 0) {
+    console.error("writing the time-zone database failed");
+    process.exit(run.status ?? 1);
+  }
+}
+
 /** Builds each of `crates` whose WASM is not up to date, then strips it (see FEATURES). */
 function build(crates) {
+  if (crates.includes("producer")) writeTimeZones();
   for (const crate of crates) {
     if (upToDate(crate)) {
       console.log(`${crate}: up to date`);

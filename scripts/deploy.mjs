@@ -17,6 +17,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
+import { writeTimeZones } from "./build.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 export const ENVIRONMENTS = ["staging", "production"];
@@ -166,6 +167,8 @@ export async function main(argv) {
     console.error(`usage: npm run deploy -- --env ${ENVIRONMENTS.join("|")} [--dry-run]`);
     return 2;
   }
+  // The static files' Worker, deployed first, serves the producer's time-zone database.
+  writeTimeZones();
   if (dryRun) {
     const configs = writeConfigs(env, PLACEHOLDER_ID);
     printPlan(env, plan(env, null, configs), true);

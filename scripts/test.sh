@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/install-chromium.sh # the dashboard's browser test and screenshot_capture's browser
-cargo test -p jobs-shared -p jobs-store -p jobs-producer # the producer's: its route table against openapi.json
+cargo test -p jobs-shared -p jobs-store -p jobs-producer # the producer's: its route table against openapi.json, the enqueue line
 node scripts/build.mjs producer consumer bench/floor
 npm run build --workspace clients/js # the TypeScript client, type-checked against the OpenAPI types
 node --test --test-concurrency=1 tests/*.test.mjs

@@ -2,19 +2,9 @@
 //! (`jobs_shared::util::queue_send`: one sendBatch per family per 100 messages).
 
 use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
-use jobs_shared::{plan_delivery_at, DeliveryPlan, NewJob, QueueDelayLimit};
+use jobs_shared::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
 use jobs_store::jobs::Unsent;
 use worker::Env;
-
-/// Sends each job's message (delayed where the job asked for it). A failed send is logged and
-/// left alone: the job is already in D1 in the outbox, and the sweep re-sends it.
-pub async fn send(env: &Env, jobs: &[&NewJob], correlation_id: &str) {
-    let outgoing: Vec<Outgoing> = jobs
-        .iter()
-        .filter_map(|job| Outgoing::new_job(job, correlation_id))
-        .collect();
-    send_all(env, &outgoing).await;
-}
 
 /// A job's message, read back from D1 (`Unsent`), delayed until its `run_at`. Due beyond the
 /// queue's delay `limit`, it is sent with the delay `limit` when `send_held` (the consumer

@@ -1,22 +1,23 @@
-//! POST /v1/jobs and POST /v1/jobs/batch: validate everything, write to D1 in one batch, then
+//! POST /v1/jobs and POST /v1/jobs/batch: validate everything, write to D1 in one batch (shared
+//! with the requests that arrive while another write is in flight: crate::enqueue_group), then
 //! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
 //! Every job of a request carries the request's correlation id (crate::correlation).
 
-use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{
-    check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, D1Stats, NewJob,
-};
-use jobs_store::jobs::{self, Written};
-use serde::Serialize;
-use worker::{Env, Response};
+use std::rc::Rc;
 
-use crate::admin::d1;
+use jobs_shared::util::queue_send::queue_delay_limit;
+use jobs_shared::{check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, NewJob};
+use jobs_store::jobs::{self, Accepted, Written};
+use serde::Serialize;
+use worker::{Context, Env, Response};
+
+use crate::enqueue_group::{self, Entry, GroupWrite};
 use crate::env_config::now_ms;
 use crate::request::Request;
-use crate::{body, correlation, dispatch, random, respond};
+use crate::{body, correlation, random, respond};
 
 #[derive(Serialize)]
-struct Accepted<'a> {
+struct Answered<'a> {
     id: &'a str,
     status: &'a str,
     family: &'static str,
@@ -29,11 +30,15 @@ struct Accepted<'a> {
 /// dropped per request for nothing).
 #[derive(Serialize)]
 struct BatchAccepted<'a> {
-    jobs: Vec<Accepted<'a>>,
+    jobs: Vec<Answered<'a>>,
 }
 
 /// `by`: the caller's name, recorded on each job.
-pub async fn one(req: &mut Request, env: &Env, by: String) -> Result<Response, ApiError> {
+pub async fn one(
+    req: &mut Request,
+    (env, ctx): (&Env, &Context),
+    by: String,
+) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
@@ -44,14 +49,22 @@ pub async fn one(req: &mut Request, env: &Env, by: String) -> Result<Response, A
     } else {
         "payload"
     };
-    let (written, stats) =
-        write_and_send(env, std::slice::from_ref(&job), field, now, (&cid, &by)).await?;
+    let request = Accepted {
+        correlation_id: &cid,
+        enqueued_by: &by,
+        at_ms: now,
+    };
+    let (entry, (written, write)) = write_and_send((env, ctx), vec![job], field, &request).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
-    let response = respond::json(status, &accepted(&job, &written[0], &cid))?;
-    traced(response, &stats, &cid)
+    let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], &cid))?;
+    traced(response, &write.server_timing(1), &cid)
 }
 
-pub async fn batch(req: &mut Request, env: &Env, by: String) -> Result<Response, ApiError> {
+pub async fn batch(
+    req: &mut Request,
+    (env, ctx): (&Env, &Context),
+    by: String,
+) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
@@ -64,55 +77,48 @@ pub async fn batch(req: &mut Request, env: &Env, by: String) -> Result<Response,
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let (written, stats) = write_and_send(env, &jobs, "jobs", now, (&cid, &by)).await?;
-    let jobs = jobs
+    let request = Accepted {
+        correlation_id: &cid,
+        enqueued_by: &by,
+        at_ms: now,
+    };
+    let (entry, (written, write)) = write_and_send((env, ctx), jobs, "jobs", &request).await?;
+    let jobs = entry
+        .jobs
         .iter()
         .zip(&written)
         .map(|(job, w)| accepted(job, w, &cid))
         .collect();
     let response = respond::json(202, &BatchAccepted { jobs })?;
-    traced(response, &stats, &cid)
+    traced(response, &write.server_timing(entry.jobs.len()), &cid)
 }
 
 /// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
-/// written), each with the request's correlation id and caller's name, then sends them.
+/// written), each with what it records of the request, then sends them. Returns the jobs (in
+/// their entry) with what was written.
 async fn write_and_send(
-    env: &Env,
-    jobs: &[NewJob],
+    (env, ctx): (&Env, &Context),
+    jobs: Vec<NewJob>,
     field: &str,
-    now: i64,
-    (cid, by): (&str, &str),
-) -> Result<(Vec<Written>, D1Stats), ApiError> {
-    let rows = jobs::rows_json(jobs);
+    request: &Accepted<'_>,
+) -> Result<(Rc<Entry>, (Vec<Written>, GroupWrite)), ApiError> {
+    let rows = jobs::rows_json(&jobs, request);
     check_stored_size(rows.len(), field)?;
-    let db = d1::database(env)?;
-    let (written, stats) = jobs::job_insert_many(&db, jobs, &rows, now, (cid, by))
-        .await
-        .map_err(|e| respond::internal(&e))?;
-    let fresh: Vec<&NewJob> = jobs
-        .iter()
-        .zip(&written)
-        .filter(|(_, w)| !w.deduplicated)
-        .map(|(job, _)| job)
-        .collect();
-    dispatch::send(env, &fresh, cid).await;
-    Ok((written, stats))
+    let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, request.correlation_id).await;
+    Ok((entry, answer?))
 }
 
-/// The D1 work behind the response in a Server-Timing header (see D1Stats), and the
-/// correlation id in its header.
-fn traced(response: Response, stats: &D1Stats, cid: &str) -> Result<Response, ApiError> {
+/// The write behind the response in a Server-Timing header (`GroupWrite::server_timing`), and
+/// the correlation id in its header.
+fn traced(response: Response, timing: &str, cid: &str) -> Result<Response, ApiError> {
     respond::with_headers(
         response,
-        &[
-            ("server-timing", &stats.server_timing()),
-            (correlation::HEADER, cid),
-        ],
+        &[("server-timing", timing), (correlation::HEADER, cid)],
     )
 }
 
-fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Accepted<'a> {
-    Accepted {
+fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Answered<'a> {
+    Answered {
         id: &written.id,
         status: &written.status,
         family: job.family.as_str(),

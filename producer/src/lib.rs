@@ -8,6 +8,7 @@ mod correlation;
 mod dashboard;
 mod dispatch;
 mod enqueue;
+mod enqueue_group;
 mod env_config;
 mod health;
 mod job_view;
@@ -20,6 +21,7 @@ mod respond;
 mod router;
 mod routes;
 mod static_files;
+mod time_zone_data;
 
 use worker::{event, Context, Env, Response, Result, ScheduleContext, ScheduledEvent};
 
@@ -30,8 +32,8 @@ fn start() {
 
 /// Takes the runtime's Request as it is (see crate::request).
 #[event(fetch)]
-async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> Result<Response> {
-    router::handle(request::Request::new(req), &env, routes::ROUTES).await
+async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
+    router::handle(request::Request::new(req), (&env, &ctx), routes::ROUTES).await
 }
 
 /// The cron trigger (every minute): the maintenance sweep, at the event's scheduled time.

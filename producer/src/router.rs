@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use jobs_shared::api::route::{lookup, Match, Params, Route};
 use jobs_shared::{ApiError, Caller, Scope};
-use worker::{Env, Response, Result};
+use worker::{Context, Env, Response, Result};
 
 use crate::admin::Admin;
 use crate::request::Request;
@@ -42,6 +42,8 @@ pub struct Target {
 pub struct Call<'a> {
     pub req: &'a mut Request,
     pub env: &'a Env,
+    /// For work that must outlive the request (`waitUntil`).
+    pub ctx: &'a Context,
     params: Params<'a>,
     /// Who the row's access check let in (none on a route without one).
     caller: Option<Caller>,
@@ -71,7 +73,11 @@ impl<'a> Call<'a> {
     }
 }
 
-pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Result<Response> {
+pub async fn handle(
+    mut req: Request,
+    (env, ctx): (&Env, &Context),
+    table: &[Route<Target>],
+) -> Result<Response> {
     let path = req.path().to_string();
     let method = req.method();
     let answer = match lookup(table, &method, &path) {
@@ -79,6 +85,7 @@ pub async fn handle(mut req: Request, env: &Env, table: &[Route<Target>]) -> Res
             let call = Call {
                 req: &mut req,
                 env,
+                ctx,
                 params,
                 caller: None,
             };

@@ -34,8 +34,8 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/dashboard", Public => |c| dashboard::get(c.env, "");
     Get "/dashboard/{file}", Public => |c| dashboard::get(c.env, c.param("file"));
 
-    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, c.env, c.caller_name());
-    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, c.env, c.caller_name());
+    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, (c.env, c.ctx), c.caller_name());
+    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, (c.env, c.ctx), c.caller_name());
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"));
 
     Get "/v1/admin/stats", Admin => |c| stats::get(&c.admin());

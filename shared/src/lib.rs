@@ -75,11 +75,12 @@ pub use retry::d1_retry::d1_retry_secs;
 pub use retry::error_class::{classify_http_status, ErrorClass, JobError};
 pub use retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit, RetryPolicy};
 pub use retry::retry_request::JobRetry;
-pub use schedule::cron_schedule::{CatchUp, CronSchedule};
+pub use schedule::cron_schedule::{names_zone, CatchUp, CronSchedule};
 pub use schedule::schedule_spec::{merge_patch, validate_schedule, ScheduleSpec};
 pub use schedule::sweep_policy::{
     SweepBudget, SweepConfig, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP,
 };
+pub use schedule::time_zones::TimeZones;
 pub use security::actor::actor_of;
 pub use security::auth::{Caller, Scope, Tokens};
 pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};

@@ -118,10 +118,18 @@ export function refuseSuccess(p, id) {
   return refuseWrites(p, "refuse_success", "UPDATE OF status ON jobs", `NEW.id = '${id}' AND NEW.status = 'succeeded'`);
 }
 
-/** Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3"`. */
+/**
+ * Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3 sql_ms=0.1"`, and
+ * from an enqueue's `write;desc="requests=3 jobs=5 own_jobs=1"` (the write its request shared,
+ * README "Enqueue") `write` and `share`: the request's own jobs' part of that write's D1 work.
+ */
 export function d1Stats(headers) {
-  const desc = /d1;desc="([^"]*)"/.exec(headers.get("server-timing") ?? "")?.[1] ?? "";
-  return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
+  const entry = (name) => {
+    const desc = new RegExp(`${name};desc="([^"]*)"`).exec(headers.get("server-timing") ?? "")?.[1] ?? "";
+    return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
+  };
+  const write = entry("write");
+  return { ...entry("d1"), ...(write.jobs && { write, share: write.own_jobs / write.jobs }) };
 }
 
 /** Polls every `everyMs` until `probe` returns a truthy value (returned), or fails after `timeoutMs`. */

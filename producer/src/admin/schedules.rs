@@ -14,7 +14,7 @@ use crate::admin::{self, d1, Admin};
 use crate::env_config::now_ms;
 use crate::job_view::parse_json;
 use crate::request::Request;
-use crate::{body, respond};
+use crate::{body, respond, time_zone_data};
 
 const PAGE: u32 = 50;
 const MAX_PAGE: u32 = 100;
@@ -46,7 +46,7 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
 /// POST /v1/admin/schedules
 pub async fn create(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
     let db = &d1::database(admin.env)?;
-    let spec = validate_schedule(&body::json(req).await?)?;
+    let spec = validated(admin.env, &body::json(req).await?).await?;
     let now = now_ms();
     let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
     let entry = admin.entry_at("schedule.create", json!({ "name": spec.name }), now);
@@ -101,7 +101,7 @@ pub async fn replace(
         admin,
         "schedule.update",
         &current,
-        validate_schedule(&input)?,
+        validated(admin.env, &input).await?,
     )
     .await
 }
@@ -134,9 +134,17 @@ pub async fn toggle(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Re
         admin,
         "schedule.toggle",
         &current,
-        validate_schedule(&input)?,
+        validated(admin.env, &input).await?,
     )
     .await
+}
+
+/// `input` checked as a whole schedule, with the time-zone database when its cron expression
+/// names a zone.
+async fn validated(env: &Env, input: &Value) -> Result<ScheduleSpec, ApiError> {
+    let expression = input["cron_expression"].as_str().unwrap_or_default();
+    let loaded = time_zone_data::load_for(env, expression).await?;
+    validate_schedule(input, loaded.zones().as_ref())
 }
 
 /// DELETE /v1/admin/schedules/{id}

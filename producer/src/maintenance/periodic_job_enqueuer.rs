@@ -15,6 +15,7 @@ use worker::{console_error, console_log, D1PreparedStatement};
 
 use super::job_sender;
 use super::Tick;
+use crate::time_zone_data;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let now = tick.now_ms;
@@ -24,8 +25,16 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let mut inserts = Vec::new();
     let (mut planned, mut fired, mut missed_total) = (0, 0, 0u64);
     for schedule in &due {
+        // A zone's schedule waits for the next tick when the database cannot be read now.
+        let Ok(loaded) = time_zone_data::load_for(tick.env, &schedule.cron_expression).await else {
+            console_error!(
+                "schedule {} names a zone; the database is unreadable",
+                schedule.id
+            );
+            continue;
+        };
         let (cron, job_type) = match (
-            CronSchedule::parse(&schedule.cron_expression),
+            CronSchedule::parse(&schedule.cron_expression, loaded.zones().as_ref()),
             JobType::parse(&schedule.job_type),
         ) {
             (Ok(cron), Some(job_type)) => (cron, job_type),

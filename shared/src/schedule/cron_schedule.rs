@@ -15,7 +15,7 @@ use croner::Cron;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
-use crate::schedule::time_zones;
+use crate::schedule::time_zones::TimeZones;
 
 /// The sweep runs once a minute: a shorter `@every` could not be honoured.
 pub const MIN_EVERY_MS: i64 = 60_000;
@@ -49,10 +49,11 @@ pub struct CatchUp {
 }
 
 impl CronSchedule {
-    /// Parses an expression; the error says what is wrong with it.
-    pub fn parse(expression: &str) -> Result<CronSchedule, String> {
+    /// Parses an expression; the error says what is wrong with it. `zones` is the time-zone
+    /// database, which an expression that names a zone needs ([`names_zone`]).
+    pub fn parse(expression: &str, zones: Option<&TimeZones>) -> Result<CronSchedule, String> {
         let expression = expression.trim();
-        let (tz, body) = split_time_zone(expression)?;
+        let (tz, body) = split_time_zone(expression, zones)?;
         if body.is_empty() {
             return Err("the expression is empty".to_string());
         }
@@ -131,14 +132,27 @@ impl CronSchedule {
 }
 
 /// `CRON_TZ=Zone rest` (or `TZ=`) -> (zone, rest).
-fn split_time_zone(expression: &str) -> Result<(Option<TimeZone>, &str), String> {
-    let Some(rest) = strip_prefix_ignore_case(expression, "CRON_TZ=")
+/// Whether `expression` names a time zone (`CRON_TZ=` or `TZ=` before it): only then does its
+/// parse need the time-zone database.
+pub fn names_zone(expression: &str) -> bool {
+    zone_prefixed(expression.trim()).is_some()
+}
+
+fn zone_prefixed(expression: &str) -> Option<&str> {
+    strip_prefix_ignore_case(expression, "CRON_TZ=")
         .or_else(|| strip_prefix_ignore_case(expression, "TZ="))
-    else {
+}
+
+fn split_time_zone<'a>(
+    expression: &'a str,
+    zones: Option<&TimeZones>,
+) -> Result<(Option<TimeZone>, &'a str), String> {
+    let Some(rest) = zone_prefixed(expression) else {
         return Ok((None, expression));
     };
     let (name, body) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let tz = time_zones::get(name).ok_or_else(|| {
+    let zones = zones.ok_or("the time-zone database is not loaded")?;
+    let tz = zones.get(name).ok_or_else(|| {
         format!("unknown time zone \"{name}\" (use an IANA name such as America/New_York)")
     })?;
     Ok((Some(tz), body.trim()))
@@ -262,19 +276,36 @@ fn scaled(number: &str, unit_ns: u128) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::time_zones::bundled_blob;
     use crate::util::time_fmt::{parse_rfc3339, rfc3339};
+
+    /// The database, read once for every test.
+    fn zones() -> TimeZones<'static> {
+        static BLOB: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        TimeZones::from_blob(BLOB.get_or_init(bundled_blob)).unwrap()
+    }
 
     fn at(s: &str) -> i64 {
         parse_rfc3339(s).unwrap_or_else(|| panic!("bad time {s}"))
     }
 
     fn next(expression: &str, after: &str) -> String {
-        let schedule = CronSchedule::parse(expression).expect(expression);
+        let schedule = CronSchedule::parse(expression, Some(&zones())).expect(expression);
         rfc3339(schedule.next_after(at(after)).expect("a next run"))
     }
 
     fn error(expression: &str) -> String {
-        CronSchedule::parse(expression).expect_err(expression)
+        CronSchedule::parse(expression, Some(&zones())).expect_err(expression)
+    }
+
+    #[test]
+    fn a_zone_needs_the_database_and_nothing_else_does() {
+        assert!(names_zone(" CRON_TZ=Europe/Berlin 0 9 * * *"));
+        assert!(names_zone("tz=UTC @daily"));
+        assert!(!names_zone("0 9 * * *"));
+        let e = CronSchedule::parse("TZ=Europe/Berlin 0 9 * * *", None).unwrap_err();
+        assert!(e.contains("not loaded"), "{e}");
+        assert!(CronSchedule::parse("0 9 * * *", None).is_ok());
     }
 
     #[test]
@@ -447,7 +478,7 @@ mod tests {
 
     #[test]
     fn every_durations() {
-        let every = |e: &str| match CronSchedule::parse(e).expect(e).kind {
+        let every = |e: &str| match CronSchedule::parse(e, Some(&zones())).expect(e).kind {
             Kind::Every { interval_ms } => interval_ms,
             Kind::Calendar { .. } => panic!("{e} is not @every"),
         };
@@ -499,7 +530,7 @@ mod tests {
 
     #[test]
     fn catch_up_runs_once_and_counts_the_misses() {
-        let hourly = CronSchedule::parse("0 * * * *").unwrap();
+        let hourly = CronSchedule::parse("0 * * * *", None).unwrap();
         let due = at("2025-03-10T10:00:00Z");
         assert_eq!(
             hourly.catch_up(due, due),
@@ -516,7 +547,7 @@ mod tests {
                 missed: 3
             })
         );
-        let every = CronSchedule::parse("@every 90m").unwrap();
+        let every = CronSchedule::parse("@every 90m", None).unwrap();
         assert_eq!(
             every.catch_up(due, at("2025-03-10T14:00:00Z")),
             Some(CatchUp {
@@ -524,7 +555,7 @@ mod tests {
                 missed: 2
             })
         );
-        let minutely = CronSchedule::parse("* * * * *").unwrap();
+        let minutely = CronSchedule::parse("* * * * *", None).unwrap();
         let year_later = minutely.catch_up(due, due + 365 * 86_400_000).unwrap();
         assert_eq!(year_later.next_ms, due + 365 * 86_400_000 + 60_000);
         assert_eq!(year_later.missed, MAX_COUNTED_MISSES);

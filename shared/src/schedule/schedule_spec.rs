@@ -9,6 +9,7 @@ use crate::job::enqueue::validate_enqueue;
 use crate::job::job_type::JobType;
 use crate::retry::retry_policy::QueueDelayLimit;
 use crate::schedule::cron_schedule::CronSchedule;
+use crate::schedule::time_zones::TimeZones;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -58,8 +59,13 @@ pub struct ScheduleSpec {
     pub created_by: Option<String>,
 }
 
-/// Checks a whole schedule (create, PUT, or a PATCH merged onto the stored one).
-pub fn validate_schedule(body: &Value) -> Result<ScheduleSpec, ApiError> {
+/// Checks a whole schedule (create, PUT, or a PATCH merged onto the stored one); `zones` is
+/// the time-zone database, which a cron expression that names a zone needs
+/// (`cron_schedule::names_zone`).
+pub fn validate_schedule(
+    body: &Value,
+    zones: Option<&TimeZones>,
+) -> Result<ScheduleSpec, ApiError> {
     if !body.is_object() {
         return Err(not_an_object());
     }
@@ -81,7 +87,7 @@ pub fn validate_schedule(body: &Value) -> Result<ScheduleSpec, ApiError> {
             return Err(invalid("invalid_field", field, message));
         }
     }
-    let cron = CronSchedule::parse(&req.cron_expression)
+    let cron = CronSchedule::parse(&req.cron_expression, zones)
         .map_err(|message| invalid("invalid_cron", "cron_expression", message))?;
     // The job each run enqueues, checked exactly as POST /v1/jobs would check it.
     let mut job = json!({ "type": req.job_type, "payload": req.payload });
@@ -132,23 +138,26 @@ mod tests {
     use super::*;
 
     fn reject(body: Value) -> (u16, &'static str, Option<String>) {
-        let e = validate_schedule(&body).expect_err("rejected");
+        let e = validate_schedule(&body, None).expect_err("rejected");
         (e.status, e.code, e.field)
     }
 
     #[test]
     fn accepts_a_full_schedule() {
-        let s = validate_schedule(&json!({
-            "name": " weather_alerts ",
-            "description": "NWS alerts",
-            "type": "weather_refresh",
-            "payload": {"kind": "alerts"},
-            "cron_expression": "*/15 * * * *",
-            "priority": 20,
-            "max_attempts": 3,
-            "dedup_key": "weather-alerts",
-            "created_by": "ops"
-        }))
+        let s = validate_schedule(
+            &json!({
+                "name": " weather_alerts ",
+                "description": "NWS alerts",
+                "type": "weather_refresh",
+                "payload": {"kind": "alerts"},
+                "cron_expression": "*/15 * * * *",
+                "priority": 20,
+                "max_attempts": 3,
+                "dedup_key": "weather-alerts",
+                "created_by": "ops"
+            }),
+            None,
+        )
         .unwrap();
         assert_eq!(s.name, "weather_alerts");
         assert_eq!(s.job_type, JobType::parse("weather_refresh").unwrap());
@@ -160,9 +169,11 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let s =
-            validate_schedule(&json!({"name": "n", "type": "noop", "cron_expression": "@hourly"}))
-                .unwrap();
+        let s = validate_schedule(
+            &json!({"name": "n", "type": "noop", "cron_expression": "@hourly"}),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             (s.payload.as_str(), s.priority, s.max_attempts, s.enabled),
             ("{}", 0, None, true)
@@ -225,13 +236,13 @@ mod tests {
     fn a_retry_preset_is_stored_with_the_attempts_it_brings() {
         let body =
             json!({"name": "n", "type": "noop", "cron_expression": "@hourly", "retry": "quick"});
-        let s = validate_schedule(&body).unwrap();
+        let s = validate_schedule(&body, None).unwrap();
         assert_eq!(s.max_attempts, Some(3));
         let stored = s.retry_policy.expect("stored");
         assert!(stored.contains(r#""base_secs":2"#), "{stored}");
         let body =
             json!({"name": "n", "type": "noop", "cron_expression": "@hourly", "retry": null});
-        let s = validate_schedule(&body).unwrap();
+        let s = validate_schedule(&body, None).unwrap();
         assert_eq!((s.max_attempts, s.retry_policy), (None, None));
     }
 

@@ -10,7 +10,7 @@ use wasm_bindgen::JsValue;
 use worker::D1Database;
 
 use super::chain::CHAIN_RUNNING;
-use crate::d1::{counted_batch, num};
+use crate::d1::counted_batch;
 use crate::sql::{rows_cte, status_list};
 
 /// What enqueue did with one job: written now, or an existing live job with its dedup key.
@@ -21,7 +21,8 @@ pub struct Written {
 }
 
 /// A new job as the INSERT reads it: [id, type, family, status, priority, payload, dedup_key,
-/// max_attempts, run_at, next_steps, retry_policy, expires_at].
+/// max_attempts, run_at, next_steps, retry_policy, expires_at, correlation_id, enqueued_by,
+/// created_at].
 #[derive(Serialize)]
 struct Row<'a>(
     &'a str,
@@ -36,7 +37,18 @@ struct Row<'a>(
     Option<&'a str>,
     Option<&'a str>,
     Option<i64>,
+    &'a str,
+    &'a str,
+    i64,
 );
+
+/// What every job of an enqueue request records of the request: its correlation id, the
+/// caller's name (never its token), and when it was accepted.
+pub struct Accepted<'a> {
+    pub correlation_id: &'a str,
+    pub enqueued_by: &'a str,
+    pub at_ms: i64,
+}
 
 #[derive(Deserialize)]
 struct LiveRow {
@@ -52,9 +64,10 @@ pub(super) fn initial_status(job: &NewJob) -> JobStatus {
     }
 }
 
-/// The rows of `jobs` as the INSERT binds them: one JSON value, whose size enqueue bounds
-/// before writing (jobs_shared::check_stored_size).
-pub fn rows_json(jobs: &[NewJob]) -> String {
+/// The rows of `jobs` as the INSERT binds them, each with what it records of the request that
+/// brought it: one JSON value, whose size enqueue bounds before writing
+/// (jobs_shared::check_stored_size).
+pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> String {
     // Positional arrays, not objects: each field SQLite extracts from a row's JSON is work per
     // row, and a key lookup costs more than an index.
     let rows: Vec<Row> = jobs
@@ -73,32 +86,37 @@ pub fn rows_json(jobs: &[NewJob]) -> String {
                 job.steps.as_deref(),
                 job.retry_policy.as_deref(),
                 job.expires_at_ms,
+                request.correlation_id,
+                request.enqueued_by,
+                request.at_ms,
             )
         })
         .collect();
     serde_json::to_string(&rows).unwrap_or_default()
 }
 
-/// Inserts every job (`rows` is their [`rows_json`]) in one batch of at most two set-based
-/// statements, whatever the number of jobs (per-statement overhead is most of D1's cost at
-/// these sizes). A job whose (type, dedup_key) is already live is not inserted; the SELECT
+/// Several requests' [`rows_json`] as the one array a grouped write binds, in order.
+pub fn joined_rows<'a>(parts: impl Iterator<Item = &'a str>) -> String {
+    let inner: Vec<&str> = parts
+        .filter_map(|rows| rows.strip_prefix('[')?.strip_suffix(']'))
+        .filter(|rows| !rows.is_empty())
+        .collect();
+    format!("[{}]", inner.join(","))
+}
+
+/// Inserts every job (`rows`: their [`rows_json`], or several requests' [`joined_rows`]) in one
+/// batch of at most two set-based statements, whatever the number of jobs (per-statement
+/// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already live is not inserted; the SELECT
 /// after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
-/// consumer's claim proves the send. `enqueued_by` names the caller (never its token).
+/// consumer's claim proves the send.
 pub async fn job_insert_many(
     db: &D1Database,
-    jobs: &[NewJob],
+    jobs: &[&NewJob],
     rows: &str,
-    now_ms: i64,
-    (correlation_id, enqueued_by): (&str, &str),
 ) -> worker::Result<(Vec<Written>, D1Stats)> {
     let sql = &*INSERT_SQL;
     let rows = JsValue::from_str(rows);
-    let insert = db.prepare(&sql.insert).bind(&[
-        rows.clone(),
-        num(now_ms),
-        correlation_id.into(),
-        enqueued_by.into(),
-    ])?;
+    let insert = db.prepare(&sql.insert).bind(std::slice::from_ref(&rows))?;
     let mut statements = vec![insert];
     if jobs.iter().any(|job| job.dedup_key.is_some()) {
         statements.push(db.prepare(&sql.holders).bind(&[rows])?);
@@ -154,9 +172,9 @@ impl InsertSql {
                  attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
                  correlation_id, retry_policy, expires_at, enqueued_by) \
                  SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
-                 o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, ?2, ?2, o.value ->> 9, \
-                 IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), ?3, o.value ->> 10, \
-                 o.value ->> 11, ?4 FROM o WHERE true \
+                 o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, o.value ->> 14, \
+                 o.value ->> 14, o.value ->> 9, IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), \
+                 o.value ->> 12, o.value ->> 10, o.value ->> 11, o.value ->> 13 FROM o WHERE true \
                  ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
                 cte = rows_cte("?1"),
             ),
@@ -172,5 +190,20 @@ impl InsertSql {
                  AND live.dedup_key IS NOT NULL AND live.status IN ({live})"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joined_rows_is_one_array_of_every_request_s_rows_in_order() {
+        let parts = ["[[\"a\",1],[\"b\",[2]]]", "[]", "[[\"c\",null]]"];
+        let joined = joined_rows(parts.into_iter());
+        assert_eq!(joined, "[[\"a\",1],[\"b\",[2]],[\"c\",null]]");
+        let value: serde_json::Value = serde_json::from_str(&joined).unwrap();
+        assert_eq!(value.as_array().unwrap().len(), 3);
+        assert_eq!(joined_rows(std::iter::empty()), "[]");
     }
 }

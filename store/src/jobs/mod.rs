@@ -38,7 +38,7 @@ pub use escalation::{
 };
 pub use held::job_release_held;
 pub(crate) use held::releasable;
-pub use insert::{job_insert_many, rows_json, Written};
+pub use insert::{job_insert_many, joined_rows, rows_json, Accepted, Written};
 pub use operator::{
     job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
 };

@@ -1,0 +1,45 @@
+//! The time-zone database (shared `TimeZones`) for schedules that name a zone: the build writes
+//! it beside the static files (`tz.bin`, README "Cron expressions"), and the producer reads it
+//! through the STATIC binding the first time a schedule names a zone, then keeps it for the
+//! isolate. Not compiled in, it costs the Worker's WASM, and so every cold start, nothing.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use jobs_shared::{names_zone, ApiError, TimeZones};
+use worker::Env;
+
+use crate::{respond, static_files};
+
+/// The database if the expression it was loaded for names a zone.
+pub struct Loaded(Option<Rc<Vec<u8>>>);
+
+impl Loaded {
+    pub fn zones(&self) -> Option<TimeZones<'_>> {
+        self.0
+            .as_deref()
+            .and_then(|blob| TimeZones::from_blob(blob))
+    }
+}
+
+thread_local! {
+    static DATABASE: RefCell<Option<Rc<Vec<u8>>>> = const { RefCell::new(None) };
+}
+
+/// What parsing `expression` needs: the database when it names a zone, read once per isolate
+/// (503 when it cannot be read), else nothing.
+pub async fn load_for(env: &Env, expression: &str) -> Result<Loaded, ApiError> {
+    if !names_zone(expression) {
+        return Ok(Loaded(None));
+    }
+    if let Some(blob) = DATABASE.with(|d| d.borrow().clone()) {
+        return Ok(Loaded(Some(blob)));
+    }
+    let blob = static_files::bytes(env, "tz.bin").await?;
+    if TimeZones::from_blob(&blob).is_none() {
+        return Err(respond::internal(&"tz.bin is not a time-zone database"));
+    }
+    let blob = Rc::new(blob);
+    DATABASE.with(|d| *d.borrow_mut() = Some(blob.clone()));
+    Ok(Loaded(Some(blob)))
+}
