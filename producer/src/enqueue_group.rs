@@ -138,6 +138,8 @@ thread_local! {
 /// Writes `jobs` (their `rows` already within bounds) in this isolate's next write, sends the
 /// new ones, and returns the entry (its jobs) with what was written. The write runs as a
 /// `waitUntil` task of the request that starts it, so a client that leaves cancels nobody's.
+/// A request of [`MAX_BATCH`] jobs fills a write alone and is written at once, in its own
+/// request, beside any write in flight.
 pub async fn write(
     ctx: &Context,
     env: &Env,
@@ -153,6 +155,13 @@ pub async fn write(
         answer: RefCell::new(None),
         wake: RefCell::new(None),
     });
+    if entry.jobs.len() >= MAX_BATCH {
+        // It fills a write alone: nothing to share, so it does not wait for the one in flight.
+        let answer = write_and_send(env, std::slice::from_ref(&entry))
+            .await
+            .pop();
+        return (entry, answer.unwrap_or_else(|| Err(given_up())));
+    }
     LINE.with(|line| line.borrow_mut().waiting.push_back(entry.clone()));
     loop {
         if let Some(group) = LINE.with(|line| line.borrow_mut().start_write(now_ms())) {
@@ -197,7 +206,7 @@ async fn write_group(env: Env, group: Vec<Rc<Entry>>) {
 }
 
 /// One D1 batch for every job of the group (in line order, so of two live jobs with one dedup
-/// key the earlier request's is written), then their messages.
+/// key the earlier request's is written), then their messages; one answer per entry.
 async fn write_and_send(env: &Env, group: &[Rc<Entry>]) -> Vec<Answer> {
     let jobs: Vec<&NewJob> = group.iter().flat_map(|e| e.jobs.iter()).collect();
     let rows = jobs::joined_rows(group.iter().map(|e| e.rows.as_str()));
