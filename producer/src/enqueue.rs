@@ -102,7 +102,7 @@ async fn write_and_send(
     field: &str,
     request: &Accepted<'_>,
 ) -> Result<(Rc<Entry>, (Vec<Written>, GroupWrite)), ApiError> {
-    let rows = jobs::rows_json(&jobs, request);
+    let rows = jobs::rows_json(&jobs, request).map_err(|e| respond::internal(&e))?;
     check_stored_size(rows.len(), field)?;
     let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, request.correlation_id).await;
     Ok((entry, answer?))

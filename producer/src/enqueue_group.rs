@@ -1,7 +1,7 @@
 //! Group commit for enqueue (README "Enqueue, grouped"): while one enqueue write of this isolate
-//! is in flight, the requests that arrive wait in line, and the next write takes them together:
-//! one D1 batch and one sendBatch per lane for all of them, as a database's group commit shares
-//! one log flush. A request that finds no write in flight is written at once; nobody waits on a
+//! is in flight (its D1 batch; its messages are sent while the next one writes), the requests
+//! that arrive wait in line, and the next write takes them together: one D1 batch and one
+//! sendBatch per lane for all of them, as a database's group commit shares one log flush. A request that finds no write in flight is written at once; nobody waits on a
 //! timer for company. Each job keeps its own request's correlation id and caller.
 
 use std::cell::RefCell;
@@ -47,8 +47,9 @@ impl GroupWrite {
 }
 
 /// A waiting request wakes at least this often: the runtime cancels, as hung, a request that
-/// waits on nothing of its own (here: another request's write), and a request that should lead
-/// the next write but whose client left is replaced by the next in line within this time.
+/// waits on nothing of its own (here: another request's write). A request due to start the
+/// next write whose client has left is replaced within this time by another waiting, or else
+/// by the next to arrive.
 const KEEPALIVE_MS: u32 = 250;
 
 /// A write in flight this long is given up on: its requests answer 503 (their jobs may or may
@@ -78,21 +79,23 @@ impl Entry {
     }
 }
 
-/// The isolate's line: the requests waiting, and since when a write is in flight.
+/// The isolate's line: the requests waiting, and the write in flight (its number and since
+/// when), numbered so that a write given up on cannot end the one after it.
 #[derive(Default)]
 struct Line {
     waiting: VecDeque<Rc<Entry>>,
-    writing_since: Option<i64>,
+    writing: Option<(u64, i64)>,
+    writes: u64,
 }
 
 impl Line {
     /// Starts a write of the head of the line when none is in flight (or the one in flight was
     /// given up on): the longest head within one D1 batch's bounds, at most [`MAX_BATCH`] jobs
     /// and [`MAX_STORED_BYTES`] of rows, and at least one request.
-    fn start_write(&mut self, now: i64) -> Option<Vec<Rc<Entry>>> {
+    fn start_write(&mut self, now: i64) -> Option<(u64, Vec<Rc<Entry>>)> {
         let in_flight = self
-            .writing_since
-            .is_some_and(|since| now - since < WRITE_GIVEN_UP_MS);
+            .writing
+            .is_some_and(|(_, since)| now - since < WRITE_GIVEN_UP_MS);
         if in_flight {
             return None;
         }
@@ -112,22 +115,23 @@ impl Line {
             })
             .count()
             .max(1);
-        self.writing_since = Some(now);
-        Some(self.waiting.drain(..taken).collect())
+        self.writes += 1;
+        self.writing = Some((self.writes, now));
+        Some((self.writes, self.waiting.drain(..taken).collect()))
     }
 
-    /// Ends the write in flight; returns the request that now heads the line, to wake (it
-    /// starts the next write).
-    fn end_write(&mut self) -> Option<Rc<Entry>> {
-        self.writing_since = None;
+    /// Ends write `number` if it is the one in flight; returns the request that now heads the
+    /// line, to wake (it starts the next write).
+    fn end_write(&mut self, number: u64) -> Option<Rc<Entry>> {
+        if self.writing.is_some_and(|(n, _)| n == number) {
+            self.writing = None;
+        }
         self.waiting.front().cloned()
     }
 
-    /// Takes `entry` out of line; false when a write has it already.
-    fn leave(&mut self, entry: &Rc<Entry>) -> bool {
-        let before = self.waiting.len();
+    /// Takes `entry` out of line, if no write has it yet.
+    fn leave(&mut self, entry: &Rc<Entry>) {
         self.waiting.retain(|e| !Rc::ptr_eq(e, entry));
-        self.waiting.len() < before
     }
 }
 
@@ -157,15 +161,14 @@ pub async fn write(
     });
     if entry.jobs.len() >= MAX_BATCH {
         // It fills a write alone: nothing to share, so it does not wait for the one in flight.
-        let answer = write_and_send(env, std::slice::from_ref(&entry))
-            .await
-            .pop();
-        return (entry, answer.unwrap_or_else(|| Err(given_up())));
+        let group = std::slice::from_ref(&entry);
+        let mut answers = send_new(env, group, insert(env, group).await).await;
+        return (entry, answers.remove(0));
     }
     LINE.with(|line| line.borrow_mut().waiting.push_back(entry.clone()));
     loop {
-        if let Some(group) = LINE.with(|line| line.borrow_mut().start_write(now_ms())) {
-            ctx.wait_until(write_group(env.clone(), group));
+        if let Some((number, group)) = LINE.with(|line| line.borrow_mut().start_write(now_ms())) {
+            ctx.wait_until(write_group(env.clone(), number, group));
         }
         if let Some(answer) = entry.answer.borrow_mut().take() {
             return (entry.clone(), answer);
@@ -192,47 +195,55 @@ extern "C" {
     fn wait_turn(ms: u32) -> Array;
 }
 
-/// Writes `group` and sends its new jobs, answers each of its requests, and wakes the next in
-/// line.
-async fn write_group(env: Env, group: Vec<Rc<Entry>>) {
-    let answers = write_and_send(&env, &group).await;
+/// Writes `group`, wakes the next in line as soon as D1 has answered (it writes while this
+/// group's messages are sent), then sends this group's new jobs and answers its requests.
+async fn write_group(env: Env, number: u64, group: Vec<Rc<Entry>>) {
+    let inserted = insert(&env, &group).await;
+    if let Some(next) = LINE.with(|line| line.borrow_mut().end_write(number)) {
+        next.wake();
+    }
+    let answers = send_new(&env, &group, inserted).await;
     for (entry, answer) in group.iter().zip(answers) {
         *entry.answer.borrow_mut() = Some(answer);
         entry.wake();
     }
-    if let Some(next) = LINE.with(|line| line.borrow_mut().end_write()) {
-        next.wake();
-    }
 }
 
-/// One D1 batch for every job of the group (in line order, so of two live jobs with one dedup
-/// key the earlier request's is written), then their messages; one answer per entry.
-async fn write_and_send(env: &Env, group: &[Rc<Entry>]) -> Vec<Answer> {
+/// What one D1 batch wrote for a group: each entry's jobs' [`Written`], and the write.
+type Inserted = Result<(Vec<Vec<Written>>, GroupWrite), ApiError>;
+
+/// One D1 batch for every job of the group, in line order (so of two live jobs with one dedup
+/// key the earlier request's is written).
+async fn insert(env: &Env, group: &[Rc<Entry>]) -> Inserted {
     let jobs: Vec<&NewJob> = group.iter().flat_map(|e| e.jobs.iter()).collect();
     let rows = jobs::joined_rows(group.iter().map(|e| e.rows.as_str()));
-    let written = match d1::database(env) {
-        Ok(db) => jobs::job_insert_many(&db, &jobs, &rows)
-            .await
-            .map_err(|e| respond::internal(&e)),
-        Err(e) => Err(e),
-    };
-    let (written, stats) = match written {
-        Ok(written) => written,
-        Err(e) => return group.iter().map(|_| Err(e.clone())).collect(),
-    };
+    let db = d1::database(env)?;
+    let (written, stats) = jobs::job_insert_many(&db, &jobs, &rows)
+        .await
+        .map_err(|e| respond::internal(&e))?;
     let write = GroupWrite {
         stats,
         requests: group.len(),
         jobs: jobs.len(),
     };
     let mut written = written.into_iter();
-    let answers: Vec<Vec<Written>> = group
+    let per_entry = group
         .iter()
         .map(|e| written.by_ref().take(e.jobs.len()).collect())
         .collect();
+    Ok((per_entry, write))
+}
+
+/// Sends the messages of the group's new jobs (a failed send leaves them in the outbox); one
+/// answer per entry.
+async fn send_new(env: &Env, group: &[Rc<Entry>], inserted: Inserted) -> Vec<Answer> {
+    let (written, write) = match inserted {
+        Ok(inserted) => inserted,
+        Err(e) => return group.iter().map(|_| Err(e.clone())).collect(),
+    };
     let outgoing: Vec<Outgoing> = group
         .iter()
-        .zip(&answers)
+        .zip(&written)
         .flat_map(|(entry, written)| {
             entry
                 .jobs
@@ -243,7 +254,7 @@ async fn write_and_send(env: &Env, group: &[Rc<Entry>]) -> Vec<Answer> {
         })
         .collect();
     dispatch::send_all(env, &outgoing).await;
-    answers.into_iter().map(|w| Ok((w, write))).collect()
+    written.into_iter().map(|w| Ok((w, write))).collect()
 }
 
 fn given_up() -> ApiError {
@@ -281,55 +292,71 @@ mod tests {
     fn line(entries: &[Rc<Entry>]) -> Line {
         Line {
             waiting: entries.iter().cloned().collect(),
-            writing_since: None,
+            ..Line::default()
         }
+    }
+
+    /// How many requests the write started now takes, if one starts.
+    fn started(l: &mut Line, now: i64) -> Option<usize> {
+        l.start_write(now).map(|(_, group)| group.len())
     }
 
     #[test]
     fn a_write_takes_the_longest_head_within_one_batch() {
         let mut l = line(&[entry(1, 10), entry(60, 10), entry(39, 10), entry(1, 10)]);
-        assert_eq!(l.start_write(0).map(|g| g.len()), Some(3));
+        assert_eq!(started(&mut l, 0), Some(3));
         assert_eq!(l.waiting.len(), 1);
         let mut l = line(&[entry(1, MAX_STORED_BYTES - 5), entry(1, 10)]);
-        assert_eq!(l.start_write(0).map(|g| g.len()), Some(1));
+        assert_eq!(started(&mut l, 0), Some(1));
     }
 
     #[test]
     fn one_write_at_a_time_until_it_ends_or_is_given_up_on() {
         let mut l = line(&[entry(1, 10)]);
-        assert!(l.start_write(0).is_some());
+        let (first, _) = l.start_write(0).unwrap();
         let next = entry(1, 10);
         l.waiting.push_back(next.clone());
-        assert!(l.start_write(WRITE_GIVEN_UP_MS - 1).is_none());
-        assert!(Rc::ptr_eq(&l.end_write().unwrap(), &next));
-        assert_eq!(l.start_write(WRITE_GIVEN_UP_MS).map(|g| g.len()), Some(1));
+        assert_eq!(started(&mut l, WRITE_GIVEN_UP_MS - 1), None);
+        assert!(Rc::ptr_eq(&l.end_write(first).unwrap(), &next));
+        let (second, _) = l.start_write(WRITE_GIVEN_UP_MS).unwrap();
         l.waiting.push_back(entry_at(1, 10, WRITE_GIVEN_UP_MS + 5));
-        assert!(
-            l.start_write(2 * WRITE_GIVEN_UP_MS).is_some(),
+        assert_eq!(started(&mut l, WRITE_GIVEN_UP_MS + 1), None);
+        // A write given up on that ends late does not end the one in flight after it.
+        l.end_write(first);
+        assert_eq!(started(&mut l, WRITE_GIVEN_UP_MS + 2), None);
+        l.end_write(second);
+        assert_eq!(started(&mut l, WRITE_GIVEN_UP_MS + 3), Some(1));
+        l.waiting.push_back(entry_at(1, 10, 3 * WRITE_GIVEN_UP_MS));
+        assert_eq!(
+            started(&mut l, 3 * WRITE_GIVEN_UP_MS),
+            Some(1),
             "the one in flight given up"
         );
-        assert!(line(&[]).start_write(0).is_none());
+        assert_eq!(started(&mut line(&[]), 0), None);
     }
 
     #[test]
     fn a_request_in_line_past_the_bound_is_dropped_unwritten() {
         let fresh = entry_at(1, 10, 30_000);
         let mut l = line(&[entry_at(1, 10, 0), fresh.clone()]);
-        let group = l.start_write(WRITE_GIVEN_UP_MS + 1).unwrap();
+        let (_, group) = l.start_write(WRITE_GIVEN_UP_MS + 1).unwrap();
         assert_eq!(group.len(), 1);
         assert!(Rc::ptr_eq(&group[0], &fresh));
-        assert!(line(&[entry_at(1, 10, 0)])
-            .start_write(WRITE_GIVEN_UP_MS + 1)
-            .is_none());
+        assert_eq!(
+            started(&mut line(&[entry_at(1, 10, 0)]), WRITE_GIVEN_UP_MS + 1),
+            None
+        );
     }
 
     #[test]
     fn leaving_the_line_is_only_for_a_request_no_write_has() {
         let (a, b) = (entry(1, 10), entry(1, 10));
         let mut l = line(&[a.clone(), b.clone()]);
-        assert!(l.leave(&b));
-        let group = l.start_write(0).unwrap();
+        l.leave(&b);
+        assert_eq!(l.waiting.len(), 1);
+        let (_, group) = l.start_write(0).unwrap();
         assert!(Rc::ptr_eq(&group[0], &a));
-        assert!(!l.leave(&a));
+        l.leave(&a);
+        assert_eq!(group.len(), 1, "a write keeps what it took");
     }
 }

@@ -1,8 +1,8 @@
 //! The producer's static files (directory producer/static): the dashboard's page, the OpenAPI
-//! document and the time-zone database (crate::time_zone_data). They are the assets of the `jobs-static` Worker (producer/static/wrangler.toml),
-//! read through the STATIC service binding: not compiled in, they cost the Worker's WASM, and so
-//! its cold start, nothing; not the producer's own `[assets]`, they put no asset router in front
-//! of its API.
+//! document and the time-zone database (crate::time_zone_data). They are the assets of the
+//! `jobs-static` Worker (producer/static/wrangler.toml), read through the STATIC service
+//! binding: not compiled in, they cost the Worker's WASM, and so its cold start, nothing; not
+//! the producer's own `[assets]`, they put no asset router in front of its API.
 
 use jobs_shared::ApiError;
 use worker::{Env, Response};

@@ -121,7 +121,8 @@ export function refuseSuccess(p, id) {
 /**
  * Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3 sql_ms=0.1"`, and
  * from an enqueue's `write;desc="requests=3 jobs=5 own_jobs=1"` (the write its request shared,
- * README "Enqueue") `write` and `share`: the request's own jobs' part of that write's D1 work.
+ * README "Enqueue, grouped") `write` and `share`: the request's own jobs' part of that write's
+ * D1 work.
  */
 export function d1Stats(headers) {
   const entry = (name) => {

@@ -7,7 +7,7 @@
 //! missed are counted on its run record and its `missed_runs`. A schedule installed by the
 //! migration (`next_run_at` NULL) is only planned, from the tick's time.
 
-use jobs_shared::{job_id, CronSchedule, JobType};
+use jobs_shared::{job_id, names_zone, CronSchedule, JobType};
 use jobs_store::jobs::Unsent;
 use jobs_store::schedules::{schedule_fire, schedule_list_due, schedule_plan, Fire};
 use serde_json::{json, Value};
@@ -24,13 +24,19 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     // Where each fired job's INSERT sits in `statements`: only those return job rows.
     let mut inserts = Vec::new();
     let (mut planned, mut fired, mut missed_total) = (0, 0, 0u64);
+    // A zone's schedule waits for the next tick when the database cannot be read now (tried
+    // once per tick).
+    let mut zones_unreadable = false;
     for schedule in &due {
-        // A zone's schedule waits for the next tick when the database cannot be read now.
+        if zones_unreadable && names_zone(&schedule.cron_expression) {
+            continue;
+        }
         let Ok(loaded) = time_zone_data::load_for(tick.env, &schedule.cron_expression).await else {
             console_error!(
                 "schedule {} names a zone; the database is unreadable",
                 schedule.id
             );
+            zones_unreadable = true;
             continue;
         };
         let (cron, job_type) = match (

@@ -67,7 +67,7 @@ pub(super) fn initial_status(job: &NewJob) -> JobStatus {
 /// The rows of `jobs` as the INSERT binds them, each with what it records of the request that
 /// brought it: one JSON value, whose size enqueue bounds before writing
 /// (jobs_shared::check_stored_size).
-pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> String {
+pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<String> {
     // Positional arrays, not objects: each field SQLite extracts from a row's JSON is work per
     // row, and a key lookup costs more than an index.
     let rows: Vec<Row> = jobs
@@ -92,7 +92,7 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> String {
             )
         })
         .collect();
-    serde_json::to_string(&rows).unwrap_or_default()
+    serde_json::to_string(&rows)
 }
 
 /// Several requests' [`rows_json`] as the one array a grouped write binds, in order.
@@ -106,8 +106,8 @@ pub fn joined_rows<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 
 /// Inserts every job (`rows`: their [`rows_json`], or several requests' [`joined_rows`]) in one
 /// batch of at most two set-based statements, whatever the number of jobs (per-statement
-/// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already live is not inserted; the SELECT
-/// after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
+/// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already
+/// live is not inserted; the SELECT after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
 /// consumer's claim proves the send.
 pub async fn job_insert_many(
     db: &D1Database,
@@ -163,18 +163,18 @@ impl InsertSql {
     fn build() -> InsertSql {
         let live = status_list(&JobStatus::live());
         InsertSql {
-            // Rows are inserted in request order, so of two jobs in one request with the
-            // same live dedup key the first is written and the second answered with its
-            // id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
+            // Rows are inserted in order, so of two jobs in one write with the same live
+            // dedup key the first is written and the second answered with its id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
             // INSERT, not to a join.)
             insert: format!(
                 "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
                  attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
                  correlation_id, retry_policy, expires_at, enqueued_by) \
-                 SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, o.value ->> 4, \
-                 o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, o.value ->> 14, \
-                 o.value ->> 14, o.value ->> 9, IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), \
-                 o.value ->> 12, o.value ->> 10, o.value ->> 11, o.value ->> 13 FROM o WHERE true \
+                 SELECT o.value ->> 0, o.value ->> 1, o.value ->> 2, o.value ->> 3, \
+                 o.value ->> 4, o.value ->> 5, o.value ->> 6, 0, o.value ->> 7, o.value ->> 8, \
+                 o.value ->> 14, o.value ->> 14, o.value ->> 9, \
+                 IIF(o.value ->> 9 IS NULL, NULL, '{CHAIN_RUNNING}'), o.value ->> 12, \
+                 o.value ->> 10, o.value ->> 11, o.value ->> 13 FROM o WHERE true \
                  ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ({live}) DO NOTHING",
                 cte = rows_cte("?1"),
             ),
