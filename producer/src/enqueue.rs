@@ -49,12 +49,8 @@ pub async fn one(
     } else {
         "payload"
     };
-    let request = Accepted {
-        correlation_id: &cid,
-        enqueued_by: &by,
-        at_ms: now,
-    };
-    let (entry, (written, write)) = write_and_send((env, ctx), vec![job], field, &request).await?;
+    let (entry, written, write) =
+        write_and_send((env, ctx), vec![job], field, (&cid, &by), now).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], &cid))?;
     traced(response, &write.server_timing(1), &cid)
@@ -77,12 +73,8 @@ pub async fn batch(
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let request = Accepted {
-        correlation_id: &cid,
-        enqueued_by: &by,
-        at_ms: now,
-    };
-    let (entry, (written, write)) = write_and_send((env, ctx), jobs, "jobs", &request).await?;
+    let (entry, written, write) =
+        write_and_send((env, ctx), jobs, "jobs", (&cid, &by), now).await?;
     let jobs = entry
         .jobs
         .iter()
@@ -94,18 +86,25 @@ pub async fn batch(
 }
 
 /// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
-/// written), each with what it records of the request, then sends them. Returns the jobs (in
-/// their entry) with what was written.
+/// written), each with the request's correlation id, caller's name and time, then sends them.
+/// Returns the jobs (in their entry) with what was written and the write that carried them.
 async fn write_and_send(
     (env, ctx): (&Env, &Context),
     jobs: Vec<NewJob>,
     field: &str,
-    request: &Accepted<'_>,
-) -> Result<(Rc<Entry>, (Vec<Written>, GroupWrite)), ApiError> {
-    let rows = jobs::rows_json(&jobs, request).map_err(|e| respond::internal(&e))?;
+    (cid, by): (&str, &str),
+    now: i64,
+) -> Result<(Rc<Entry>, Vec<Written>, GroupWrite), ApiError> {
+    let request = Accepted {
+        correlation_id: cid,
+        enqueued_by: by,
+        at_ms: now,
+    };
+    let rows = jobs::rows_json(&jobs, &request).map_err(|e| respond::internal(&e))?;
     check_stored_size(rows.len(), field)?;
-    let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, request.correlation_id).await;
-    Ok((entry, answer?))
+    let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, cid).await;
+    let (written, write) = answer?;
+    Ok((entry, written, write))
 }
 
 /// The write behind the response in a Server-Timing header (`GroupWrite::server_timing`), and

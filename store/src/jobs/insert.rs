@@ -107,8 +107,8 @@ pub fn joined_rows<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 /// Inserts every job (`rows`: their [`rows_json`], or several requests' [`joined_rows`]) in one
 /// batch of at most two set-based statements, whatever the number of jobs (per-statement
 /// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already
-/// live is not inserted; the SELECT after the INSERT names the live one. Rows start in the outbox (`sent_at` NULL): the
-/// consumer's claim proves the send.
+/// live is not inserted; the SELECT after the INSERT names the live one. Rows start in the
+/// outbox (`sent_at` NULL): the consumer's claim proves the send.
 pub async fn job_insert_many(
     db: &D1Database,
     jobs: &[&NewJob],
@@ -164,8 +164,9 @@ impl InsertSql {
         let live = status_list(&JobStatus::live());
         InsertSql {
             // Rows are inserted in order, so of two jobs in one write with the same live
-            // dedup key the first is written and the second answered with its id. (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the
-            // INSERT, not to a join.)
+            // dedup key the first is written and the second answered with its id.
+            // (`WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT, not
+            // to a join.)
             insert: format!(
                 "{cte} INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
                  attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
