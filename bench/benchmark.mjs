@@ -106,8 +106,8 @@ async function platformEndToEnd(job, jobs) {
     const storedBytes = (await dbBytes(p.db)) - bytesBefore;
     const jobBatches = logs.events("batch.completed").filter((b) => !b.queue.endsWith("-dlq"));
     const messages = jobBatches.reduce((a, b) => a + b.messages, 0);
-    const rowsWritten = enqueueStats.reduce((a, s) => a + s.rows_written * (s.share ?? 1), 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
-    const rowsRead = enqueueStats.reduce((a, s) => a + s.rows_read * (s.share ?? 1), 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
+    const rowsWritten = enqueueStats.reduce((a, s) => a + s.own_rows_written, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_written"], 0);
+    const rowsRead = enqueueStats.reduce((a, s) => a + s.own_rows_read, 0) + jobBatches.reduce((a, b) => a + b["d1.rows_read"], 0);
     return {
       jobs: total,
       seconds: round(seconds),

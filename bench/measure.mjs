@@ -77,7 +77,7 @@ export async function enqueuePhase(send, { requests, perRequest, concurrency }) 
       // How many requests the D1 write that carried a request carried, on average (README
       // "Enqueue": requests that arrive while a write is in flight share the next one).
       requests_per_write: round(counted.reduce((a, s) => a + (s.write?.requests ?? 1), 0) / counted.length),
-      d1_rows_written_per_job: round(counted.reduce((a, s) => a + s.rows_written * (s.share ?? 1), 0) / (requests * perRequest)),
+      d1_rows_written_per_job: round(counted.reduce((a, s) => a + s.own_rows_written, 0) / (requests * perRequest)),
     }),
   };
 }

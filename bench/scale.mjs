@@ -104,7 +104,7 @@ export async function scalePoint(preexisting, jobs) {
     seed_ms: round(seedMs),
     jobs,
     jobs_per_second: round(jobs / seconds, 1),
-    enqueue_rows_read_per_job: round(enqueue.reduce((a, s) => a + s.rows_read * (s.share ?? 1), 0) / jobs),
+    enqueue_rows_read_per_job: round(enqueue.reduce((a, s) => a + s.own_rows_read, 0) / jobs),
     enqueue_ms_p50: round(median(enqueueMs)),
     enqueue_sql_ms_per_request: round(median(enqueue.map((s) => s.sql_ms))),
     consumer_rows_read_per_job: round(batches.reduce((a, b) => a + b["d1.rows_read"], 0) / jobs),

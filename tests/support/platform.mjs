@@ -121,16 +121,23 @@ export function refuseSuccess(p, id) {
 /**
  * Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3 sql_ms=0.1"`, and
  * from an enqueue's `write;desc="requests=3 jobs=5 own_jobs=1"` (the write its request shared,
- * README "Enqueue, grouped") `write` and `share`: the request's own jobs' part of that write's
- * D1 work.
+ * README "Enqueue, grouped") `write`; `own_rows_read` and `own_rows_written` are the request's
+ * part of the rows, in proportion to its own jobs in the write (all of them without one).
  */
 export function d1Stats(headers) {
   const entry = (name) => {
     const desc = new RegExp(`${name};desc="([^"]*)"`).exec(headers.get("server-timing") ?? "")?.[1] ?? "";
     return Object.fromEntries(desc.split(" ").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
   };
+  const d1 = entry("d1");
   const write = entry("write");
-  return { ...entry("d1"), ...(write.jobs && { write, share: write.own_jobs / write.jobs }) };
+  const share = write.jobs ? write.own_jobs / write.jobs : 1;
+  return {
+    ...d1,
+    own_rows_read: d1.rows_read * share,
+    own_rows_written: d1.rows_written * share,
+    ...(write.jobs && { write }),
+  };
 }
 
 /** Polls every `everyMs` until `probe` returns a truthy value (returned), or fails after `timeoutMs`. */
