@@ -6,18 +6,19 @@
 // the consumer's per-batch log line), never estimated. Every timed pass follows a warm-up
 // request (its latency is the cold start) and the same pass once untimed, and what is compared
 // runs side by side, its passes alternating (measure.mjs `alternate`), for the platform and the
-// floors alike. The D1 floor
-// (the floor plus the round trips the contract allows, each an empty statement) shows how much
-// of the gap to the floor is D1 itself where the benchmark runs; the http floor (the floor
-// making the http jobs' fetches, as many at once as the consumer) does the same for `http`.
-// Each end-to-end run also counts what Cloudflare would bill for it (cost.mjs), and the
-// black-box run (black_box.mjs) sets the project, started as a user starts it, beside a
-// hand-written pair.
+// floors alike. The D1 floor (the floor plus the round trips the contract allows, each an empty
+// statement) shows how much of the gap to the floor is D1 itself where the benchmark runs; the
+// http floor (the floor making the http jobs' fetches, as many at once as the consumer) does the
+// same for `http`; the hand-written pair (bench/handwritten), run in-process the same way, shows
+// what a minimal design that keeps its jobs in D1 reaches of the D1 floor. Each end-to-end run
+// also counts what Cloudflare would bill for it (cost.mjs), and the black-box run
+// (black_box.mjs) sets the project, started as a user starts it, beside the hand-written pair.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { spawnSync } from "node:child_process";
-import { Miniflare } from "miniflare";
+import { stripVTControlCharacters } from "node:util";
+import { Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_splitSqlQuery } from "wrangler";
 import { d1Stats, logCollector, startPlatform, waitFor, workerFromConfig, ROOT, TOKENS } from "../tests/support/platform.mjs";
 import { startAppServer } from "../tests/support/app_server.mjs";
@@ -178,24 +179,67 @@ async function floorEndToEnd(N, options = {}) {
 }
 
 /**
- * The hand-written pair's producer (bench/handwritten/producer.js) on its own local D1 and
- * queue: its single-job enqueue, a yardstick for the platform's beside the D1 floor's (README
+ * A Miniflare log that counts the messages the queue broker reports acked, from the line it
+ * logs after each batch ("QUEUE jobs-default 100/100 (3ms)"): how the hand-written pair's
+ * progress is read without a request to its Workers (its stats would scan its table).
+ */
+class AckedLog extends Log {
+  acked = 0;
+  constructor() {
+    super(LogLevel.INFO);
+  }
+  logWithLevel(level, message) {
+    const batch = /^QUEUE jobs-default (\d+)\//.exec(stripVTControlCharacters(message));
+    if (batch) this.acked += Number(batch[1]);
+  }
+}
+
+/**
+ * The hand-written pair (bench/handwritten) in-process on its own local D1 and queue: its
+ * producer, and with `consumer` its consumer on the project's default queue settings, as the
+ * floors are. Its single-job enqueue and its end to end are yardsticks for the platform's beside
+ * the D1 floor's: what a minimal design that keeps its jobs in D1 costs here (README
  * "Benchmark").
  */
-async function handwrittenEnqueue(N) {
-  const mf = new Miniflare({
-    handleStructuredLogs: () => {},
+async function handwrittenWorkers({ consumer = false } = {}) {
+  const log = new AckedLog();
+  const pair = (name, script, extra) => ({
+    name,
     modules: true,
-    scriptPath: join(ROOT, "bench", "handwritten", "producer.js"),
+    scriptPath: join(ROOT, "bench", "handwritten", script),
     compatibilityDate: workerFromConfig(join(ROOT, "wrangler.toml")).compatibilityDate,
     d1Databases: { DB: "handwritten" },
-    queueProducers: { QUEUE: { queueName: "jobs-default" } },
+    ...extra,
   });
-  const db = await mf.getD1Database("DB");
+  const consumerOptions = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"));
+  const mf = new Miniflare({
+    log,
+    handleStructuredLogs: () => {},
+    workers: [
+      pair("handwritten-producer", "producer.js", { queueProducers: { QUEUE: { queueName: "jobs-default" } } }),
+      ...(consumer ? [pair("handwritten-consumer", "consumer.js", { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } })] : []),
+    ],
+  });
+  const db = await mf.getD1Database("DB", "handwritten-producer");
   const migration = readFileSync(join(ROOT, "bench", "handwritten", "migrations", "0001_jobs.sql"), "utf8");
   await db.batch(unstable_splitSqlQuery(migration).map((statement) => db.prepare(statement)));
-  const post = () => mf.dispatchFetch("http://handwritten.local/v1/jobs", { method: "POST", body: JSON.stringify(NOOP) });
-  return { single: () => enqueuePhase(post, SINGLE(N)), dispose: () => mf.dispose() };
+  const post = (path, body) => mf.dispatchFetch(`http://handwritten.local${path}`, { method: "POST", body });
+  return { mf, post, acked: async () => log.acked };
+}
+
+/** The hand-written producer alone: its single-job enqueue passes. */
+async function handwrittenEnqueue(N) {
+  const { mf, post } = await handwrittenWorkers();
+  return { single: () => enqueuePhase(() => post("/v1/jobs", JSON.stringify(NOOP)), SINGLE(N)), dispose: () => mf.dispose() };
+}
+
+/** The hand-written pair end to end, `N` jobs per pass, timed as the floors are. */
+async function handwrittenEndToEnd(N) {
+  const { mf, post, acked } = await handwrittenWorkers({ consumer: true });
+  const send = () => post("/v1/jobs/batch", jobsBody(NOOP, 100));
+  const coldStartMs = await warmUp(send, acked);
+  const e2e = () => endToEndPass(send, acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 });
+  return { e2e, coldStartMs, dispose: () => mf.dispose() };
 }
 
 /**
@@ -250,7 +294,12 @@ export async function runBenchmark({
       inRun,
     );
     const noop = await sideBySide(
-      { floor: await floorEndToEnd(N), floorD1: await floorEndToEnd(N, { d1: true }), platform: await platformEndToEnd(NOOP, N) },
+      {
+        floor: await floorEndToEnd(N),
+        floorD1: await floorEndToEnd(N, { d1: true }),
+        handwritten: await handwrittenEndToEnd(N),
+        platform: await platformEndToEnd(NOOP, N),
+      },
       ["e2e"],
       rounds,
       inRun,
@@ -269,6 +318,7 @@ export async function runBenchmark({
       floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
       floorHttp: { e2e: http.floor.e2e },
       handwrittenSingle: enqueue.handwritten.single,
+      handwrittenE2e: noop.handwritten.e2e,
       platform: {
         single: enqueue.platform.single,
         batch: enqueue.platform.batch,
@@ -299,6 +349,7 @@ export async function runBenchmark({
   const ratio = (pick, floorValue) => round(median(runs.map((r) => pick(r))) / floorValue, 3);
   const enqueueSingle = medianOf(runs, (r) => r.platform.single);
   const handwrittenSingle = medianOf(runs, (r) => r.handwrittenSingle);
+  const handwrittenE2e = medianOf(runs, (r) => r.handwrittenE2e);
   const enqueueBatch = medianOf(runs, (r) => r.platform.batch);
   const e2eNoop = medianOf(runs, (r) => r.platform.noop);
   const e2eHttp = medianOf(runs, (r) => r.platform.http);
@@ -317,11 +368,15 @@ export async function runBenchmark({
     // floor's against it: a Rust Worker's own cost per request.
     handwritten_producer_single: handwrittenSingle,
     d1_floor_single_vs_handwritten: pairedRatio(floor.single_with_d1_round_trip, handwrittenSingle),
+    // The hand-written pair end to end, in-process: what a minimal durable design reaches of
+    // the D1 floor where the benchmark runs, beside the platform's ratio to both.
+    handwritten_pair_e2e: { ...handwrittenE2e, ratio_to_d1_floor: pairedRatio(handwrittenE2e, floor.e2e_with_d1_round_trips) },
     enqueue_batch: { ...enqueueBatch, ratio_to_floor: pairedRatio(enqueueBatch, floor.batch) },
     e2e_noop: {
       ...e2eNoop,
       ratio_to_floor: pairedRatio(e2eNoop, floor.e2e),
       ratio_to_d1_floor: pairedRatio(e2eNoop, floor.e2e_with_d1_round_trips),
+      ratio_to_handwritten: pairedRatio(e2eNoop, handwrittenE2e),
     },
     e2e_http: {
       ...e2eHttp,
@@ -383,6 +438,7 @@ export function formatTable(r) {
       ["end to end, noop", `${r.e2e_noop.jobs_per_second} jobs/s`, `${r.e2e_noop.jobs} jobs in ${r.e2e_noop.seconds} s`, `${r.e2e_noop.ratio_to_floor}x floor (${r.floor.e2e.jobs_per_second}/s)`],
       ["end to end, http", `${r.e2e_http.jobs_per_second} jobs/s`, `${r.e2e_http.jobs} jobs in ${r.e2e_http.seconds} s`, `${r.e2e_http.ratio_to_floor}x floor`],
       ["  D1 floor", `${r.floor.e2e_with_d1_round_trips.jobs_per_second} jobs/s`, "the floor + D1's round trips, empty", `noop: ${r.e2e_noop.ratio_to_d1_floor}x the D1 floor`],
+      ["  hand-written pair", `${r.handwritten_pair_e2e.jobs_per_second} jobs/s`, "bench/handwritten in-process: a job row and a run row, no index", `noop: ${r.e2e_noop.ratio_to_handwritten}x the pair; the pair ${r.handwritten_pair_e2e.ratio_to_d1_floor}x the D1 floor`],
       ["  http floor", `${r.floor.e2e_http.jobs_per_second} jobs/s`, "the floor + the same fetches, same cap", `http: ${r.e2e_http.ratio_to_http_floor}x the http floor`],
       ["first request (cold)", `${r.e2e_noop.cold_start_ms} ms`, `floor: ${r.floor.e2e.cold_start_ms} ms`, "before the timed runs"],
       ["end to end, noop, untimed first pass", `${r.e2e_noop.first_pass_jobs_per_second} jobs/s`, `D1 floor's: ${r.floor.e2e_with_d1_round_trips.first_pass_jobs_per_second} jobs/s`, "V8 still optimizing"],

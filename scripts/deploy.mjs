@@ -13,7 +13,7 @@
 // --dry-run needs no account: it prints the plan, writes the configs (with a placeholder
 // database id) and has wrangler validate and bundle every Worker (`wrangler deploy --dry-run`).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
@@ -175,7 +175,9 @@ export async function main(argv) {
     for (const role of Object.keys(configs)) {
       const outdir = mkdtempSync(join(tmpdir(), `deploy-${role}-`));
       console.log(`\nValidating ${configs[role]} (wrangler deploy --dry-run):`);
-      if (!wrangler(["deploy", "--dry-run", "--outdir", outdir, "-c", configs[role]]).ok) return 1;
+      const validated = wrangler(["deploy", "--dry-run", "--outdir", outdir, "-c", configs[role]]).ok;
+      rmSync(outdir, { recursive: true, force: true });
+      if (!validated) return 1;
     }
     return 0;
   }

@@ -37,6 +37,7 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
   assert.equal(result.e2e_noop.jobs, 300);
   assert.ok(result.floor.e2e.jobs_per_second > 0);
   assert.ok(result.e2e_noop.ratio_to_d1_floor > 0, "the D1 floor measured");
+  assert.ok(result.e2e_noop.ratio_to_handwritten > 0 && result.handwritten_pair_e2e.ratio_to_d1_floor > 0, "the hand-written pair measured in-process");
   assert.ok(result.enqueue_single.ratio_to_d1_floor > 0 && result.handwritten_producer_single.jobs_per_second > 0, "single enqueue's yardsticks measured");
   assert.ok(result.e2e_http.ratio_to_http_floor > 0, "the http floor measured");
   assert.ok(result.e2e_noop.cold_start_ms > 0 && result.floor.e2e.cold_start_ms > 0, "cold starts measured");

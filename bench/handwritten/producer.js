@@ -1,7 +1,7 @@
-// The hand-written producer the benchmark's black-box run sets beside the project (README
-// "Benchmark"): what a developer might write for the same routes in an afternoon. One
-// INSERT ... SELECT FROM json_each(?) and one sendBatch per request; no auth, no validation, no
-// logs. Its stats answer only what the benchmark reads (succeeded jobs).
+// The hand-written producer the benchmark sets beside the project, in its black-box run and
+// in-process (README "Benchmark"): what a developer might write for the same routes in an
+// afternoon. One INSERT ... SELECT FROM json_each(?) and one sendBatch per request; no auth, no
+// validation, no logs. Its stats answer only what the benchmark reads (succeeded jobs).
 const INSERT = `INSERT INTO jobs (id, type, payload, status, created_at)
   SELECT value ->> 0, value ->> 1, value ->> 2, 'queued', ?1 FROM json_each(?2)`;
 const COUNTS = "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status";

@@ -3,9 +3,9 @@
 // (startChromium) and by scripts/dev.sh (`node dev/browser-standin/chromium.mjs <port>`, which
 // runs until it is stopped).
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -32,8 +32,12 @@ export async function startChromium({ port = 0 } = {}) {
   return {
     url: `http://${listening}`,
     async close() {
+      // Chromium keeps its singleton socket in a directory of its own beside the profile,
+      // which it leaves behind when it is stopped: found through the profile's link to it.
+      const socketDir = singletonSocketDir(profile);
       child.kill();
       await exited;
+      if (socketDir) rmSync(socketDir, { recursive: true, force: true });
       // Its helper processes may still be writing the profile for a while after it exits; a
       // profile that outlives the retries is only a temporary directory left behind.
       try {
@@ -43,6 +47,16 @@ export async function startChromium({ port = 0 } = {}) {
       }
     },
   };
+}
+
+/** The temporary directory of the profile's singleton socket, if it has one. */
+function singletonSocketDir(profile) {
+  try {
+    const dir = dirname(readlinkSync(join(profile, "SingletonSocket")));
+    return dirname(dir) === tmpdir() && basename(dir).startsWith("org.chromium.Chromium.") ? dir : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
