@@ -29,3 +29,9 @@ fi
 if [ ! -x node_modules/.bin/wrangler ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
+
+# The TypeScript client (clients/js), which the operator CLI (`npx cf-jobs`) runs on: built when
+# it has no build yet or a source is newer than it.
+if [ ! -f clients/js/dist/index.js ] || [ -n "$(find clients/js/src clients/js/tsconfig.json -newer clients/js/dist/index.js -print -quit)" ]; then
+  npm run build --workspace clients/js --silent
+fi

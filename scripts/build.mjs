@@ -25,9 +25,12 @@ const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bu
  * What never goes into a WASM: build outputs, and what configuring or running a Worker writes
  * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`,
  * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`).
- * Counted as inputs, they made every `npm run dev` rebuild the consumer.
+ * Counted as inputs, they made every `npm run dev` rebuild the consumer. The producer's
+ * `static/` is the files of the `jobs-static` Worker, which the producer reads through its
+ * `STATIC` binding, not compiled in; a run of that Worker (a dry-run deploy, `wrangler dev`)
+ * writes its `.wrangler/` there, which made the producer rebuild.
  */
-const NOT_INPUTS = /^(build|target|node_modules|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
+const NOT_INPUTS = /^(build|target|node_modules|static|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
 
 /**
  * The newest change under `path` (ms), what is not an input left out. A folder's own time
