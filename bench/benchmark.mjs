@@ -126,6 +126,22 @@ async function platformEndToEnd(job, jobs) {
   return { e2e, coldStartMs, dispose: () => p.dispose() };
 }
 
+/** The project's default-family consumer settings (batch size, concurrency...) for `jobs-default`. */
+const defaultFamilyConsumer = () => ({
+  "jobs-default": workerFromConfig(join(ROOT, "consumer", "wrangler.toml")).queueConsumers["jobs-default"],
+});
+
+/**
+ * A side whose jobs `acked()` counts, end to end: one warm-up request of `send()` (its 100 jobs
+ * are `WARM_UP_JOBS`; its latency is the cold start), then passes of `N` jobs, 100 per request,
+ * polled every 10 ms.
+ */
+async function endToEndSide(mf, send, acked, N) {
+  const coldStartMs = await warmUp(send, acked);
+  const e2e = () => endToEndPass(send, acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 });
+  return { e2e, coldStartMs, dispose: () => mf.dispose() };
+}
+
 /**
  * The floor: the same messages through the same queue settings, no D1. With `d1`, the D1
  * floor: the same plus the round trips the platform's contract allows, each an empty statement;
@@ -149,7 +165,7 @@ function floorWorkers({ d1 = false, httpUrl, consumer = false }) {
     workers: [
       floor("floor-producer", { queueProducers: producerOptions.queueProducers }),
       floor("floor-consumer", {
-        ...(consumer && { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } }),
+        ...(consumer && { queueConsumers: defaultFamilyConsumer() }),
         ...(httpUrl && { bindings: { HTTP_URL: httpUrl } }),
       }),
     ],
@@ -173,9 +189,7 @@ async function floorEndToEnd(N, options = {}) {
   const { mf, post } = floorWorkers({ ...options, consumer: true });
   const consumer = await mf.getWorker("floor-consumer");
   const acked = async () => Number(await (await consumer.fetch("http://floor.local/acked")).text());
-  const coldStartMs = await warmUp(() => post(WARM_UP_JOBS), acked);
-  const e2e = () => endToEndPass(() => post(100), acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 });
-  return { e2e, coldStartMs, dispose: () => mf.dispose() };
+  return endToEndSide(mf, () => post(100), acked, N);
 }
 
 /**
@@ -211,13 +225,12 @@ async function handwrittenWorkers({ consumer = false } = {}) {
     d1Databases: { DB: "handwritten" },
     ...extra,
   });
-  const consumerOptions = workerFromConfig(join(ROOT, "consumer", "wrangler.toml"));
   const mf = new Miniflare({
     log,
     handleStructuredLogs: () => {},
     workers: [
       pair("handwritten-producer", "producer.js", { queueProducers: { QUEUE: { queueName: "jobs-default" } } }),
-      ...(consumer ? [pair("handwritten-consumer", "consumer.js", { queueConsumers: { "jobs-default": consumerOptions.queueConsumers["jobs-default"] } })] : []),
+      ...(consumer ? [pair("handwritten-consumer", "consumer.js", { queueConsumers: defaultFamilyConsumer() })] : []),
     ],
   });
   const db = await mf.getD1Database("DB", "handwritten-producer");
@@ -236,10 +249,7 @@ async function handwrittenEnqueue(N) {
 /** The hand-written pair end to end, `N` jobs per pass, timed as the floors are. */
 async function handwrittenEndToEnd(N) {
   const { mf, post, acked } = await handwrittenWorkers({ consumer: true });
-  const send = () => post("/v1/jobs/batch", jobsBody(NOOP, 100));
-  const coldStartMs = await warmUp(send, acked);
-  const e2e = () => endToEndPass(send, acked, { requests: Math.ceil(N / 100), concurrency: CONCURRENCY, everyMs: 10 });
-  return { e2e, coldStartMs, dispose: () => mf.dispose() };
+  return endToEndSide(mf, () => post("/v1/jobs/batch", jobsBody(NOOP, 100)), acked, N);
 }
 
 /**
