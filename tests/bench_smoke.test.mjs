@@ -11,7 +11,7 @@ const ASSERTED_TARGETS = [
   "enqueue: D1 round trips per request (1 job)",
   "enqueue: D1 round trips per request (100 jobs)",
   "consumer: D1 round trips per message batch (max)",
-  "D1 rows written per succeeded job, indexes included, less the batch's 2 rows",
+  "D1 rows written per succeeded job, indexes included, less the batch's 3 rows",
   "as the table grows: rows read per job, largest over smallest",
   "as the table grows: the slowest admin read at the largest",
   "producer WASM gzip",

@@ -204,8 +204,16 @@ describe("messages delivered by the test", () => {
       // A noop sends and reads nothing: D1 keeps no bytes or artifacts for its runs, and the
       // view shows them empty.
       assert.deepEqual(job.runs.map((r) => [r.bytes, r.artifacts]), Array(2).fill([{ out: 0, in: 0 }, []]));
-      const stored = await p.db.prepare("SELECT run_details FROM jobs WHERE id = ?").bind(enq.body.id).first("run_details");
-      assert.deepEqual(Object.keys(JSON.parse(stored)).sort(), ["handler", "invocation", "lease_until", "version"]);
+      // The success's row keeps its own details and its invocation's id; what the invocation's
+      // runs share is kept once, and the view shows the two together.
+      const stored = await p.db.prepare("SELECT run_details, run_invocation FROM jobs WHERE id = ?").bind(enq.body.id).first();
+      assert.deepEqual(JSON.parse(stored.run_details), { handler: "noop" });
+      const shared = await p.db.prepare("SELECT details FROM invocations WHERE id = ?").bind(stored.run_invocation).first("details");
+      assert.deepEqual(Object.keys(JSON.parse(shared)).sort(), ["lease_until", "version"]);
+      const success = job.runs[1];
+      const { version, lease_until } = JSON.parse(shared);
+      assert.deepEqual([success.handler, success.version, success.invocation], ["noop", version, stored.run_invocation]);
+      assert.equal(Date.parse(success.lease_until), lease_until);
     });
 
     test("Retry-After on a 429 sets the retry delay exactly", async () => {

@@ -11,9 +11,11 @@ const row = (p, id) => p.db.prepare("SELECT * FROM jobs WHERE id = ?").bind(id).
 const set = (p, id, sql, ...params) => p.db.prepare(`UPDATE jobs SET ${sql} WHERE id = ?`).bind(...params, id).run();
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /** The job as if enqueued at `ms`: its ULID id (with its runs) and created_at moved back in time. */
+/** The 10-character time part of a ULID minted at `ms`. */
+const ulidTime = (ms) => Array.from({ length: 10 }, (_, i) => CROCKFORD[Math.floor(ms / 32 ** (9 - i)) % 32]).join("");
+
 async function createdAt(p, id, ms) {
-  const time = Array.from({ length: 10 }, (_, i) => CROCKFORD[Math.floor(ms / 32 ** (9 - i)) % 32]).join("");
-  const moved = time + id.slice(10);
+  const moved = ulidTime(ms) + id.slice(10);
   await p.db.batch([
     p.db.prepare("PRAGMA defer_foreign_keys = on"),
     p.db.prepare("UPDATE jobs SET id = ?1, created_at = ?3 WHERE id = ?2").bind(moved, id, ms),
@@ -128,7 +130,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no next step");
   });
 
-  test("retention deletes only old finished jobs (and their runs)", async () => {
+  test("retention deletes only old finished jobs (and their runs, and invocations older than every job)", async () => {
     const now = Date.now();
     const ids = [];
     for (let i = 0; i < 5; i++) ids.push((await p.enqueue({ type: "noop" })).body.id);
@@ -151,6 +153,12 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     await set(p, ancientDead, "status = 'dead', finished_at = ?", now - 181 * DAY);
     const live = (await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 })).body.id;
     await set(p, live, "created_at = ?, finished_at = ?", now - 400 * DAY, now - 400 * DAY);
+    // The oldest job left will be newDone, created 90 days ago: an invocation from before it
+    // can be no job's; one from after it is kept.
+    const invocation = (days) => `${ulidTime(now - days * DAY)}${"0".repeat(16)}`;
+    for (const days of [91, 89])
+      await p.db.prepare("INSERT INTO invocations (id, details) VALUES (?, '{\"version\":\"old\"}')").bind(invocation(days)).run();
+    const ranNewDone = (await row(p, newDone)).run_invocation;
 
     await tick(p, now);
     const left = async (id) => Boolean(await row(p, id));
@@ -161,6 +169,11 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(await left(ancientDead), false, "dead, 181 days ago: deleted");
     assert.equal(await left(live), true, "live jobs are never deleted");
     assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", newDone), 1);
+    const invocations = async (...ids) => p.count(`SELECT count(*) FROM invocations WHERE id IN (${ids.map(() => "?")})`, ...ids);
+    assert.equal(await invocations(invocation(91)), 0, "an invocation older than every job: deleted");
+    assert.equal(await invocations(invocation(89), ranNewDone), 2, "younger than the oldest job, or a kept job's: kept");
+    const { version } = JSON.parse(await p.db.prepare("SELECT details FROM invocations WHERE id = ?").bind(ranNewDone).first("details"));
+    assert.equal((await p.getJob(newDone)).body.runs[1].version, version, "its run still shows what its invocation shares");
   });
 
   test("a batch's successes are one row, the job view still shows each run, and the row goes after the hour", async () => {

@@ -20,7 +20,7 @@ use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
-    JobType, RetryPolicy, RunDetails,
+    JobType, Ran, RetryPolicy, RunDetails,
 };
 use jobs_store::jobs::{
     self, ClaimTerms, Claimed, Exhausted, FailedChain, Finished, Leftovers, PastExpiry, Seen,
@@ -542,10 +542,12 @@ async fn execute(
     let details = RunDetails {
         version: invocation.version.clone(),
         invocation: invocation.id.clone(),
-        handler: job_type.map_or("unknown", |t| t.handler().module()),
-        bytes: outbound.bytes(),
-        llm: ran.llm,
-        artifacts: ran.artifacts,
+        ran: Ran {
+            handler: job_type.map_or("unknown", |t| t.handler().module()),
+            bytes: outbound.bytes(),
+            llm: ran.llm,
+            artifacts: ran.artifacts,
+        },
         lease_until: None, // the batch's, once every job has run
     };
     Ok(Attempt {

@@ -14,9 +14,9 @@ use worker::worker_sys::{Message as MessageSys, MessageBatch as MessageBatchSys}
 
 #[wasm_bindgen(module = "/src/queue_batch.js")]
 extern "C" {
-    /// `[[attempts, body], ...]` for the batch's messages, in order.
+    /// `[[attempts, body], ...]` for the batch's messages, in order, as UTF-8 bytes.
     #[wasm_bindgen(js_name = messagesJson)]
-    fn messages_json(messages: &Array) -> String;
+    fn messages_json(messages: &Array) -> Vec<u8>;
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -41,8 +41,10 @@ pub struct Delivery {
 impl Delivery {
     /// The batch's `messages` decoded; `Err` when the batch itself cannot be read.
     pub fn all(messages: &Array, queue_limit: QueueDelayLimit) -> Result<Vec<Delivery>, String> {
+        // Read as text, as `StatementResult::packed_results` does (one copy of serde's reader).
+        let text = String::from_utf8(messages_json(messages)).map_err(|e| e.to_string())?;
         let rows: Vec<(f64, Box<RawValue>)> =
-            serde_json::from_str(&messages_json(messages)).map_err(|e| e.to_string())?;
+            serde_json::from_str(&text).map_err(|e| e.to_string())?;
         Ok(rows
             .into_iter()
             .map(|(attempts, body)| Delivery {

@@ -1,6 +1,9 @@
 // The queue batch's messages read in ONE call from the WASM (consumer/src/delivery.rs): each
 // message's delivery count and body, as one JSON text `[[attempts, body], ...]`. A body JSON
-// cannot carry (a BigInt, a cycle) is `null` there, which the consumer drops as not a job.
+// cannot carry (a BigInt, a cycle) is `null` there, which the consumer drops as not a job. It
+// crosses as UTF-8 bytes, as a claim's rows do (store/src/packed_rows.js).
+const encoder = new TextEncoder();
+
 export function messagesJson(messages) {
   const rows = messages.map((m) => {
     let body;
@@ -11,5 +14,5 @@ export function messagesJson(messages) {
     }
     return `[${m.attempts ?? 1},${body ?? "null"}]`;
   });
-  return `[${rows.join(",")}]`;
+  return encoder.encode(`[${rows.join(",")}]`);
 }

@@ -93,13 +93,17 @@ pub struct RunRow {
 }
 
 /// Every run of the job `id`, in order: its run records, and its success's, which is on the
-/// job's own row (migration 0016: `run_cost_cents` is set exactly when it is there).
+/// job's own row (migration 0016: `run_cost_cents` is set exactly when it is there), its
+/// details with what its invocation shares put back (migration 0018).
 pub async fn job_run_list(db: &D1Database, id: &str) -> worker::Result<Vec<RunRow>> {
+    let shared = "json_set(COALESCE((SELECT details FROM invocations WHERE id = run_invocation), \
+         '{}'), '$.invocation', run_invocation)";
     db.prepare(format!(
         "SELECT run, attempt, started_at, finished_at, outcome, error_class, error_message, \
          duration_ms, cost_cents, details FROM job_runs WHERE job_id = ?1 \
          UNION ALL SELECT runs, attempts, started_at, finished_at, status, NULL, NULL, \
-         finished_at - started_at, run_cost_cents, run_details FROM jobs \
+         finished_at - started_at, run_cost_cents, \
+         IIF(run_invocation IS NULL, run_details, json_patch({shared}, run_details)) FROM jobs \
          WHERE id = ?1 AND status = '{Succeeded}' AND run_cost_cents IS NOT NULL ORDER BY run"
     ))
     .bind(&[id.into()])?

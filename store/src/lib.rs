@@ -22,6 +22,7 @@ pub mod dead_letters;
 pub mod escalation_digests;
 pub mod execution_histogram;
 pub mod feed_items;
+pub mod invocations;
 pub mod job_minutes;
 pub mod job_runs;
 pub mod jobs;

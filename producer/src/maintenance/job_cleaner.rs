@@ -2,10 +2,11 @@
 //! (and cancelled or skipped) ones after `RETAIN_SUCCEEDED_DAYS`, dead ones after
 //! `RETAIN_DEAD_DAYS`; schedule run records after the former; the charts' per-minute rows after
 //! `RETAIN_HISTORY_DAYS`; success batches once out of the windows over attempts and rolled
-//! into the histogram. Live jobs are never touched. One batch (one transaction) per tick, at
+//! into the histogram; the invocations' shared run details once older than every job. Live jobs are never touched. One batch (one transaction) per tick, at
 //! most `SWEEP_BATCH` rows of each.
 
 use jobs_shared::observe::last_hour::WINDOW_MS;
+use jobs_store::invocations::invocation_delete_unnamed;
 use jobs_store::job_minutes::job_minute_delete_before;
 use jobs_store::jobs::job_delete_finished;
 use jobs_store::schedules::schedule_run_delete_before;
@@ -36,6 +37,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         tick.now_ms - WINDOW_MS,
         batch,
     )?);
+    statements.push(invocation_delete_unnamed(tick.db, batch)?);
     let results = tick.db.batch(statements).await?;
     let changes = |i: usize| {
         results[i]
@@ -47,6 +49,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     };
     Ok(json!({
         "jobs": changes(2), "runs": changes(0), "schedule_runs": changes(3), "minutes": changes(4),
-        "success_batches": changes(5),
+        "success_batches": changes(5), "invocations": changes(6),
     }))
 }

@@ -23,13 +23,26 @@ pub const INLINE_ARTIFACT_MAX_BYTES: usize = 4 * 1024;
 
 /// What ran the attempt and what it did, and the lease the job held when its outcome was
 /// written (`lease_until`): the consumer's own account of it where it has one, else the
-/// record's SQL reads it from the job's row.
+/// record's SQL reads it from the job's row. A success keeps what its consumer invocation's
+/// runs share ([`RunDetails::shared_by_invocation`]) once per invocation, and [`Ran`] on its
+/// job's row (README "Run records and artifacts").
 #[derive(Serialize, PartialEq)]
 pub struct RunDetails {
     /// The consumer's deployed version id (its version-metadata binding), else `local`.
     pub version: String,
     /// The consumer invocation that ran it; its `batch.completed` line carries the same id.
     pub invocation: String,
+    #[serde(flatten)]
+    pub ran: Ran,
+    /// The lease as the batch last wrote it (the claim's, or its heartbeat's latest), when D1
+    /// confirmed that write; `None` after a heartbeat D1 refused, whose effect is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<i64>,
+}
+
+/// The run's own part of its details: its handler and what it sent, read and produced.
+#[derive(Serialize, PartialEq)]
+pub struct Ran {
     /// The handler module of the job's registry row.
     pub handler: &'static str,
     /// Stored only when the attempt sent or read a body, and its artifacts only when it made
@@ -41,10 +54,24 @@ pub struct RunDetails {
     pub llm: Option<LlmUse>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
-    /// The lease as the batch last wrote it (the claim's, or its heartbeat's latest), when D1
-    /// confirmed that write; `None` after a heartbeat D1 refused, whose effect is unknown.
+}
+
+/// What every run one consumer invocation records shares: its version, and the lease its batch
+/// held when D1 confirmed it.
+#[derive(Serialize)]
+pub struct InvocationDetails<'a> {
+    pub version: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_until: Option<i64>,
+}
+
+impl RunDetails {
+    pub fn shared_by_invocation(&self) -> InvocationDetails<'_> {
+        InvocationDetails {
+            version: &self.version,
+            lease_until: self.lease_until,
+        }
+    }
 }
 
 /// Body bytes of the attempt's outbound requests: sent, and received (read).
@@ -217,10 +244,12 @@ mod tests {
         let details = RunDetails {
             version: "local".into(),
             invocation: "01K".into(),
-            handler: "noop",
-            bytes: Bytes::default(),
-            llm: None,
-            artifacts: Vec::new(),
+            ran: Ran {
+                handler: "noop",
+                bytes: Bytes::default(),
+                llm: None,
+                artifacts: Vec::new(),
+            },
             lease_until: Some(11),
         };
         let stored = serde_json::to_value(&details).unwrap();
@@ -289,15 +318,17 @@ mod tests {
         let details = RunDetails {
             version: "local".into(),
             invocation: "01K".into(),
-            handler: "ai_tagging",
-            bytes: Bytes {
-                out: 5,
-                received: 7,
+            ran: Ran {
+                handler: "ai_tagging",
+                bytes: Bytes {
+                    out: 5,
+                    received: 7,
+                },
+                llm: Some(llm),
+                artifacts: vec![
+                    Artifact::stored("screenshot", "image/png", 9, "k".into()).with("width", 3)
+                ],
             },
-            llm: Some(llm),
-            artifacts: vec![
-                Artifact::stored("screenshot", "image/png", 9, "k".into()).with("width", 3)
-            ],
             lease_until: Some(11),
         };
         assert_eq!(

@@ -2,12 +2,18 @@
 //! `observe::analytics_points` says.
 
 use serde::Serialize;
-use worker::wasm_bindgen::JsCast;
-use worker::worker_sys::AnalyticsEngineDataset as AnalyticsEngineDatasetSys;
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 use worker::{console_error, AnalyticsEngineDataset};
 
 use crate::observe::analytics_points::Point;
-use crate::util::js_json::to_js_array;
+
+#[wasm_bindgen(module = "/src/util/analytics_write.js")]
+extern "C" {
+    /// Writes each point of `points_json` (a JSON array of [`DataPoint`]s) to `dataset`.
+    #[wasm_bindgen(js_name = writePoints, catch)]
+    fn write_points(dataset: &JsValue, points_json: &str) -> Result<(), JsValue>;
+}
 
 /// A point as `writeDataPoint` takes it.
 #[derive(Serialize)]
@@ -18,14 +24,8 @@ struct DataPoint<'a> {
 }
 
 /// Writes `points`; a failed write is logged, never the caller's concern. The points cross into
-/// JS as one JSON text (a batch's hundred points, not a call per field of each).
+/// JS as one JSON text (a batch's hundred points in one call).
 pub fn write_points_to(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) {
-    if let Err(e) = write_all(dataset, points) {
-        console_error!("analytics engine write failed: {e}");
-    }
-}
-
-fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> worker::Result<()> {
     let points: Vec<DataPoint> = points
         .iter()
         .map(|p| DataPoint {
@@ -34,9 +34,10 @@ fn write_all(dataset: &AnalyticsEngineDataset, points: &[Point<'_>]) -> worker::
             doubles: &p.doubles,
         })
         .collect();
-    let dataset: &AnalyticsEngineDatasetSys = dataset.as_ref().unchecked_ref();
-    for point in to_js_array(&points)?.iter() {
-        dataset.write_data_point(point)?;
+    let written = serde_json::to_string(&points)
+        .map_err(|e| e.to_string())
+        .and_then(|json| write_points(dataset.as_ref(), &json).map_err(|e| format!("{e:?}")));
+    if let Err(e) = written {
+        console_error!("analytics engine write failed: {e}");
     }
-    Ok(())
 }

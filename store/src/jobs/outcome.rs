@@ -8,7 +8,7 @@ use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
 use jobs_shared::JobStatus::{Queued, Running, Succeeded};
-use jobs_shared::{ChainMove, D1Stats, Decision, Family, JobError, NewJob, RunDetails};
+use jobs_shared::{ChainMove, D1Stats, Decision, Family, JobError, NewJob, Ran, RunDetails};
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -16,6 +16,7 @@ use worker::{D1Database, D1PreparedStatement};
 use super::chain::{self, job_set_chain_failed_many, FailedChain};
 use super::claim::{job_list_seen, Claimed, Seen};
 use crate::d1::{counted_batch, json, num};
+use crate::invocations::invocation_insert;
 use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_failed;
 use crate::sql::rows_cte;
@@ -104,15 +105,25 @@ pub async fn job_set_outcome_many(
         }
     }
     let mut statements = Vec::new();
+    // What every success shares with its invocation's runs is kept once, in `invocations`.
+    if let Some(shared) = shared {
+        statements.push(invocation_insert(
+            db,
+            &shared.invocation,
+            &shared.shared_by_invocation(),
+        )?);
+    }
     // Whether the details carry the lease (the consumer's account of it), or the SQL reads it.
     let lease_known = num(shared.is_some_and(|d| d.lease_until.is_some()).into());
-    let shared = json(&shared);
+    let invocation = JsValue::from_str(shared.map_or("", |d| &d.invocation));
+    let shared = json(&shared.map(|d| &d.ran));
     for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
         let rows = JsValue::from_str(&array);
         statements.push(db.prepare(&*SUCCEEDED_UPDATE).bind(&[
             rows.clone(),
             shared.clone(),
             lease_known.clone(),
+            invocation.clone(),
         ])?);
         // Right after the update: it counts the rows the update changed.
         statements.push(success_batch(db, family, &rows, &successes[range])?);
@@ -201,17 +212,19 @@ fn jobs_update(jobs_set: &str) -> String {
 }
 
 /// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
-/// null where they are the batch's shared ones (?2). The run's record stays on the job row; the
-/// batch's successes get one `success_batches` row. The details carry the lease the job held
-/// when the consumer knows it (?3, nearly always); else each row's is read into them here,
-/// which costs a JSON edit per row.
+/// (the run's own, shared `Ran`) null where they are the batch's shared ones (?2). The run's
+/// record stays on the job row, with its invocation (?4), whose `invocations` row keeps the
+/// rest; the batch's successes get one `success_batches` row. That row carries the lease the
+/// job held when the consumer knows it (?3, nearly always); else each job's is read into its
+/// details here, which costs a JSON edit per row.
 static SUCCEEDED_UPDATE: LazyLock<String> = LazyLock::new(|| {
     jobs_update(&format!(
         "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
          last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
          run_cost_cents = o.value ->> 5, \
          run_details = IIF(?3, COALESCE(o.value ->> 6, ?2), \
-         json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', jobs.lease_until))"
+         json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', jobs.lease_until)), \
+         run_invocation = ?4"
     ))
 });
 
@@ -251,11 +264,12 @@ struct SucceededRow<'a>(
     i64,
     Option<&'a str>,
     f64,
-    Option<&'a RunDetails>,
+    Option<&'a Ran>,
 );
 
 impl<'a> SucceededRow<'a> {
-    /// Its details are left out (null) when they equal `shared`.
+    /// Its own details ([`Ran`]: what its invocation shares is kept there), left out (null)
+    /// when they equal `shared`'s.
     fn of(f: &'a Finished<'_>, shared: Option<&RunDetails>) -> Self {
         let job = f.job;
         SucceededRow(
@@ -265,7 +279,7 @@ impl<'a> SucceededRow<'a> {
             f.finished_at,
             f.result.as_deref(),
             f.cost_cents,
-            (Some(f.details) != shared).then_some(f.details),
+            (Some(&f.details.ran) != shared.map(|d| &d.ran)).then_some(&f.details.ran),
         )
     }
 }
