@@ -8,10 +8,10 @@
 // (4 at a time) and of 1 (16 at a time), each phase once untimed first on both sides. On both
 // sides wrangler's inspector is on the consumer (`startInspectingConsumer`).
 import { deepStrictEqual } from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { ROOT, waitFor } from "../tests/support/platform.mjs";
+import { devTokens } from "../scripts/dev-tokens.mjs";
 import { startDevServer } from "./dev_server.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, alternate, endToEndPass, enqueuePhase, jobsBody, pairedRatio, round, warmUp } from "./measure.mjs";
 
@@ -41,22 +41,6 @@ function checkSameConsumerSettings() {
     consumer("consumer/wrangler.toml"),
     "bench/handwritten/consumer.toml must consume jobs-default as consumer/wrangler.toml does",
   );
-}
-
-/**
- * The first token of each list in .dev.vars (which `npm run dev` writes if it is missing), as a
- * user copies it into a request: a `name:` in front of it is the token's name, not the token.
- */
-function devTokens() {
-  const vars = Object.fromEntries(
-    readFileSync(join(ROOT, ".dev.vars"), "utf8")
-      .split("\n")
-      .map((line) => /^([A-Z_]+)=(.*)$/.exec(line.trim()))
-      .filter(Boolean)
-      .map(([, name, value]) => [name, value]),
-  );
-  const first = (list) => list.split(",")[0].trim().replace(/^[A-Za-z0-9_.-]{1,32}:/, "");
-  return { enqueue: first(vars.ENQUEUE_TOKENS), admin: first(vars.ADMIN_TOKENS) };
 }
 
 /**

@@ -7,7 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-bash scripts/install-chromium.sh # screenshot_capture's browser, behind the stand-in
+# screenshot_capture's browser, behind the stand-in: Debian's, installed with apt. Without it
+# (no apt, no sudo) everything else still runs; screenshot jobs fail until it is there.
+bash scripts/install-chromium.sh ||
+  echo "warning: Chromium could not be installed (scripts/install-chromium.sh): screenshot_capture jobs will fail locally" >&2
 
 # Local secrets, made once (see .dev.vars.example and consumer/.dev.vars.example). The consumer
 # reads its own .dev.vars beside its config.
@@ -25,7 +28,8 @@ npx wrangler d1 migrations apply DB --local --persist-to "$state"
 node scripts/build.mjs
 
 port=${PORT:-8787}
-token=$(sed -n 's/^ENQUEUE_TOKENS=\([^,]*\).*/\1/p' .dev.vars)
+token=$(node scripts/dev-tokens.mjs ENQUEUE_TOKENS)
+admin_token=$(node scripts/dev-tokens.mjs ADMIN_TOKENS)
 cat <<MSG
 
   Producer: http://localhost:$port   (consumer runs in the same process)
@@ -38,6 +42,8 @@ cat <<MSG
     curl -s http://localhost:$port/v1/jobs/<id> -H "Authorization: Bearer $token"
   Run the maintenance sweep now (the cron does not fire locally):
     curl -s http://localhost:$port/cdn-cgi/handler/scheduled
+  The operator's API, dashboard (http://localhost:$port/dashboard/) and CLI take the admin token:
+    export URL=http://localhost:$port ADMIN_TOKEN=$admin_token
 
 MSG
 
@@ -45,9 +51,11 @@ MSG
 # this script; the consumer runs its local config, whose BROWSER is the stand-in (README
 # "Screenshots").
 chromium_port=$(sed -n 's|^CHROMIUM_URL = "http://127.0.0.1:\([0-9]*\)"|\1|p' dev/browser-standin/wrangler.toml)
-node dev/browser-standin/chromium.mjs "$chromium_port" &
-chromium_pid=$!
-trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
+if [ -x /usr/bin/chromium ]; then
+  node dev/browser-standin/chromium.mjs "$chromium_port" &
+  chromium_pid=$!
+  trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
+fi
 consumer_config=$(node scripts/local-config.mjs)
 npx wrangler dev -c wrangler.toml -c "$consumer_config" -c producer/static/wrangler.toml -c dev/browser-standin/wrangler.toml \
   --persist-to "$state" --port "$port"

@@ -46,6 +46,12 @@ test("replay 1,200 dead jobs: a dry run counts them, the replay shows its progre
   assert.equal(run.code, 0, run.stderr);
   assert.deepEqual(run.stdout.trim().split("\n"), ["replayed 1000/1200", "replayed 1200/1200", "replayed 1200 job(s)"]);
   assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND type = 'http'"), 1200);
+
+  // Nothing left to replay: said as done, not as a dry run.
+  const again = await cli("replay", "--type", "http");
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout.trim(), "replayed 0 job(s)");
+  assert.deepEqual(JSON.parse((await cli("replay", "--type", "http", "--json")).stdout), { count: 0, conflicts: 0 });
 });
 
 test("stats and the job search, as tables or JSON; bad input says why", async () => {

@@ -74,8 +74,13 @@ function statsTable(stats) {
 async function bulk(verb, call, values, out) {
   const target = selection(values);
   const planned = await call(target, true);
-  if (values["dry-run"] || planned.count === 0) {
+  if (values["dry-run"]) {
     out.result({ dry_run: true, count: planned.count }, `${planned.count} job(s) would be ${verb}`);
+    return;
+  }
+  // Nothing matches: nothing to call for, and nothing was done.
+  if (planned.count === 0) {
+    out.result({ count: 0, conflicts: 0 }, `${verb} 0 job(s)`);
     return;
   }
   const total = planned.count + (planned.remaining ?? 0);
