@@ -469,8 +469,10 @@ describe("pause holds jobs without spending attempts; resume runs them (real que
     await p.waitFor(async () => (await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'noop' AND held_at IS NOT NULL")) === 3, { what: "held noop jobs" });
     for (const id of held) {
       const job = (await p.getJob(id)).body;
-      assert.deepEqual([job.status, job.attempts, job.runs.length], ["queued", 0, 0]);
+      assert.deepEqual([job.status, job.held, job.attempts, job.runs.length], ["queued", true, 0, 0]);
     }
+    const viewed = await api.call("GET", "/v1/admin/jobs/{id}", { params: { id: held[0] } });
+    assert.equal(viewed.body.held, true, "the operator's job view says it is held, as its list does");
     const pauses = await api.call("GET", "/v1/admin/pauses");
     assert.equal(pauses.body.pauses[0].held, 3);
     assert.equal((await api.call("GET", "/v1/admin/stats")).body.families.default.held, 3);

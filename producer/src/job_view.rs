@@ -63,6 +63,7 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "finished_at": summary.finished_at.map(rfc3339),
         "correlation_id": job.correlation_id,
         "enqueued_by": summary.enqueued_by,
+        "held": summary.held_at.is_some(),
         "retry": job.retry_policy.as_deref().map(parse_json),
         "expires_at": job.expires_at.map(rfc3339),
         "runs": runs,

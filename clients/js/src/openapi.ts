@@ -3615,6 +3615,8 @@ export interface components {
             correlation_id?: string | null;
             /** @description who enqueued it: a token's name, token:<fingerprint> for an unnamed token, or schedule:<name>; never a token */
             enqueued_by?: string | null;
+            /** @description held by a pause: not claimed, no attempt spent */
+            held: boolean;
             /** @description its own retry policy in the object form, or null for its type's */
             retry?: null | Record<string, never>;
             /** Format: date-time */
