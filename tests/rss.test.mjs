@@ -5,7 +5,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { logCollector, waitFor, withPlatformAndApp, TOKENS } from "./support/platform.mjs";
+import { enqueueBatch, logCollector, waitFor, withPlatformAndApp, TOKENS } from "./support/platform.mjs";
 import { parsePrometheusText, sampleValue } from "./support/prometheus_text.mjs";
 
 const RSS = `<?xml version="1.0"?>
@@ -133,6 +133,20 @@ describe("rss_feed_refresh", () => {
     const missing = await refresh({ source_id: "00000000-0000-4000-8000-000000000000" });
     assert.equal(missing.status, "dead");
     assert.equal(missing.error.class, "invalid_payload");
+  });
+
+  test("two refreshes that find one source due at once fetch it once: the other says it is being refreshed", async () => {
+    app.script("/feeds/shared.xml", [feed(RSS, { delayMs: 500 }), feed(RSS, { delayMs: 500 })]);
+    const shared = await addSource("Shared", "/feeds/shared.xml");
+    // One request, so one queue batch: the two run at the same time.
+    const ids = await enqueueBatch(p, { type: "rss_feed_refresh", payload: { source_id: shared.id, force_refresh: true } }, 2);
+    const jobs = await Promise.all(ids.map((id) => p.waitForStatus(id, ["succeeded", "dead"])));
+    assert.deepEqual(jobs.map((j) => j.result.sources[0].outcome).sort(), ["refreshed", "refreshing"]);
+    assert.equal(app.requests("/feeds/shared.xml").length, 1, "fetched once");
+    const row = await p.db.prepare("SELECT refreshing_until FROM rss_sources WHERE id = ?").bind(shared.id).first();
+    assert.equal(row.refreshing_until, null, "the claim ends with the refresh");
+    // Once it is written, the next refresh claims it again.
+    assert.equal((await refresh({ source_id: shared.id, force_refresh: true })).result.sources[0].outcome, "refreshed");
   });
 
   test("a malformed feed is a retryable error counted on the source", async () => {

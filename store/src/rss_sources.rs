@@ -1,7 +1,7 @@
 //! The `rss_sources` table: the feeds `rss_feed_refresh` reads, with their error streaks and
 //! item counters, and the admin routes that list, add and re-enable them. A refresh reads its
-//! sources in one query and writes everything (every source's new items and counters) in one
-//! batch, whatever the number of sources.
+//! sources in one query, claims the due ones in one, writes everything (every source's new
+//! items and counters) in one batch, whatever the number of sources, and ends its claim in one.
 
 use jobs_shared::handlers::feed::{NewSource, SourcePatch};
 use jobs_shared::SortedEntries;
@@ -10,7 +10,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::audit::{write_audited, Entry};
-use crate::d1::{num, opt_str};
+use crate::d1::{json, num, opt_str};
 use crate::feed_items::feed_item_insert_many;
 
 /// Sources one job looks at, at most (the due ones are a subset).
@@ -43,6 +43,47 @@ pub async fn rss_source_list_to_refresh(
     .all()
     .await?
     .results()
+}
+
+/// Claims the sources `ids` for one refresh until `until_ms` (migration 0019): those no other
+/// refresh holds at `now_ms`. Returns the ids claimed.
+pub async fn rss_source_claim_many(
+    db: &D1Database,
+    ids: &[&str],
+    now_ms: i64,
+    until_ms: i64,
+) -> worker::Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Claimed {
+        id: String,
+    }
+    let claimed: Vec<Claimed> = db
+        .prepare(
+            "UPDATE rss_sources SET refreshing_until = ?3 \
+             WHERE id IN (SELECT value FROM json_each(?1)) \
+             AND (refreshing_until IS NULL OR refreshing_until <= ?2) RETURNING id",
+        )
+        .bind(&[json(ids), num(now_ms), num(until_ms)])?
+        .all()
+        .await?
+        .results()?;
+    Ok(claimed.into_iter().map(|c| c.id).collect())
+}
+
+/// Ends the claim (until `until_ms`) of the sources `ids`, once the refresh has written them.
+pub async fn rss_source_release_many(
+    db: &D1Database,
+    ids: &[&str],
+    until_ms: i64,
+) -> worker::Result<()> {
+    db.prepare(
+        "UPDATE rss_sources SET refreshing_until = NULL \
+         WHERE id IN (SELECT value FROM json_each(?1)) AND refreshing_until = ?2",
+    )
+    .bind(&[json(ids), num(until_ms)])?
+    .run()
+    .await?;
+    Ok(())
 }
 
 /// What happened to one source, to be written.

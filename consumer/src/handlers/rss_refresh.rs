@@ -13,6 +13,8 @@
 //! (and a 429's Retry-After keeps the source out of it until then), as do the sources the time
 //! budget did not reach (`not_reached`).
 
+use std::collections::HashSet;
+
 use futures::stream::{self, StreamExt};
 use jobs_shared::{
     after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
@@ -98,6 +100,27 @@ async fn refresh(
         }
     }
 
+    // Only the sources this refresh claims: one another refresh is fetching (found due at the
+    // same time, in the same batch) is its. The claim lasts the budget, after which nothing
+    // starts, and ends once the sources are written.
+    let none_due = due.is_empty();
+    let claim_until = started + i64::from(limits.budget_ms);
+    let due_ids: Vec<&str> = due.iter().map(|s| s.id.as_str()).collect();
+    let claimed: HashSet<String> = if none_due {
+        HashSet::new()
+    } else {
+        rss_sources::rss_source_claim_many(&db, &due_ids, started, claim_until)
+            .await
+            .map_err(job_context::d1_error)?
+            .into_iter()
+            .collect()
+    };
+    let (due, taken): (Vec<&SourceRow>, Vec<&SourceRow>) =
+        due.into_iter().partition(|s| claimed.contains(&s.id));
+    for source in taken {
+        summaries.push(json!({ "id": source.id, "name": source.name, "outcome": "refreshing" }));
+    }
+
     // A feed starts only if it can end within the budget; the stream ends at the first that
     // cannot, and the rest are left for the next run.
     let mut fetches = stream::iter(due.iter().copied())
@@ -135,7 +158,13 @@ async fn refresh(
         }
     }
     writer.flush().await?;
-    completed(events, due.is_empty(), &writer.done);
+    if !claimed.is_empty() {
+        let ids: Vec<&str> = claimed.iter().map(String::as_str).collect();
+        rss_sources::rss_source_release_many(&db, &ids, claim_until)
+            .await
+            .map_err(job_context::d1_error)?;
+    }
+    completed(events, none_due, &writer.done);
     for (source, outcome) in writer.done {
         summaries.push(match outcome {
             Ok(stored) => json!({
