@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 
+use jobs_shared::util::js_json::from_json_bytes;
 use jobs_shared::{JobMessage, QueueDelayLimit};
 use serde_json::value::RawValue;
 use wasm_bindgen::prelude::*;
@@ -41,10 +42,7 @@ pub struct Delivery {
 impl Delivery {
     /// The batch's `messages` decoded; `Err` when the batch itself cannot be read.
     pub fn all(messages: &Array, queue_limit: QueueDelayLimit) -> Result<Vec<Delivery>, String> {
-        // Read as text, as `StatementResult::packed_results` does (one copy of serde's reader).
-        let text = String::from_utf8(messages_json(messages)).map_err(|e| e.to_string())?;
-        let rows: Vec<(f64, Box<RawValue>)> =
-            serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let rows: Vec<(f64, Box<RawValue>)> = from_json_bytes(messages_json(messages))?;
         Ok(rows
             .into_iter()
             .map(|(attempts, body)| Delivery {

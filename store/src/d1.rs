@@ -1,7 +1,7 @@
 //! What every table module shares: values as D1 binds them, and a round trip counted in
 //! `D1Stats` (the benchmark and the Server-Timing header read those counts).
 
-use jobs_shared::util::js_json::from_js;
+use jobs_shared::util::js_json::{from_js, from_json_bytes};
 use jobs_shared::{D1Stats, SqlValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -31,10 +31,7 @@ impl StatementResult {
     /// into one is about a sixth of a claim's round trip cheaper (README "Benchmark").
     pub fn packed_results<T: DeserializeOwned>(&self) -> worker::Result<Vec<T>> {
         let results = Reflect::get(&self.0, &"results".into())?;
-        // Read as text: the WASM then holds one copy of serde's reader, not two (its size).
-        let text = String::from_utf8(packed_rows(&results))
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
-        serde_json::from_str(&text).map_err(|e| worker::Error::RustError(e.to_string()))
+        from_json_bytes(packed_rows(&results)).map_err(worker::Error::RustError)
     }
 
     /// What D1 says it did (rows read and written, its time).

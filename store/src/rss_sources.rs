@@ -1,7 +1,7 @@
 //! The `rss_sources` table: the feeds `rss_feed_refresh` reads, with their error streaks and
 //! item counters, and the admin routes that list, add and re-enable them. A refresh reads its
-//! sources in one query, claims the due ones in one, writes everything (every source's new
-//! items and counters) in one batch, whatever the number of sources, and ends its claim in one.
+//! sources in one query, claims the due ones in one, and writes everything (every source's new
+//! items and counters, which end its claim) in one batch, whatever the number of sources.
 
 use jobs_shared::handlers::feed::{NewSource, SourcePatch};
 use jobs_shared::SortedEntries;
@@ -70,7 +70,8 @@ pub async fn rss_source_claim_many(
     Ok(claimed.into_iter().map(|c| c.id).collect())
 }
 
-/// Ends the claim (until `until_ms`) of the sources `ids`, once the refresh has written them.
+/// Ends the claim (until `until_ms`) of the sources `ids` the refresh did not reach; a source
+/// it wrote ended its claim in that write.
 pub async fn rss_source_release_many(
     db: &D1Database,
     ids: &[&str],
@@ -139,7 +140,7 @@ pub fn rss_source_record_refresh(
                 .prepare(
                     "UPDATE rss_sources SET error_count = ?2, is_active = ?3 IS NULL, \
                      last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
-                     updated_at = ?6, disabled_reason = ?3, \
+                     updated_at = ?6, disabled_reason = ?3, refreshing_until = NULL, \
                      disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END, \
                      errors_by_type = json_set(COALESCE(errors_by_type, '{}'), \
                        '$.' || json_quote(?7), \
@@ -176,6 +177,7 @@ fn rss_source_set_fetched(
     db.prepare(format!(
         "UPDATE rss_sources SET error_count = 0, last_error_message = NULL, \
          retry_after_until = NULL, last_fetched_at = ?2, last_attempt_at = ?2, updated_at = ?2, \
+         refreshing_until = NULL, \
          items_new = items_new + {new_here}, \
          items_duplicate = items_duplicate + ?3 - {new_here}, \
          items_skipped = items_skipped + ?4, \

@@ -102,7 +102,7 @@ async fn refresh(
 
     // Only the sources this refresh claims: one another refresh is fetching (found due at the
     // same time, in the same batch) is its. The claim lasts the budget, after which nothing
-    // starts, and ends once the sources are written.
+    // starts; a source's write ends it, and one not reached is given back.
     let none_due = due.is_empty();
     let claim_until = started + i64::from(limits.budget_ms);
     let due_ids: Vec<&str> = due.iter().map(|s| s.id.as_str()).collect();
@@ -158,12 +158,6 @@ async fn refresh(
         }
     }
     writer.flush().await?;
-    if !claimed.is_empty() {
-        let ids: Vec<&str> = claimed.iter().map(String::as_str).collect();
-        rss_sources::rss_source_release_many(&db, &ids, claim_until)
-            .await
-            .map_err(job_context::d1_error)?;
-    }
     completed(events, none_due, &writer.done);
     for (source, outcome) in writer.done {
         summaries.push(match outcome {
@@ -183,6 +177,12 @@ async fn refresh(
         .collect();
     for source in &not_reached {
         summaries.push(json!({ "id": source.id, "name": source.name, "outcome": "not_reached" }));
+    }
+    if !not_reached.is_empty() {
+        let ids: Vec<&str> = not_reached.iter().map(|s| s.id.as_str()).collect();
+        rss_sources::rss_source_release_many(&db, &ids, claim_until)
+            .await
+            .map_err(job_context::d1_error)?;
     }
     match first_error {
         Some(e) if single.is_some() => Err(e),

@@ -2,8 +2,9 @@
 //! (and cancelled or skipped) ones after `RETAIN_SUCCEEDED_DAYS`, dead ones after
 //! `RETAIN_DEAD_DAYS`; schedule run records after the former; the charts' per-minute rows after
 //! `RETAIN_HISTORY_DAYS`; success batches once out of the windows over attempts and rolled
-//! into the histogram; the invocations' shared run details once older than every job. Live jobs are never touched. One batch (one transaction) per tick, at
-//! most `SWEEP_BATCH` rows of each.
+//! into the histogram; the invocations' shared run details once older than every job. Live
+//! jobs are never touched. One batch (one transaction) per tick, at most `SWEEP_BATCH` rows of
+//! each.
 
 use jobs_shared::observe::last_hour::WINDOW_MS;
 use jobs_store::invocations::invocation_delete_unnamed;

@@ -19,6 +19,14 @@ pub fn from_js<T: DeserializeOwned>(value: &JsValue) -> worker::Result<T> {
     serde_json::from_str(&text).map_err(json_error)
 }
 
+/// A JSON text a JS snippet handed over as UTF-8 bytes (`TextEncoder`: wasm-bindgen copies a
+/// returned string in a character at a time), read as a `T`. Read through `str`, so the WASM
+/// holds one copy of serde's reader, not a second for bytes.
+pub fn from_json_bytes<T: DeserializeOwned>(bytes: Vec<u8>) -> Result<T, String> {
+    let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
 fn json_error(e: serde_json::Error) -> worker::Error {
     worker::Error::RustError(e.to_string())
 }
