@@ -158,7 +158,10 @@ describe("ai_tagging under a monthly budget", () => {
     }
     assert.deepEqual(job.artifacts, [{ ...artifact, run: 1 }]);
     assert.deepEqual(await alertRows(), [], "2.7 % raises nothing");
-    assert.equal(events("budget.check")[0].budget_action, "normal");
+    const [check] = events("budget.check");
+    assert.equal(check.budget_action, "normal");
+    // A per-job event with the span's fields, so one job's or request's story has it.
+    assert.deepEqual([check.level, check["job.type"], check["job.attempt"], typeof check.correlation_id], ["info", "ai_tagging", 1, "string"]);
 
     // item.tagged per stored item, up to SPAN_EVENTS_MAX (30); the other 15 are counted once.
     const tagged = events("item.tagged");
@@ -249,7 +252,7 @@ describe("ai_tagging under a monthly budget", () => {
     assert.ok((await items()).every((r) => r.ai_tagged === 0 && r.ai_lease_until === null));
   });
 
-  test("mid-batch stop: a batch that crosses the limit ends the job; alerts fire once each; raising the limit resumes", async () => {
+  test("mid-batch stop: a batch that crosses the limit ends the job; alerts fire once each; raising the limit resumes and re-arms them", async () => {
     await reset({ limit: 200, spent: 140, titles: titles(30) });
     const first = (await runJob()).job;
     assert.equal(first.status, "succeeded");
@@ -271,11 +274,26 @@ describe("ai_tagging under a monthly budget", () => {
     assert.equal(events("budget.alert").length, 3);
 
     const raised = await api.call("PATCH", "/v1/admin/budgets/{type}", { params: { type: "ai_tagging" }, json: { limit_cents: 10_000 } });
-    assert.deepEqual([raised.status, raised.body.action, raised.body.alerts.length], [200, "normal", 3]);
+    assert.deepEqual([raised.status, raised.body.action, raised.body.alerts.length], [200, "normal", 0], "re-armed: the spend is under every threshold now");
     const resumed = (await runJob()).job;
     assert.deepEqual([resumed.result.tagged, resumed.result.budget.spent_cents], [10, 320]);
     assert.ok((await items()).every((r) => r.ai_tagged === 1));
-    assert.equal((await alertRows()).length, 3);
+    assert.equal((await alertRows()).length, 0);
+  });
+
+  test("a limit of 0 stops work without alerting; only spend reaches a threshold, and a raised limit re-arms it", async () => {
+    await reset({ limit: 200, spent: 0 });
+    const patch = (limit_cents) => api.call("PATCH", "/v1/admin/budgets/{type}", { params: { type: "ai_tagging" }, json: { limit_cents } });
+    const stopped = await patch(0);
+    assert.deepEqual([stopped.body.action, stopped.body.alerts], ["hard_stop", []]);
+    assert.equal(events("budget.alert").length, 0, "nothing was spent: nothing to alert on");
+    await patch(200);
+    await p.db.prepare("UPDATE budgets SET spent_cents = 160 WHERE job_type = 'ai_tagging'").run();
+    const lowered = await patch(200);
+    assert.deepEqual(lowered.body.alerts.map((a) => a.threshold), [75], "the stop used up no threshold");
+    assert.deepEqual((await patch(1_000)).body.alerts, [], "16 %: the 75 % alert is re-armed");
+    assert.deepEqual((await patch(200)).body.alerts.map((a) => a.threshold), [75]);
+    assert.equal(events("budget.alert").length, 2, "once per crossing");
   });
 
   test("invalid replies are skipped and counted, stay untagged and are still billed; a fenced reply is fine", async () => {

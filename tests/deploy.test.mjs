@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT } from "./support/platform.mjs";
 import { envConfig, plan, resources } from "../scripts/deploy.mjs";
 
@@ -53,15 +54,41 @@ test("environments never share a resource, and a second run creates nothing", ()
     databases: new Set([staging.database]),
     queues: new Set(staging.queues),
     buckets: new Set(staging.buckets),
+    lifecycleRules: Object.fromEntries(staging.buckets.map((b) => [b, new Set([expiryRule(b)])])),
     secrets: { producer: new Set(["ENQUEUE_TOKENS", "ADMIN_TOKENS"]), consumer: new Set(["SIGNING_SECRETS"]) },
   };
   const again = plan("staging", account, CONFIGS);
   assert.deepEqual(creates(again), []);
   assert.deepEqual(
     again.filter((s) => !s.done).map((s) => s.what),
-    ["R2 expiry", "R2 expiry", "migrations", "deploy", "deploy", "deploy"],
-    "only what keeps a deployment current: the rules (replaced as they are), migrations, the Workers",
+    ["migrations", "deploy", "deploy", "deploy"],
+    "only what keeps a deployment current: migrations, the Workers",
   );
+  // wrangler adds an expiry rule beside the bucket's, even one of the same name: it is added
+  // only to a bucket that lacks it.
+  const ruleless = plan("staging", { ...account, lifecycleRules: { [staging.buckets[0]]: new Set(["someone-elses"]) } }, CONFIGS);
+  const added = ruleless.filter((s) => s.what === "R2 expiry" && !s.done);
+  assert.deepEqual(added.map((s) => s.name), staging.buckets);
+  assert.deepEqual(added.map((s) => s.args[5]), staging.buckets.map(expiryRule), "the rule's name as the plan adds it");
+});
+
+/** The name deploy gives a bucket's expiry rule: `expire-` and the bucket's last word. */
+const expiryRule = (bucket) => `expire-${bucket.split("-").at(-1)}`;
+
+/** The committed config each role's environment config is written from. */
+const COMMITTED = { static: "producer/static/wrangler.toml", producer: "wrangler.toml", consumer: "consumer/wrangler.toml" };
+
+test("vars set on a deployed Worker outlive a deploy, and the example app binds each environment's producer", () => {
+  for (const [role, committed] of Object.entries(COMMITTED)) {
+    const text = envConfig(readFileSync(join(ROOT, committed), "utf8"), "staging", "1");
+    assert.match(text, /^keep_vars = true$/m, role);
+    assert.ok(text.indexOf("keep_vars") < text.indexOf("["), `${role}: a top-level key, before any table`);
+  }
+  for (const env of ["staging", "production"]) {
+    const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "examples", "service-binding", "wrangler.toml"), env);
+    const bound = workerOptions.serviceBindings.JOBS;
+    assert.equal(bound?.name ?? bound, `jobs-producer-${env}`, env);
+  }
 });
 
 test("the database id is filled in, and a wrong environment is refused", () => {

@@ -229,5 +229,6 @@ describe("schedules", () => {
     const job = await getJob(fired.job_id);
     assert.equal(job.enqueued_by, "schedule:opt_every_minute");
     assert.deepEqual([job.retry, job.max_attempts], [created.body.retry, 3]);
+    assert.equal(job.correlation_id, job.id, "no request brought it: it goes by its own id, as in its logs");
   });
 });

@@ -1,7 +1,7 @@
 // Credentials never reach the logs: a webhook URL is its own secret (a Slack webhook's path is
 // the key) and so is a PagerDuty routing key. Escalations and alerts are driven through the real
 // sweep with every channel failing (an error status, a closed port), which is when URLs used
-// to be logged; every line either Worker logs is checked. The built WASM on local workerd, real
+// to be logged; every line either Worker logs is checked, and is JSON. The built WASM on local workerd, real
 // D1; the webhooks are a real local HTTP server.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -74,5 +74,14 @@ test("failing page, chat and digest webhooks are logged by channel and host, nev
   assert.ok(said(new RegExp(`dead job ${chatted} failed.*slack \\(127\\.0\\.0\\.1\\): the request failed`)), failures.join("\n"));
   assert.ok(said(/digest for .* failed.*digest \(127\.0\.0\.1\) answered 500/), failures.join("\n"));
   assert.ok(said(/alert backlog\/high notification failed.*pagerduty \(127\.0\.0\.1\) answered 500/), failures.join("\n"));
+
+  // Every line either Worker wrote is one JSON object with its event and level (README "Log
+  // schema"); a failure is a worker.error saying where.
+  for (const line of lines) {
+    const parsed = JSON.parse(line);
+    assert.ok(typeof parsed.event === "string" && typeof parsed.level === "string", line);
+  }
+  const sources = new Set(failures.map((l) => JSON.parse(l)).map((l) => `${l.event} ${l.level} ${l.source}`));
+  assert.deepEqual([...sources].sort(), ["worker.error error alert_evaluator", "worker.error error dead_job_escalator"]);
 
 });

@@ -267,6 +267,11 @@ describe("GET /metrics", () => {
     assert.equal((await get(null)).status, 401);
     assert.equal((await get(TOKENS.enqueue)).status, 403);
     assert.equal((await get("scrape-token-wrong")).status, 401);
+    // A scraper's token is known everywhere, and good only here: elsewhere 403, not 401.
+    for (const [method, path] of [["GET", "/v1/admin/stats"], ["GET", "/v1/jobs/01JNOPE"], ["POST", "/v1/jobs"]]) {
+      const res = await p.request(method, path, { token: "scrape-token", json: method === "POST" ? { type: "noop" } : undefined });
+      assert.deepEqual([res.status, res.body.error?.code], [403, "forbidden"], `${method} ${path}`);
+    }
     const doc = (await p.request("GET", "/openapi.json", { token: null })).body;
     assert.ok(doc.paths["/metrics"].get.responses["200"]);
   });

@@ -112,9 +112,14 @@ describe("schedules API", () => {
     const off = await p.request("POST", `/v1/admin/schedules/${s.id}/toggle`, admin);
     assert.equal(off.status, 200);
     assert.equal(off.body.enabled, false);
+    assert.equal(off.body.next_run_at, null, "a disabled schedule has no next run");
+    const edited = await api("PATCH", `/${s.id}`, { cron_expression: "7 3 * * *" });
+    assert.equal(edited.body.next_run_at, null, "nor once its expression changes");
     const on = await api("POST", `/nightly_noop/toggle`, { enabled: true });
     assert.equal(on.body.enabled, true, "by name, with an explicit value");
+    assert.match(on.body.next_run_at, /T03:07:00/, "planned from the expression it has now");
     assert.equal((await api("POST", `/${s.id}/toggle`, { enabled: "yes" })).status, 422);
+    assert.equal((await api("POST", `/${s.id}/toggle`, {})).body.enabled, false, "an empty body flips too");
 
     assert.equal((await api("GET", `/${s.id}`)).body.name, "nightly_noop");
     assert.equal((await api("DELETE", `/${s.id}`)).status, 204);
@@ -129,7 +134,7 @@ describe("schedules API", () => {
     });
     assert.deepEqual(
       ofThis.map((r) => r.action),
-      ["schedule.create", "schedule.update", "schedule.update", "schedule.toggle", "schedule.toggle", "schedule.delete"],
+      ["schedule.create", "schedule.update", "schedule.update", "schedule.toggle", "schedule.update", "schedule.toggle", "schedule.toggle", "schedule.delete"],
     );
     assert.ok(ofThis.every((r) => /^token:[0-9a-f]{12}$/.test(r.actor)), "the admin token's fingerprint");
   });

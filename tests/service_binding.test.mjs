@@ -38,4 +38,11 @@ test("over the binding, the API's checks hold as over the internet", async () =>
   assert.equal(unknown.status, 422);
   assert.equal(unknown.body.error.field, "type");
   assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE type = 'no_such_type'"), 0);
+
+  // The example forwards what it cannot parse, so the producer answers it as it would any caller.
+  for (const body of ["{bad", "null"]) {
+    const res = await p.request("POST", "/enqueue", { body, token: null, worker: "signup-worker", headers: { "content-type": "application/json" } });
+    assert.equal(res.status, 400, `${body}: ${JSON.stringify(res.body)}`);
+    assert.match(res.body.error.code, /^(malformed_json|invalid_body)$/, body);
+  }
 });

@@ -1,7 +1,7 @@
 // Signed delivery (README "Signed delivery"): the signature binds the body to the method, the
 // URL, the job's type and id and the attempt, so a delivery seen at one endpoint (e.g. an
 // `http` job aimed at a server its enqueuer owns) cannot be replayed to another endpoint, as
-// another job or attempt, or with another method. Key rotation: the consumer signs with the
+// another job or attempt, or with another method; a redirect is not followed. Key rotation: the consumer signs with the
 // first of SIGNING_SECRETS; an app verifies against every secret it holds. The built WASM on
 // local workerd, real D1 and real local queues; the apps are a real local HTTP server.
 import { after, before, describe, test } from "node:test";
@@ -97,6 +97,20 @@ describe("a signature is bound to its request", () => {
     assert.ok(verifySignature(NEW, header(req), parts));
     assert.ok(!verifySignature(NEW, header(req), { ...parts, url: app.url("/apps/weather?team=7#ignored") }));
     assert.ok(!verifySignature(NEW, header(req), { ...parts, jobType: "http" }));
+  });
+});
+
+describe("redirects", () => {
+  test("a delivery answered with a redirect is not followed: the job dies naming where it pointed, nothing reaches the target", async () => {
+    const target = app.url("/moved-here");
+    app.script("/moved", [{ status: 301, headers: { location: target } }]);
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/moved"), headers: { cookie: "session=s3cret" } } });
+    const job = await p.waitForStatus(enq.body.id, "dead");
+    assert.equal(job.error.class, "client_error");
+    assert.match(job.error.message, /^HTTP 301: a redirect to http:\/\/127\.0\.0\.1:\d+\/moved-here; /);
+    assert.equal(job.attempts, 1, "final: every retry would be answered the same");
+    assert.equal(app.requests("/moved").length, 1);
+    assert.equal(app.requests("/moved-here").length, 0, "the signature and the job's headers stay with the configured URL");
   });
 });
 

@@ -2,8 +2,9 @@
 //! its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job and run,
 //! so a retry never overwrites an earlier attempt's.
 
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{Artifact, Placement};
-use worker::{console_warn, HttpMetadata};
+use worker::HttpMetadata;
 
 use crate::job_context::JobContext;
 
@@ -34,7 +35,9 @@ pub async fn keep(
     {
         Ok(_) => artifact,
         Err(e) => {
-            console_warn!("R2 put {key} failed ({e}): the artifact is kept cut, inline");
+            let message =
+                format_args!("R2 put {key} failed ({e}): the artifact is kept cut, inline");
+            fault(LogLevel::Warn, "artifacts", message);
             place(false).0
         }
     }

@@ -18,6 +18,7 @@ use jobs_shared::job::lease::{self, ConsumerLimits};
 use jobs_shared::job::stored_result::stored_result;
 use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended};
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{
     decide, D1Stats, Decision, ErrorClass, Family, JobError, JobMessage, JobRetry, JobStatus,
     JobType, Ran, RetryPolicy, RunDetails,
@@ -27,7 +28,7 @@ use jobs_store::jobs::{
 };
 use serde_json::Value;
 use worker::js_sys::Math;
-use worker::{console_error, D1Database, Delay, Env};
+use worker::{D1Database, Delay, Env};
 
 use crate::delivery::Delivery;
 use crate::invocation::Invocation;
@@ -47,7 +48,11 @@ const NOT_STARTED: Release = Release {
 
 pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &Invocation) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
-        console_error!("batch from unknown queue {queue}: retried later");
+        fault(
+            LogLevel::Error,
+            "batch",
+            format_args!("batch from unknown queue {queue}: retried later"),
+        );
         deliveries.iter().for_each(|d| d.retry(300));
         return;
     };
@@ -58,7 +63,11 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
     }
     for delivery in deliveries {
         if let Err(e) = &delivery.message {
-            console_error!("dropping a message on {queue} that is not a job: {e}");
+            fault(
+                LogLevel::Error,
+                "batch",
+                format_args!("dropping a message on {queue} that is not a job: {e}"),
+            );
             delivery.ack();
         }
     }
@@ -96,7 +105,7 @@ async fn run_jobs(
     let (limits, warnings) = ConsumerLimits::from_vars(|name| crate::config(env, name));
     warnings
         .iter()
-        .for_each(|w| console_error!("consumer config: {w}"));
+        .for_each(|w| fault(LogLevel::Error, "config", w));
     let ids: Vec<&str> = valid.iter().filter_map(|d| d.job_id()).collect();
     let types = valid
         .iter()
@@ -205,10 +214,11 @@ async fn run_jobs(
     let seen = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await {
         Ok(seen) => seen,
         Err(e) => {
-            console_error!(
+            let message = format_args!(
                 "recording {} outcome(s) together failed, one by one now: {e}",
                 finished.len()
             );
+            fault(LogLevel::Error, "batch", message);
             match record_one_by_one(db, family, &mut runs, &leftovers, stats)
                 .boxed_local()
                 .await
@@ -216,7 +226,11 @@ async fn run_jobs(
                 Ok(seen) => seen,
                 Err(e) => {
                     // The jobs stay `running` under their lease; their messages come back once it ends.
-                    console_error!("recording outcomes failed: {e}");
+                    fault(
+                        LogLevel::Error,
+                        "batch",
+                        format_args!("recording outcomes failed: {e}"),
+                    );
                     runs.iter()
                         .for_each(|r| r.delivery.retry((lease / 1000) as u64));
                     d1_failed(&unclaimed, &e);
@@ -446,10 +460,11 @@ async fn execute_all(
             let extended = jobs::job_extend_leases(db, &held, until, &mut beat.stats).await;
             beat.lease_until = extended.as_ref().ok().map(|()| until);
             if let Err(e) = extended {
-                console_error!(
+                let message = format_args!(
                     "extending {} lease(s) failed, tried again in {every} ms: {e}",
                     held.len()
                 );
+                fault(LogLevel::Error, "heartbeat", message);
             }
         }
     };
@@ -604,10 +619,11 @@ fn secs_until(at_ms: i64, now: i64) -> u64 {
 /// D1 itself failed: each message comes back after a delay that grows with its deliveries
 /// (shared `d1_retry_secs`), so an outage of many hours spends few of the queue's retries.
 fn d1_failed(deliveries: &[&Delivery], e: &dyn std::fmt::Display) {
-    console_error!(
+    let message = format_args!(
         "D1 unavailable, {} message(s) retried with backoff: {e}",
         deliveries.len()
     );
+    fault(LogLevel::Error, "batch", message);
     for delivery in deliveries {
         delivery.retry(jobs_shared::d1_retry_secs(delivery.delivery_attempts));
     }

@@ -2,6 +2,7 @@
 //! DLQs: every arrival is listed, and a job whose message the queue gave up on by itself (its
 //! max_retries safety net) is sent again, never killed while it has attempts left.
 
+use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
 use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
 use jobs_shared::{d1_retry_secs, Family, JobMessage, Lane};
 use jobs_store::dead_letters::dead_letter_insert_many;
@@ -9,7 +10,7 @@ use jobs_store::jobs::job_settle_dlq_arrivals;
 use jobs_store::metric_counters::{metric_counter_add, DEAD_LETTERS};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{console_error, console_log, Env};
+use worker::Env;
 
 use crate::delivery::Delivery;
 use crate::now_ms;
@@ -66,17 +67,16 @@ pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
     };
     match written.await {
         Ok((dead, requeued)) => {
-            console_log!(
-                "{}",
-                json!({
-                    "event": "dead_letters.received", "queue": family.dlq_name(),
-                    "arrivals": deliveries.len(), "requeued": requeued, "dead": dead,
-                })
-            );
+            let fields = json!({
+                "queue": family.dlq_name(), "arrivals": deliveries.len(),
+                "requeued": requeued, "dead": dead,
+            });
+            emit(&event_line("dead_letters.received", LogLevel::Info, fields));
             deliveries.iter().for_each(Delivery::ack)
         }
         Err(e) => {
-            console_error!("recording DLQ arrivals failed, retried with backoff: {e}");
+            let message = format_args!("recording DLQ arrivals failed, retried with backoff: {e}");
+            fault(LogLevel::Error, "dead_letters", message);
             for delivery in deliveries {
                 delivery.retry(d1_retry_secs(delivery.delivery_attempts));
             }

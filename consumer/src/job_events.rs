@@ -10,13 +10,14 @@ use jobs_shared::observe::job_event::{
     decision_error, job_event, logs_success, outcome_events, run_outcome, success_log_percent,
     JobEventKind, JobRef, Settled,
 };
+use jobs_shared::observe::log_line::{emit, fault, LogLevel};
 use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
 use jobs_shared::util::analytics_write::write_points_to;
 use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
 use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use worker::{console_error, console_log, console_warn, Env};
+use worker::Env;
 
 use crate::delivery::Delivery;
 use crate::job_context::JobContext;
@@ -51,14 +52,16 @@ pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
     let dataset = env.analytics_engine(DATASET_BINDING).ok();
     let mut warnings = Vec::new();
     let percent = success_log_percent(crate::config(env, "LOG_SUCCESS_PERCENT"), &mut warnings);
-    warnings.iter().for_each(|w| console_warn!("config: {w}"));
+    warnings
+        .iter()
+        .for_each(|w| fault(LogLevel::Warn, "config", w));
     for a in attempts {
         if *a.decision != Decision::Succeed || logs_success(&a.job.id, percent) {
             let extra = [("delivery.attempts", json!(a.delivery_attempts))];
             let job = job_ref(a.job, family);
             outcome_events(&job, a.decision, a.duration_ms, &extra)
                 .into_iter()
-                .for_each(emit);
+                .for_each(|line| emit(&line));
         }
     }
     if let Some(dataset) = &dataset {
@@ -103,7 +106,7 @@ pub fn skipped(delivery: &Delivery, family: Family, reason: &str, retry_secs: Op
         ("delivery.attempts", json!(delivery.delivery_attempts)),
         ("message.retry_secs", json!(retry_secs)),
     ];
-    emit(job_event(JobEventKind::Skipped, &job, None, None, &extra));
+    emit(&job_event(JobEventKind::Skipped, &job, None, None, &extra));
 }
 
 /// A job the claim ended without running it.
@@ -123,7 +126,7 @@ pub fn exhausted_on_claim(family: Family, job: &Exhausted) {
     let job = ended_ref(family, job);
     let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     for kind in [JobEventKind::Interrupted, JobEventKind::Exhausted] {
-        emit(job_event(kind, &job, None, Some(&error), &[]));
+        emit(&job_event(kind, &job, None, Some(&error), &[]));
     }
 }
 
@@ -136,7 +139,7 @@ pub fn expired_on_claim(family: Family, expired: &PastExpiry) {
         ("job.expires_at", json!(rfc3339(expired.expires_at))),
     ];
     let (job, kind) = (ended_ref(family, &expired.job), JobEventKind::Skipped);
-    emit(job_event(kind, &job, None, Some(&error), &extra));
+    emit(&job_event(kind, &job, None, Some(&error), &extra));
 }
 
 /// A handler's span events for one attempt (shared `span_events`): `once` for a per-job event,
@@ -151,7 +154,7 @@ impl<'a> SpanLog<'a> {
         let mut warnings = Vec::new();
         let max = span_events_max(crate::config(ctx.env, "SPAN_EVENTS_MAX"), &mut warnings);
         for warning in warnings {
-            console_warn!("{warning}");
+            fault(LogLevel::Warn, "config", warning);
         }
         let job = job_ref(ctx.job, ctx.job_type.family());
         SpanLog {
@@ -160,12 +163,12 @@ impl<'a> SpanLog<'a> {
     }
 
     pub fn once(&self, name: &str, level: &str, attrs: &[(&str, Value)]) {
-        emit(self.events.borrow().once(name, level, attrs));
+        emit(&self.events.borrow().once(name, level, attrs));
     }
 
     pub fn each(&self, name: &'static str, level: &str, attrs: &[(&str, Value)]) {
         if let Some(line) = self.events.borrow_mut().each(name, level, attrs) {
-            emit(line);
+            emit(&line);
         }
     }
 }
@@ -173,7 +176,7 @@ impl<'a> SpanLog<'a> {
 impl Drop for SpanLog<'_> {
     fn drop(&mut self) {
         if let Some(line) = self.events.borrow().summary() {
-            emit(line);
+            emit(&line);
         }
     }
 }
@@ -203,14 +206,5 @@ pub fn batch_completed(
     for (name, value) in settled.fields() {
         line[name] = value;
     }
-    emit(line);
-}
-
-/// One line, at the console level its `level` names (Workers Logs filters on both).
-fn emit(line: Value) {
-    match line["level"].as_str() {
-        Some("error") => console_error!("{line}"),
-        Some("warn") => console_warn!("{line}"),
-        _ => console_log!("{line}"),
-    }
+    emit(&line);
 }

@@ -19,6 +19,7 @@ mod outbound;
 mod signed_request;
 mod web_url;
 
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::util::clock::now_ms;
 use jobs_shared::util::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
@@ -33,7 +34,11 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
     let deliveries = match delivery::Delivery::all(&messages, queue_delay_limit(&env)) {
         Ok(deliveries) => deliveries,
         Err(e) => {
-            worker::console_error!("batch from {queue} unreadable, retried: {e}");
+            fault(
+                LogLevel::Error,
+                "batch",
+                format_args!("batch from {queue} unreadable, retried: {e}"),
+            );
             let _ = batch.retry_all(JsValue::UNDEFINED);
             return Ok(JsValue::UNDEFINED);
         }

@@ -1,18 +1,19 @@
 //! Signed HTTP delivery, shared by the `http` type and forwarding: X-Jobs-Signature binds the
 //! body to its method, URL, job and attempt (jobs_shared::security::signature, README "Signed delivery"),
 //! with the first of SIGNING_SECRETS (else SIGNING_SECRET); a timeout; the response classified
-//! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final).
+//! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final; a
+//! redirect is not followed and is final: README "Signed delivery").
 //! Each request carries the job's correlation id (`X-Request-Id`, and a W3C `traceparent` in
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_shared::{
-    observe::correlation, sign, signing_secret, ErrorClass, JobError, SignedRequest,
-    SIGNATURE_HEADER,
+    delivery_redirected, is_redirect, observe::correlation, sign, signing_secret, ErrorClass,
+    JobError, SignedRequest, SIGNATURE_HEADER,
 };
 use serde_json::{json, Value};
-use worker::{Headers, Method, Request, RequestInit};
+use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::job_context::{invalid_request, JobContext};
 use crate::outbound::fetch_timeout;
@@ -90,7 +91,9 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
 
     let body_bytes = body.len();
     let mut init = RequestInit::new();
-    init.with_method(out.method.clone()).with_headers(headers);
+    init.with_method(out.method.clone())
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
     if !body.is_empty() {
         init.with_body(Some(body.into()));
     }
@@ -98,6 +101,10 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
 
     let response = fetch_timeout::fetch(outbound, request, body_bytes, out.timeout_ms).await?;
     let status = response.status_code();
+    if is_redirect(status) {
+        let location = response.headers().get("location").ok().flatten();
+        return Err(delivery_redirected(status, location.as_deref()));
+    }
     fetch_timeout::check_status(&response)?;
     // The body shares the request's timeout, and only its first MAX_RESPONSE_BYTES are read.
     let read = response.body_capped(MAX_RESPONSE_BYTES).await?;

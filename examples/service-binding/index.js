@@ -8,7 +8,12 @@ export default {
       return Response.json({ error: "POST /enqueue only" }, { status: 404 });
     }
     const body = await request.text();
-    const batch = JSON.parse(body).jobs !== undefined;
+    let batch = false;
+    try {
+      batch = JSON.parse(body)?.jobs !== undefined;
+    } catch {
+      // Not JSON: the producer answers it (400 malformed_json), as it would over the internet.
+    }
     // The host is ignored by a service binding: the producer sees only the path.
     return env.JOBS.fetch(`https://jobs.internal/v1/jobs${batch ? "/batch" : ""}`, {
       method: "POST",

@@ -1,10 +1,10 @@
-//! Bearer tokens from the ENQUEUE_TOKENS and ADMIN_TOKENS secrets (comma-separated, so a token
-//! can be rotated without downtime; an entry may name its token, `webapp:<token>`); the
-//! comparison itself lives in the shared crate.
+//! Bearer tokens from the ENQUEUE_TOKENS, ADMIN_TOKENS and METRICS_TOKENS secrets
+//! (comma-separated, so a token can be rotated without downtime; an entry may name its token,
+//! `webapp:<token>`); the comparison itself lives in the shared crate.
 
 use std::sync::OnceLock;
 
-use jobs_shared::{actor_of, ApiError, Caller, Scope, Tokens};
+use jobs_shared::{actor_of, ApiError, Caller, Scope, TokenSecrets, Tokens};
 use worker::Env;
 
 use crate::env_config;
@@ -14,15 +14,18 @@ pub fn require(req: &Request, env: &Env, scope: Scope) -> Result<Caller, ApiErro
     tokens(env).authorize(authorization(req).as_deref(), scope)
 }
 
-/// The two lists, read once per isolate: a secret changes only with a new deployment, which
-/// starts new isolates.
+/// The lists, read once per isolate: a secret changes only with a new deployment, which starts
+/// new isolates.
 fn tokens(env: &Env) -> &'static Tokens {
     static TOKENS: OnceLock<Tokens> = OnceLock::new();
     TOKENS.get_or_init(|| {
-        Tokens::from_secrets(
-            env_config::string(env, "ENQUEUE_TOKENS").as_deref(),
-            env_config::string(env, "ADMIN_TOKENS").as_deref(),
-        )
+        let [enqueue, admin, metrics] = ["ENQUEUE_TOKENS", "ADMIN_TOKENS", "METRICS_TOKENS"]
+            .map(|name| env_config::string(env, name));
+        Tokens::from_secrets(TokenSecrets {
+            enqueue: enqueue.as_deref(),
+            admin: admin.as_deref(),
+            metrics: metrics.as_deref(),
+        })
     })
 }
 

@@ -61,7 +61,9 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "updated_at": rfc3339(job.updated_at),
         "started_at": job.started_at.map(rfc3339),
         "finished_at": summary.finished_at.map(rfc3339),
-        "correlation_id": job.correlation_id,
+        // A job written without one (a schedule's run) goes by its own id in its logs and
+        // requests (README "Correlation ids").
+        "correlation_id": job.correlation_id.as_deref().unwrap_or(&summary.id),
         "enqueued_by": summary.enqueued_by,
         "held": summary.held_at.is_some(),
         "retry": job.retry_policy.as_deref().map(parse_json),

@@ -1,5 +1,6 @@
 //! JSON responses, and the one place an ApiError becomes HTTP.
 
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::ApiError;
 use serde::Serialize;
 use worker::{Response, Result};
@@ -31,7 +32,11 @@ pub fn error(err: &ApiError) -> Result<Response> {
 /// A fault of ours or of the platform (D1, a binding): logged in full, answered without the
 /// details, as a retryable 503 the client can try again.
 pub fn internal(err: &dyn std::fmt::Display) -> ApiError {
-    worker::console_error!("internal error: {err}");
+    fault(
+        LogLevel::Error,
+        "api",
+        format_args!("internal error: {err}"),
+    );
     ApiError::new(
         503,
         "unavailable",

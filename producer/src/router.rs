@@ -28,8 +28,8 @@ pub enum Access {
     Enqueue,
     /// An admin token.
     Admin,
-    /// The handler checks the token itself (/metrics takes a METRICS_TOKENS token too).
-    InHandler,
+    /// A METRICS_TOKENS or admin token (/metrics: a scraper needs no admin rights).
+    Metrics,
 }
 
 /// A route's row in the table, besides its path and method.
@@ -115,7 +115,8 @@ async fn run(target: &Target, mut call: Call<'_>) -> std::result::Result<Respons
     let scope = match target.access {
         Access::Enqueue => Some(Scope::Enqueue),
         Access::Admin => Some(Scope::Admin),
-        Access::Public | Access::InHandler => None,
+        Access::Metrics => Some(Scope::Metrics),
+        Access::Public => None,
     };
     if let Some(scope) = scope {
         call.caller = Some(auth::require(call.req, call.env, scope)?);

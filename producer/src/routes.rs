@@ -30,7 +30,7 @@ macro_rules! routes {
 pub static ROUTES: &[Route<Target>] = routes![
     Get "/healthz", Public => |c| health::get(c.env);
     Get "/openapi.json", Public => |c| openapi::get(c.env);
-    Get "/metrics", InHandler => |c| metrics::get(c.req, c.env);
+    Get "/metrics", Metrics => |c| metrics::get(c.env);
     Get "/dashboard", Public => |c| dashboard::get(c.env, "");
     Get "/dashboard/{file}", Public => |c| dashboard::get(c.env, c.param("file"));
 
@@ -117,7 +117,7 @@ mod tests {
             [] => Access::Public,
             ["adminToken", "enqueueToken"] => Access::Enqueue,
             ["adminToken"] => Access::Admin,
-            ["adminToken", "metricsToken"] => Access::InHandler,
+            ["adminToken", "metricsToken"] => Access::Metrics,
             other => panic!("no access means {other:?}"),
         }
     }

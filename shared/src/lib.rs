@@ -72,7 +72,7 @@ pub use job::run_details::{
 };
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
-pub use retry::error_class::{classify_http_status, ErrorClass, JobError};
+pub use retry::error_class::{classify_http_status, delivery_redirected, ErrorClass, JobError};
 pub use retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit, RetryPolicy};
 pub use retry::retry_request::JobRetry;
 pub use schedule::cron_schedule::{names_zone, CatchUp, CronSchedule};
@@ -82,7 +82,7 @@ pub use schedule::sweep_policy::{
 };
 pub use schedule::time_zones::TimeZones;
 pub use security::actor::actor_of;
-pub use security::auth::{Caller, Scope, Tokens};
+pub use security::auth::{Caller, Scope, TokenSecrets, Tokens};
 pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
 pub use util::body_cap::CappedBody;
 pub use util::time_fmt::rfc3339;

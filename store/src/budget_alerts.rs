@@ -1,6 +1,8 @@
 //! The `budget_alerts` table: a budgeted type's month reaching 75, 90 and 100 % of its limit,
 //! raised once each (its key is type, month, threshold) by the write that reaches it (a batch's
 //! spend, an operator's lower limit), and passed on by the sweep to `alerts` (`notified_at`).
+//! Only spend reaches a threshold (a limit of 0 with nothing spent stops work, alerting
+//! nothing), and a raised limit re-arms the thresholds the spend is now under.
 
 use jobs_shared::budget::ALERT_THRESHOLDS;
 use jobs_shared::JobType;
@@ -34,9 +36,29 @@ fn insert_reached_sql() -> String {
          (job_type, month, threshold, spent_cents, limit_cents, created_at) \
          SELECT b.job_type, b.month, t.column1, b.spent_cents, b.limit_cents, ?3 \
          FROM budgets b, (VALUES {thresholds}) t \
-         WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
+         WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents > 0 \
+         AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
          RETURNING job_type, month, threshold, spent_cents, limit_cents"
     )
+}
+
+/// Re-arms the month's thresholds its spend is now under (after an operator's limit change, in
+/// the same batch): their alerts go (the sweep resolves them in `alerts`), so spend that reaches
+/// them again alerts again.
+pub fn budget_alert_delete_unreached(
+    db: &D1Database,
+    job_type: JobType,
+    month: &str,
+) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "DELETE FROM budget_alerts WHERE job_type = ?1 AND month = ?2 AND NOT EXISTS \
+         (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents > 0 \
+         AND b.spent_cents * 100 >= b.limit_cents * budget_alerts.threshold)",
+    )
+    .bind(&[
+        JsValue::from_str(job_type.as_str()),
+        JsValue::from_str(month),
+    ])
 }
 
 /// An alert as the budget API shows it.

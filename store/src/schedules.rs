@@ -147,7 +147,7 @@ pub async fn schedule_insert(
 
 /// Replaces a schedule's fields, if it is still at `updated_at` (so two concurrent edits
 /// cannot silently merge; the sweep does not touch `updated_at`). `next_run_at` `None` keeps
-/// the stored one. `Ok(None)`: it changed or went meanwhile; `Err` with a UNIQUE failure: the
+/// the stored one, but a disabled schedule has none: it would not run then. `Ok(None)`: it changed or went meanwhile; `Err` with a UNIQUE failure: the
 /// new name is taken.
 pub async fn schedule_update(
     db: &D1Database,
@@ -164,7 +164,7 @@ pub async fn schedule_update(
     params.push(opt_str(spec.retry_policy.as_deref()));
     let update = db.prepare(format!(
         "UPDATE schedules SET name = ?2, description = ?3, type = ?4, payload = ?5, cron_expression = ?6, \
-         enabled = ?7, priority = ?8, max_attempts = ?9, dedup_key = ?10, next_run_at = COALESCE(?11, next_run_at), \
+         enabled = ?7, priority = ?8, max_attempts = ?9, dedup_key = ?10, next_run_at = IIF(?7, COALESCE(?11, next_run_at), NULL), \
          created_by = ?12, updated_at = ?13, retry_policy = ?15 WHERE id = ?1 AND updated_at = ?14 \
          RETURNING {COLUMNS}"
     ))

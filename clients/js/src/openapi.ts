@@ -72,7 +72,9 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
@@ -2566,7 +2568,9 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
                     };
                 };
                 /** @description no or unknown token */
@@ -2622,7 +2626,9 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             responses: {
@@ -3487,7 +3493,10 @@ export interface components {
         Family: "high" | "default" | "screenshot" | "low" | "bulk";
         EnqueueRequest: {
             type: string;
-            payload: Record<string, never>;
+            /** @description the job type's payload (README "Job types"); {} when omitted */
+            payload?: {
+                [key: string]: unknown;
+            };
             priority?: number;
             delay_seconds?: number;
             /** Format: date-time */
@@ -3502,6 +3511,8 @@ export interface components {
             expires_at?: string;
             /** @description expires_at as seconds from now */
             expires_in_seconds?: number;
+            /** @description jobs to run one after the other once this one succeeds (README "Job chains"); a step may not set run_at, expires_at, dedup_key or steps */
+            steps?: components["schemas"]["EnqueueRequest"][];
         };
         /** @description A retry policy: a preset's name, or a policy object (README "Retries"). Omitted parameters take the preset's. */
         RetryPolicy: ("default" | "crawler" | "fixed_table" | "quick") | {
@@ -3611,14 +3622,16 @@ export interface components {
             started_at?: string | null;
             /** Format: date-time */
             finished_at?: string | null;
-            /** @description The enqueue request's trace id (traceparent) or X-Request-Id, or one minted for it; on every log line and outgoing request of the job. */
-            correlation_id?: string | null;
+            /** @description The enqueue request's trace id (traceparent) or X-Request-Id, or one minted for it; a job written without one (a schedule's run) goes by its own id. On every log line and outgoing request of the job. */
+            correlation_id?: string;
             /** @description who enqueued it: a token's name, token:<fingerprint> for an unnamed token, or schedule:<name>; never a token */
             enqueued_by?: string | null;
             /** @description held by a pause: not claimed, no attempt spent */
             held: boolean;
             /** @description its own retry policy in the object form, or null for its type's */
-            retry?: null | Record<string, never>;
+            retry?: null | {
+                [key: string]: unknown;
+            };
             /** Format: date-time */
             expires_at?: string | null;
             runs: components["schemas"]["Run"][];
@@ -3631,7 +3644,9 @@ export interface components {
                 /** @enum {string} */
                 outcome: "running" | "succeeded" | "failed" | "partial";
                 error: string | null;
-                steps: Record<string, never>[];
+                steps: {
+                    [key: string]: unknown;
+                }[];
                 phases: {
                     succeeded: number[];
                     failed: number[];
@@ -3874,7 +3889,9 @@ export interface components {
             name: string;
             description?: string | null;
             type: string;
-            payload?: Record<string, never>;
+            payload?: {
+                [key: string]: unknown;
+            };
             cron_expression: string;
             enabled?: boolean;
             priority?: number;

@@ -16,6 +16,7 @@
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt};
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{
     after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
     ErrorClass, JobError, RefreshDecision, RssFeedRefreshPayload, RssLimits, SortedEntries,
@@ -23,7 +24,7 @@ use jobs_shared::{
 };
 use serde_json::{json, Value};
 use worker::RequestInit;
-use worker::{console_warn, D1Database, D1PreparedStatement, Headers, Method, Request};
+use worker::{D1Database, D1PreparedStatement, Headers, Method, Request};
 
 use crate::artifacts;
 use crate::job_context::{self, HandlerRun, JobContext};
@@ -57,7 +58,7 @@ async fn refresh(
     let payload: RssFeedRefreshPayload = job_context::payload(job)?;
     let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));
     for warning in warnings {
-        console_warn!("{warning}");
+        fault(LogLevel::Warn, "config", warning);
     }
     let db = env.d1("DB").map_err(job_context::d1_error)?;
     let force = payload.force_refresh.unwrap_or(false);
@@ -342,7 +343,10 @@ impl<'a> Writer<'a> {
                 }
             }
             Err(batch_error) => {
-                console_warn!("rss refresh: D1 refused the write batch ({batch_error}); writing each source alone");
+                let message = format_args!(
+                    "D1 refused the write batch ({batch_error}); writing each source alone"
+                );
+                fault(LogLevel::Warn, "rss_refresh", message);
                 for p in pending {
                     self.flush_alone(p).await?;
                 }

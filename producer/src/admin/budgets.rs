@@ -3,21 +3,22 @@
 //! the history of past months, and a change of the limit, written with its audit row. A lower
 //! limit can cross a threshold at once: its alert is raised in the same batch.
 
+use jobs_shared::observe::log_line::emit;
 use jobs_shared::{
     alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,
     rfc3339, validate_limit_change, ApiError, BudgetAction, BudgetSpec, JobType, RaisedAlert,
 };
 use jobs_store::audit::audit_insert_after_write;
 use jobs_store::budget_alerts::{
-    budget_alert_insert_reached, budget_alert_list_by_type, budget_alert_list_by_type_since,
-    BudgetAlert,
+    budget_alert_delete_unreached, budget_alert_insert_reached, budget_alert_list_by_type,
+    budget_alert_list_by_type_since, BudgetAlert,
 };
 use jobs_store::budgets::{
     budget_get, budget_get_inherited_limit, budget_list_since, budget_set_limit, BudgetMonth,
     InheritedLimit,
 };
 use serde_json::{json, Value};
-use worker::{console_log, D1Database, D1PreparedStatement, D1Result, Env, Response};
+use worker::{D1Database, D1PreparedStatement, D1Result, Env, Response};
 
 use crate::admin::d1;
 use crate::admin::Admin;
@@ -89,13 +90,14 @@ pub async fn set_limit(
         audit_insert_after_write(&db, &entry, false).map_err(|e| respond::internal(&e))?,
         budget_alert_insert_reached(&db, job_type, &month, now)
             .map_err(|e| respond::internal(&e))?,
+        budget_alert_delete_unreached(&db, job_type, &month).map_err(|e| respond::internal(&e))?,
     ];
     statements.extend(status_statements(&db, budget, now)?);
     let results = d1::batch(&db, statements).await?;
     for alert in d1::rows::<RaisedAlert>(&results[2])? {
-        console_log!("{}", alert.log_line());
+        emit(&alert.log_line());
     }
-    respond::json(200, &status_view(budget, now, &results[3..])?)
+    respond::json(200, &status_view(budget, now, &results[4..])?)
 }
 
 const STATUS_STATEMENTS: usize = 3;

@@ -106,16 +106,18 @@ pub async fn replace(
     .await
 }
 
-/// POST /v1/admin/schedules/{id}/toggle: flips `enabled`, or sets it from a JSON body
-/// `{"enabled": bool}`.
+/// POST /v1/admin/schedules/{id}/toggle: flips `enabled` (no body, or `{}`), or sets it from a
+/// JSON body `{"enabled": bool}`.
 pub async fn toggle(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Response, ApiError> {
     let db = &d1::database(admin.env)?;
     // A body is announced by its content type (body::json insists on JSON).
     let has_body = req.headers().get("content-type").ok().flatten().is_some();
     let current = found(db, id).await?;
+    let flipped = current.enabled == 0;
     let enabled = if has_body {
         let body = body::json(req).await?;
         match body.as_object().map(|o| (o.len(), o.get("enabled"))) {
+            Some((0, _)) => flipped,
             Some((1, Some(Value::Bool(enabled)))) => *enabled,
             _ => {
                 return Err(ApiError::new(
@@ -127,7 +129,7 @@ pub async fn toggle(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Re
             }
         }
     } else {
-        current.enabled == 0
+        flipped
     };
     let input = merge_patch(&writable(&current), &json!({ "enabled": enabled }))?;
     save(
@@ -163,7 +165,8 @@ pub async fn delete(admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
 }
 
 /// Writes an update. The next run is recomputed, from now, when the expression changes or
-/// the schedule is (re-)enabled: time spent disabled is not caught up.
+/// the schedule is (re-)enabled: time spent disabled is not caught up. A disabled schedule has
+/// none (`schedules::schedule_update`).
 async fn save(
     admin: &Admin<'_>,
     action: &str,

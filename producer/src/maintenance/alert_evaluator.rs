@@ -18,6 +18,7 @@ use jobs_shared::observe::analytics_points::backlog_point;
 use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationConfig};
 use jobs_shared::observe::job_minutes::minute_of;
 use jobs_shared::observe::last_hour::WINDOW_MS;
+use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
 use jobs_shared::observe::severity::Severity;
 use jobs_shared::util::analytics_write::write_points_to;
 use jobs_shared::{budget, Family, RaisedAlert};
@@ -28,7 +29,7 @@ use jobs_store::job_minutes::job_minute_record_backlog;
 use jobs_store::jobs::{job_count_running_by_family, RunningRow};
 use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
-use worker::{console_error, console_log, D1PreparedStatement};
+use worker::D1PreparedStatement;
 
 use super::{notifier, Tick};
 use crate::env_config;
@@ -39,7 +40,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let (config, warnings) = AlertConfig::from_vars(|name| env_config::string(tick.env, name));
     warnings
         .iter()
-        .for_each(|w| console_error!("alert config: {w}"));
+        .for_each(|w| fault(LogLevel::Error, "config", w));
     let now = tick.now_ms;
     let db = tick.db;
     let reads = vec![
@@ -169,11 +170,13 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
                 (&a.rule, &a.key),
                 &a.status,
             )?),
-            Err(e) => console_error!(
-                "alert {}/{} notification failed, retried next tick: {e}",
-                a.rule,
-                a.key
-            ),
+            Err(e) => {
+                let message = format_args!(
+                    "alert {}/{} notification failed, retried next tick: {e}",
+                    a.rule, a.key
+                );
+                fault(LogLevel::Error, "alert_evaluator", message)
+            }
         }
     }
     let delivered = statements.len();
@@ -184,10 +187,13 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
 }
 
 fn log_change(event: &str, rule: &str, key: &str, summary: Option<&str>) {
-    console_log!(
-        "{}",
-        json!({ "event": event, "rule": rule, "key": key, "summary": summary })
-    );
+    let level = if event == "alert.opened" {
+        LogLevel::Warn
+    } else {
+        LogLevel::Info
+    };
+    let fields = json!({ "rule": rule, "key": key, "summary": summary });
+    emit(&event_line(event, level, fields));
 }
 
 /// One Analytics Engine data point per family and tick: index family; blob1 family; double1

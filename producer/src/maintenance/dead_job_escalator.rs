@@ -17,6 +17,7 @@ use futures::future::join_all;
 use jobs_shared::observe::escalation::{
     digest_message, pagerduty_job_dead, slack_job_dead, DigestLine, EscalationConfig,
 };
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{rfc3339, Escalation, Family};
 use jobs_store::escalation_digests::{
     escalation_digest_delete, escalation_digest_exists, escalation_digest_insert,
@@ -27,7 +28,6 @@ use jobs_store::jobs::{
     job_unclaim_escalation,
 };
 use serde_json::{json, Value};
-use worker::console_error;
 
 use super::{notifier, Tick};
 use crate::env_config;
@@ -62,10 +62,11 @@ async fn immediate(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Result
             // No channel configured: nothing to send, and nothing left to do later.
             Ok(false) => {}
             Err(e) => {
-                console_error!(
+                let message = format_args!(
                     "escalation of dead job {} failed, retried next tick: {e}",
                     job.id
                 );
+                fault(LogLevel::Error, "dead_job_escalator", message);
                 failed.push(job.id.as_str());
             }
         }
@@ -105,7 +106,8 @@ async fn daily_digest(tick: &Tick<'_>, config: &EscalationConfig) -> worker::Res
     };
     let message = digest_message(&day, &lines, config.dashboard_url.as_deref());
     if let Err(e) = notifier::post_json("digest", url, &message).await {
-        console_error!("the digest for {day} failed, retried next tick: {e}");
+        let message = format_args!("the digest for {day} failed, retried next tick: {e}");
+        fault(LogLevel::Error, "dead_job_escalator", message);
         let undo_jobs = job_unclaim_digest(tick.db, &digest)?;
         let undo_day = escalation_digest_delete(tick.db, &digest)?;
         tick.db.batch(vec![undo_jobs, undo_day]).await?;

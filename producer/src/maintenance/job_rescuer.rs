@@ -9,13 +9,14 @@
 
 use jobs_shared::job::lease::{after_lost_attempt, LOST_ATTEMPT};
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
+use jobs_shared::observe::log_line::emit;
 use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
 use jobs_shared::{failed_chain_of_dead_step, Decision, ErrorClass, JobError, JobStatus};
 use jobs_store::jobs::{
     job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued, Unsent,
 };
 use serde_json::{json, Value};
-use worker::{console_error, console_warn, Env};
+use worker::Env;
 
 use super::job_sender;
 use super::paging::{self, Page};
@@ -130,17 +131,17 @@ fn log(r: &Rescued, now_ms: i64, dead: &str) {
     };
     let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     let duration = r.started_at.map(|at| now_ms - at);
-    let interrupted = job_event(JobEventKind::Interrupted, &job, duration, Some(&error), &[]);
-    console_error!("{interrupted}");
-    if r.status == dead {
-        console_error!(
-            "{}",
-            job_event(JobEventKind::Exhausted, &job, None, Some(&error), &[])
-        );
+    emit(&job_event(
+        JobEventKind::Interrupted,
+        &job,
+        duration,
+        Some(&error),
+        &[],
+    ));
+    let next = if r.status == dead {
+        JobEventKind::Exhausted
     } else {
-        console_warn!(
-            "{}",
-            job_event(JobEventKind::RetryScheduled, &job, None, Some(&error), &[])
-        );
-    }
+        JobEventKind::RetryScheduled
+    };
+    emit(&job_event(next, &job, None, Some(&error), &[]));
 }

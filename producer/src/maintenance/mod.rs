@@ -22,10 +22,11 @@ mod stranded_job_resender;
 
 use std::cell::Cell;
 
+use jobs_shared::observe::log_line::{emit, fault, LogLevel};
 use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{QueueDelayLimit, SweepBudget, SweepConfig};
 use serde_json::{Map, Value};
-use worker::{console_error, console_log, D1Database, Env};
+use worker::{D1Database, Env};
 
 use crate::env_config;
 
@@ -45,11 +46,17 @@ pub struct Tick<'a> {
 pub async fn run(env: &Env, now_ms: i64) {
     let db = match env.d1("DB") {
         Ok(db) => db,
-        Err(e) => return console_error!("sweep skipped, no D1: {e}"),
+        Err(e) => {
+            return fault(
+                LogLevel::Error,
+                "sweep",
+                format_args!("skipped, no D1: {e}"),
+            )
+        }
     };
     let (config, warnings) = SweepConfig::from_vars(|name| env_config::string(env, name));
     for warning in warnings {
-        console_error!("sweep config: {warning}");
+        fault(LogLevel::Error, "config", warning);
     }
     let tick = Tick {
         env,
@@ -62,6 +69,7 @@ pub async fn run(env: &Env, now_ms: i64) {
     };
     let mut report = Map::new();
     report.insert("event".into(), "sweep.completed".into());
+    report.insert("level".into(), LogLevel::Info.as_str().into());
     report.insert("at".into(), jobs_shared::rfc3339(now_ms).into());
     // Rescue first, so a job a dead worker held is back in a queue this tick.
     let results = [
@@ -82,11 +90,12 @@ pub async fn run(env: &Env, now_ms: i64) {
         let value = match result {
             Ok(value) => value,
             Err(e) => {
-                console_error!("sweep: {name} failed, retried next tick: {e}");
+                let message = format_args!("{name} failed, retried next tick: {e}");
+                fault(LogLevel::Error, "sweep", message);
                 Value::String(format!("error: {e}"))
             }
         };
         report.insert(name.into(), value);
     }
-    console_log!("{}", Value::Object(report));
+    emit(&Value::Object(report));
 }

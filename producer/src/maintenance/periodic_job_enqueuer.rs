@@ -7,11 +7,12 @@
 //! missed are counted on its run record and its `missed_runs`. A schedule installed by the
 //! migration (`next_run_at` NULL) is only planned, from the tick's time.
 
+use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
 use jobs_shared::{job_id, names_zone, CronSchedule, JobType};
 use jobs_store::jobs::Unsent;
 use jobs_store::schedules::{schedule_fire, schedule_list_due, schedule_plan, Fire};
 use serde_json::{json, Value};
-use worker::{console_error, console_log, D1PreparedStatement};
+use worker::D1PreparedStatement;
 
 use super::job_sender;
 use super::Tick;
@@ -32,10 +33,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
             continue;
         }
         let Ok(loaded) = time_zone_data::load_for(tick.env, &schedule.cron_expression).await else {
-            console_error!(
+            let message = format_args!(
                 "schedule {} names a zone; the database is unreadable",
                 schedule.id
             );
+            fault(LogLevel::Error, "periodic_job_enqueuer", message);
             zones_unreadable = true;
             continue;
         };
@@ -46,11 +48,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
             (Ok(cron), Some(job_type)) => (cron, job_type),
             // Both were validated when written; a row edited by hand is skipped, loudly.
             _ => {
-                console_error!(
+                let message = format_args!(
                     "schedule {} ({}) is invalid, skipped",
-                    schedule.id,
-                    schedule.name
+                    schedule.id, schedule.name
                 );
+                fault(LogLevel::Error, "periodic_job_enqueuer", message);
                 continue;
             }
         };
@@ -66,13 +68,12 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                     continue;
                 };
                 if catch_up.missed > 0 {
-                    let line = json!({
-                        "event": "schedule.missed",
+                    let fields = json!({
                         "schedule": schedule.name,
                         "due_at": jobs_shared::rfc3339(due_at),
                         "missed": catch_up.missed,
                     });
-                    console_log!("{line}");
+                    emit(&event_line("schedule.missed", LogLevel::Warn, fields));
                 }
                 let max_attempts = schedule
                     .max_attempts

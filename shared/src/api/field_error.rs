@@ -42,10 +42,37 @@ pub(crate) fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, Undecodabl
             None => parent.to_string(),
         };
         Undecodable {
-            error: FieldError::new(field, message.as_str()),
             unknown_field: message.starts_with("unknown field `"),
+            error: FieldError::new(field, in_json_terms(&message)),
         }
     })
+}
+
+/// serde's message with what it expected said in JSON's terms rather than Rust's ("expected
+/// i64" is "expected an integer"): the caller wrote JSON.
+fn in_json_terms(message: &str) -> String {
+    let Some((found, expected)) = message.rsplit_once(", expected ") else {
+        return message.to_string();
+    };
+    // serde reads a struct from an array too (by position), and then only counts its items.
+    if expected.starts_with("struct ") && found.starts_with("invalid length ") {
+        return "invalid type: array, expected an object".to_string();
+    }
+    let expected = match expected {
+        "i8" | "i16" | "i32" | "i64" | "isize" => "an integer",
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a non-negative integer",
+        "f32" | "f64" => "a number",
+        "a sequence" => "an array",
+        "a map" => "an object",
+        other if other.starts_with("struct ") => "an object",
+        other => other,
+    };
+    let found = match found {
+        "invalid type: map" => "invalid type: object",
+        "invalid type: sequence" => "invalid type: array",
+        other => other,
+    };
+    format!("{found}, expected {expected}")
 }
 
 /// `a` + `b` as a field path: `a.b`, or just the non-empty one.
@@ -139,6 +166,33 @@ mod tests {
             reject(json!({"url": "u", "list": [1, "2"]})),
             ("list[1]".into(), false)
         );
+    }
+
+    #[test]
+    fn says_what_it_expected_in_json_terms() {
+        let message = |value: Value| decode::<Outer>(&value).unwrap_err().error.message;
+        let width = |w: Value| message(json!({"url": "u", "inner": {"width": w}}));
+        assert_eq!(
+            width(json!(50.5)),
+            "invalid type: floating point `50.5`, expected a non-negative integer"
+        );
+        assert_eq!(
+            width(json!(-1)),
+            "invalid value: integer `-1`, expected a non-negative integer"
+        );
+        assert_eq!(
+            message(json!({"url": "u", "inner": []})),
+            "invalid type: array, expected an object"
+        );
+        assert_eq!(
+            message(json!({"url": "u", "inner": "x"})),
+            "invalid type: string \"x\", expected an object"
+        );
+        assert_eq!(
+            message(json!({"url": "u", "list": {}})),
+            "invalid type: object, expected an array"
+        );
+        assert_eq!(message(json!({})), "missing field `url`");
     }
 
     #[test]

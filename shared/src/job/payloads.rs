@@ -304,6 +304,14 @@ impl HttpPayload {
 impl Payload for HttpPayload {
     fn check(&self) -> Result<(), FieldError> {
         check_url("url", &self.url)?;
+        // fetch() never sends a URL's credentials, and the signature would cover a URL the app
+        // never sees (README "Signed delivery").
+        if authority(&self.url).is_some_and(|a| a.contains('@')) {
+            return Err(FieldError::new(
+                "url",
+                "must not carry credentials (user:password@): they are not sent; put them in headers",
+            ));
+        }
         if !HTTP_METHODS.contains(&self.method()) {
             let allowed = HTTP_METHODS.join(", ");
             return Err(FieldError::new(
@@ -394,13 +402,7 @@ fn check_uuid(field: &str, value: &str) -> Result<(), FieldError> {
 /// Worker's WASM, and this already catches the mistakes that matter here (a
 /// wrong scheme, a missing host, a pasted space); fetch() rejects the rest.
 pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
-    let rest = ["https://", "http://"].iter().find_map(|scheme| {
-        let head = url.get(..scheme.len())?;
-        head.eq_ignore_ascii_case(scheme)
-            .then(|| &url[scheme.len()..])
-    });
-    let authority = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
-    let host = authority.map(|a| a.rsplit('@').next().unwrap_or_default());
+    let host = authority(url).map(|a| a.rsplit('@').next().unwrap_or_default());
     let has_host = host.is_some_and(|h| !h.is_empty() && !h.starts_with(':'));
     if has_host && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         Ok(())
@@ -410,6 +412,17 @@ pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
             "must be an http or https URL with a host",
         ))
     }
+}
+
+/// The authority of an `http://` or `https://` URL (`user@host:port`), or `None` for another
+/// scheme.
+fn authority(url: &str) -> Option<&str> {
+    let rest = ["https://", "http://"].iter().find_map(|scheme| {
+        let head = url.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| &url[scheme.len()..])
+    })?;
+    rest.split(['/', '?', '#', '\\']).next()
 }
 
 /// RFC 9110 `tchar`.
@@ -543,7 +556,7 @@ mod tests {
     #[test]
     fn http() {
         let ok = json!({
-            "url": "http://user@api.example.com:8080/hook",
+            "url": "http://api.example.com:8080/hook",
             "method": "PUT",
             "headers": {"x-foo": "bar", "Content-Type": "application/json"},
             "body": {"a": [1, 2]},
@@ -556,6 +569,8 @@ mod tests {
         );
         let cases = [
             (json!({"url": "mailto:a@b.c"}), "url"),
+            (json!({"url": "https://user:pw@x.io/hook"}), "url"),
+            (json!({"url": "https://user@x.io"}), "url"),
             (json!({"url": "https://exa mple.com"}), "url"),
             (json!({"url": "https://:80/x"}), "url"),
             (json!({"url": "https://x.io", "method": "TRACE"}), "method"),

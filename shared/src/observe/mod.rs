@@ -10,6 +10,7 @@ pub mod execution_histogram;
 pub mod job_event;
 pub mod job_minutes;
 pub mod last_hour;
+pub mod log_line;
 pub mod prometheus;
 pub mod severity;
 pub mod span_events;

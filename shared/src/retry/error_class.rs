@@ -164,6 +164,30 @@ pub fn classify_http_status(
     Err(JobError::new(class, format!("HTTP {status}")).with_retry_after(wait))
 }
 
+/// The most of a redirect's `Location` an error message repeats: the target's answer is
+/// untrusted, and the message is stored and shown.
+const MAX_LOCATION_CHARS: usize = 200;
+
+/// A redirect answered to a signed delivery. Not followed: the signature covers one URL, and
+/// following would carry it (and the job's headers) to wherever the answer points. Final, like
+/// any 4xx: the endpoint is configured wrong, and every retry would be answered the same.
+pub fn delivery_redirected(status: u16, location: Option<&str>) -> JobError {
+    let to = match location {
+        Some(location) if location.chars().count() > MAX_LOCATION_CHARS => {
+            let cut: String = location.chars().take(MAX_LOCATION_CHARS).collect();
+            format!(" to {cut}...")
+        }
+        Some(location) => format!(" to {location}"),
+        None => String::new(),
+    };
+    JobError::new(
+        ErrorClass::ClientError,
+        format!(
+            "HTTP {status}: a redirect{to}; deliveries do not follow redirects, so configure the final URL"
+        ),
+    )
+}
+
 /// Seconds to wait from a `Retry-After` value: delta-seconds or an HTTP-date
 /// (rounded up, so we never come back early). A date in the past is 0.
 pub fn parse_retry_after(value: &str, now_ms: i64) -> Option<u64> {
@@ -189,6 +213,25 @@ mod tests {
     /// 2015-10-21T07:28:00Z, the date in RFC 9110's Retry-After example.
     const RFC_DATE_MS: i64 = 1_445_412_480_000;
     const RFC_DATE: &str = "Wed, 21 Oct 2015 07:28:00 GMT";
+
+    #[test]
+    fn a_redirected_delivery_is_final_and_names_a_bounded_location() {
+        let e = delivery_redirected(301, Some("https://app.example.com/new"));
+        assert_eq!(e.class, ErrorClass::ClientError);
+        assert!(!e.class.retryable());
+        assert!(
+            e.message
+                .starts_with("HTTP 301: a redirect to https://app.example.com/new;"),
+            "{}",
+            e.message
+        );
+        let long = format!("https://x.io/{}", "é".repeat(500));
+        let e = delivery_redirected(302, Some(&long));
+        assert!(e.message.chars().count() < 300, "{}", e.message);
+        assert!(delivery_redirected(307, None)
+            .message
+            .starts_with("HTTP 307: a redirect;"));
+    }
 
     #[test]
     fn classify_http_status_table() {

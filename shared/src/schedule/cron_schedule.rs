@@ -7,12 +7,13 @@
 //! union is the schedule (e.g. market hours that start at 09:30), and `@every <duration>` with
 //! the units `ns us µs ms s m h d`, combined like `1h30m`.
 //!
-//! Field matching and DST handling are croner's: a time in the skipped hour runs at the first
-//! instant after the gap, a time in the repeated hour runs once (at its first occurrence).
+//! Field matching is croner's. Across DST, a time in the skipped hour runs at the first instant
+//! after the gap (croner's), and a time in the repeated hour runs once, at its first occurrence,
+//! unless the hour is a wildcard ([`next_of`]).
 
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
-use jiff::tz::TimeZone;
+use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::Timestamp;
 
 use crate::schedule::time_zones::TimeZones;
@@ -89,17 +90,10 @@ impl CronSchedule {
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         match &self.kind {
             Kind::Every { interval_ms } => after_ms.checked_add(*interval_ms),
-            Kind::Calendar { tz, crons } => {
-                let start = Timestamp::from_millisecond(after_ms)
-                    .ok()?
-                    .to_zoned(tz.clone());
-                crons
-                    .iter()
-                    .filter_map(|cron| cron.find_next_occurrence(&start, false).ok())
-                    .map(|at| at.timestamp().as_millisecond())
-                    .filter(|&at| at > after_ms)
-                    .min()
-            }
+            Kind::Calendar { tz, crons } => crons
+                .iter()
+                .filter_map(|cron| next_of(cron, tz, after_ms))
+                .min(),
         }
     }
 
@@ -128,6 +122,46 @@ impl CronSchedule {
             next_ms: next,
             missed,
         })
+    }
+}
+
+/// The most second occurrences of repeated-hour times [`next_of`] passes over in a row: a
+/// repeated hour holds at most 60 minutes of them.
+const MAX_REPEATED_SKIPS: usize = 120;
+
+/// `cron`'s first run strictly after `after_ms` in `tz`. Across a fall-back, an expression with a
+/// restricted hour (`30 1 * * *`, `15,45 1 * * *`, `*/30 1 * * *`) runs each of its wall-clock
+/// times once, at the first occurrence, as cron does; one whose hour is a wildcard (`*/30 * * *
+/// *`, `@hourly`) keeps running in real time through both. croner alone skips the second
+/// occurrence only for a single minute of a single hour.
+fn next_of(cron: &Cron, tz: &TimeZone, after_ms: i64) -> Option<i64> {
+    let mut after = after_ms;
+    for _ in 0..MAX_REPEATED_SKIPS {
+        let start = Timestamp::from_millisecond(after)
+            .ok()?
+            .to_zoned(tz.clone());
+        let at = cron.find_next_occurrence(&start, false).ok()?;
+        let at_ms = at.timestamp().as_millisecond();
+        if at_ms <= after {
+            return None;
+        }
+        if cron.pattern.hours.from_wildcard || !is_second_occurrence(&at) {
+            return Some(at_ms);
+        }
+        after = at_ms;
+    }
+    None
+}
+
+/// Whether `at` is the second time its wall-clock time happens (the repeated hour of a fall-back).
+fn is_second_occurrence(at: &jiff::Zoned) -> bool {
+    match at
+        .time_zone()
+        .to_ambiguous_timestamp(at.datetime())
+        .offset()
+    {
+        AmbiguousOffset::Fold { before, after } => before != after && at.offset() == after,
+        _ => false,
     }
 }
 
@@ -370,6 +404,22 @@ mod tests {
                 "2025-06-01T00:00:00Z",
                 "2025-06-06T00:00:00.000Z",
             ),
+            // the last day, a weekday's last and its nth
+            (
+                "0 9 L * *",
+                "2025-06-01T00:00:00Z",
+                "2025-06-30T09:00:00.000Z",
+            ),
+            (
+                "0 9 * * 5L",
+                "2025-06-01T00:00:00Z",
+                "2025-06-27T09:00:00.000Z",
+            ),
+            (
+                "0 9 * * 5#2",
+                "2025-06-01T00:00:00Z",
+                "2025-06-13T09:00:00.000Z",
+            ),
             // named forms
             (
                 "@yearly",
@@ -464,7 +514,33 @@ mod tests {
             next(daily, "2025-11-02T05:30:00Z"),
             "2025-11-03T06:30:00.000Z"
         ); // not the second
-           // Interval jobs keep running through the repeated hour, in real time.
+           // So does each time of a restricted hour, however its minutes are given.
+        for (listed, from, to) in [
+            (
+                "15,45 1 * * *",
+                "2025-11-02T05:15:00Z",
+                "2025-11-02T05:45:00.000Z",
+            ),
+            (
+                "15,45 1 * * *",
+                "2025-11-02T05:45:00Z",
+                "2025-11-03T06:15:00.000Z",
+            ),
+            (
+                "*/30 1 * * *",
+                "2025-11-02T05:30:00Z",
+                "2025-11-03T06:00:00.000Z",
+            ),
+            (
+                "0,30 0-1 * * *",
+                "2025-11-02T05:30:00Z",
+                "2025-11-03T05:00:00.000Z",
+            ),
+        ] {
+            let expression = format!("CRON_TZ=America/New_York {listed}");
+            assert_eq!(next(&expression, from), to, "{listed} after {from}");
+        }
+        // Interval jobs keep running through the repeated hour, in real time.
         let every_30 = "CRON_TZ=America/New_York */30 * * * *";
         assert_eq!(
             next(every_30, "2025-11-02T05:30:00Z"),

@@ -59,6 +59,23 @@ pub struct ScheduleSpec {
     pub created_by: Option<String>,
 }
 
+/// A schedule's name is its address too (`/v1/admin/schedules/{id or name}`): so it is a path
+/// segment as written (no escaping), and never all digits, which would read as an id.
+fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':');
+    if name.is_empty() || name.len() > MAX_NAME_CHARS || !name.chars().all(allowed) {
+        return Err(format!(
+            "must be 1 to {MAX_NAME_CHARS} of A-Z a-z 0-9 _ . - : (it is the schedule's address)"
+        ));
+    }
+    if name.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(
+            "must not be all digits: /v1/admin/schedules/{id} would read it as an id".into(),
+        );
+    }
+    Ok(())
+}
+
 /// Checks a whole schedule (create, PUT, or a PATCH merged onto the stored one); `zones` is
 /// the time-zone database, which a cron expression that names a zone needs
 /// (`cron_schedule::names_zone`).
@@ -71,10 +88,7 @@ pub fn validate_schedule(
     }
     let req: ScheduleRequest = decode_fields(body)?;
     let name = req.name.trim().to_string();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        let message = format!("must be 1 to {MAX_NAME_CHARS} characters");
-        return Err(invalid("invalid_field", "name", message));
-    }
+    check_name(&name).map_err(|message| invalid("invalid_field", "name", message))?;
     for (field, text) in [
         ("description", &req.description),
         ("created_by", &req.created_by),
@@ -194,10 +208,26 @@ mod tests {
             reject(json!({"type": "noop", "cron_expression": "@daily"})),
             (422, "invalid_field", f("name"))
         );
+        for name in [
+            "", "   ", "1", "0042", "my sched", "café", "a/b", "a?b", "a%20b",
+        ] {
+            assert_eq!(
+                reject(with("name", json!(name))),
+                (422, "invalid_field", f("name")),
+                "{name:?}"
+            );
+        }
+        let long = "n".repeat(101);
         assert_eq!(
-            reject(with("name", json!(""))),
+            reject(with("name", json!(long))),
             (422, "invalid_field", f("name"))
         );
+        for name in ["rss_feed_refresh", "team-7.digest", "v2", "2fa:reminders"] {
+            assert!(
+                validate_schedule(&with("name", json!(name)), None).is_ok(),
+                "{name}"
+            );
+        }
         assert_eq!(
             reject(with("cron_expression", json!("61 * * * *"))),
             (422, "invalid_cron", f("cron_expression"))

@@ -1,4 +1,4 @@
-//! Bearer-token authorization with two scopes. Tokens are Worker secrets, each a
+//! Bearer-token authorization with three scopes. Tokens are Worker secrets, each a
 //! comma-separated list so a new token can be added before the old one is removed. An entry
 //! may be named (`webapp:<token>`): the name, never the token, says who called (README
 //! "Configuration").
@@ -10,9 +10,11 @@ use subtle::{Choice, ConstantTimeEq};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
+    /// May read `GET /metrics` only (a scraper: METRICS_TOKENS).
+    Metrics,
     /// May enqueue and read jobs.
     Enqueue,
-    /// May do everything, including enqueue.
+    /// May do everything, including enqueue and read the metrics.
     Admin,
 }
 
@@ -39,14 +41,24 @@ const MAX_NAME_CHARS: usize = 32;
 pub struct Tokens {
     enqueue: Vec<Entry>,
     admin: Vec<Entry>,
+    metrics: Vec<Entry>,
+}
+
+/// The secrets the token lists are read from (each unset or a comma-separated list).
+#[derive(Clone, Copy, Default)]
+pub struct TokenSecrets<'a> {
+    pub enqueue: Option<&'a str>,
+    pub admin: Option<&'a str>,
+    pub metrics: Option<&'a str>,
 }
 
 impl Tokens {
-    /// Builds from the two secrets; unset secrets and blank entries grant nothing.
-    pub fn from_secrets(enqueue: Option<&str>, admin: Option<&str>) -> Tokens {
+    /// Builds from the secrets; unset secrets and blank entries grant nothing.
+    pub fn from_secrets(secrets: TokenSecrets<'_>) -> Tokens {
         Tokens {
-            enqueue: split_tokens(enqueue, fingerprint),
-            admin: split_tokens(admin, fingerprint),
+            enqueue: split_tokens(secrets.enqueue, fingerprint),
+            admin: split_tokens(secrets.admin, fingerprint),
+            metrics: split_tokens(secrets.metrics, fingerprint),
         }
     }
 
@@ -65,31 +77,26 @@ impl Tokens {
         // taken says nothing about which token (or how much of one) matched.
         let admin = matching(&self.admin, token);
         let enqueue = matching(&self.enqueue, token);
-        let caller = |scope, entry: &Entry| Caller {
+        let metrics = matching(&self.metrics, token);
+        let (scope, entry) = match (admin, enqueue, metrics) {
+            (Some(entry), _, _) => (Scope::Admin, entry),
+            (None, Some(entry), _) => (Scope::Enqueue, entry),
+            (None, None, Some(entry)) => (Scope::Metrics, entry),
+            (None, None, None) => return Err(unauthorized("invalid token")),
+        };
+        if scope != Scope::Admin && scope != required {
+            let message = match (scope, required) {
+                (Scope::Metrics, _) => "this token can only read /metrics",
+                (_, Scope::Metrics) => "this token cannot read /metrics",
+                _ => "this token cannot use admin routes",
+            };
+            return Err(ApiError::new(403, "forbidden", message));
+        }
+        Ok(Caller {
             scope,
             name: entry.name.clone(),
-        };
-        match (admin, enqueue) {
-            (Some(entry), _) => Ok(caller(Scope::Admin, entry)),
-            (None, None) => Err(unauthorized("invalid token")),
-            (None, Some(_)) if required == Scope::Admin => Err(ApiError::new(
-                403,
-                "forbidden",
-                "this token cannot use admin routes",
-            )),
-            (None, Some(entry)) => Ok(caller(Scope::Enqueue, entry)),
-        }
+        })
     }
-}
-
-/// Whether `Authorization: Bearer <token>` carries one of the comma-separated tokens in
-/// `secret` (constant time), for a route with its own token list such as METRICS_TOKENS.
-pub fn bearer_in(authorization_header: Option<&str>, secret: Option<&str>) -> bool {
-    // Only whether one matches: no names, so no fingerprints.
-    let tokens = split_tokens(secret, |_| String::new());
-    authorization_header
-        .and_then(bearer_token)
-        .is_some_and(|token| matching(&tokens, token).is_some())
 }
 
 /// Redacted: tokens must not end up in logs.
@@ -98,6 +105,7 @@ impl fmt::Debug for Tokens {
         f.debug_struct("Tokens")
             .field("enqueue", &self.enqueue.len())
             .field("admin", &self.admin.len())
+            .field("metrics", &self.metrics.len())
             .finish()
     }
 }
@@ -167,7 +175,11 @@ mod tests {
     use super::*;
 
     fn tokens() -> Tokens {
-        Tokens::from_secrets(Some("enq-old, enq-new,,"), Some("adm"))
+        Tokens::from_secrets(TokenSecrets {
+            enqueue: Some("enq-old, enq-new,,"),
+            admin: Some("adm"),
+            metrics: Some("m1, scraper:m2"),
+        })
     }
 
     fn status(header: Option<&str>, required: Scope) -> Result<Scope, (u16, &'static str)> {
@@ -179,10 +191,11 @@ mod tests {
 
     #[test]
     fn named_entries_name_their_caller_and_never_by_value() {
-        let tokens = Tokens::from_secrets(
-            Some("webapp:tok-web, tok-anon, bad name:tok-x, x:y:z"),
-            Some("ops:tok-ops"),
-        );
+        let tokens = Tokens::from_secrets(TokenSecrets {
+            enqueue: Some("webapp:tok-web, tok-anon, bad name:tok-x, x:y:z"),
+            admin: Some("ops:tok-ops"),
+            metrics: None,
+        });
         let name = |token: &str| {
             tokens
                 .authorize(Some(&format!("Bearer {token}")), Scope::Enqueue)
@@ -198,7 +211,6 @@ mod tests {
         assert!(name("bad name:tok-x").is_ok());
         assert!(name("tok-x").is_err());
         assert!(name("webapp:tok-web").is_err());
-        assert!(bearer_in(Some("Bearer m2"), Some("metrics:m2")));
     }
 
     #[test]
@@ -211,6 +223,21 @@ mod tests {
         assert_eq!(
             status(Some("Bearer enq-new"), Admin),
             Err((403, "forbidden"))
+        );
+        // A scraper's token reads the metrics and nothing else; known, so refused with 403.
+        assert_eq!(status(Some("Bearer m1"), Metrics), Ok(Metrics));
+        assert_eq!(status(Some("Bearer m2"), Metrics), Ok(Metrics));
+        assert_eq!(status(Some("Bearer adm"), Metrics), Ok(Admin));
+        for required in [Enqueue, Admin] {
+            assert_eq!(status(Some("Bearer m2"), required), Err((403, "forbidden")));
+        }
+        assert_eq!(
+            status(Some("Bearer enq-old"), Metrics),
+            Err((403, "forbidden"))
+        );
+        assert_eq!(
+            status(Some("Bearer m3"), Metrics),
+            Err((401, "unauthorized"))
         );
     }
 
@@ -238,16 +265,11 @@ mod tests {
     }
 
     #[test]
-    fn bearer_in_a_separate_list() {
-        assert!(bearer_in(Some("Bearer m2"), Some("m1, m2")));
-        assert!(!bearer_in(Some("Bearer m3"), Some("m1,m2")));
-        assert!(!bearer_in(Some("Bearer m1"), None));
-        assert!(!bearer_in(None, Some("m1")));
-    }
-
-    #[test]
     fn no_secrets_means_no_access() {
-        let none = Tokens::from_secrets(None, Some(" , "));
+        let none = Tokens::from_secrets(TokenSecrets {
+            admin: Some(" , "),
+            ..TokenSecrets::default()
+        });
         let e = none
             .authorize(Some("Bearer x"), Scope::Enqueue)
             .unwrap_err();
@@ -257,7 +279,7 @@ mod tests {
     #[test]
     fn debug_does_not_leak_tokens() {
         let shown = format!("{:?}", tokens());
-        assert_eq!(shown, "Tokens { enqueue: 2, admin: 1 }");
+        assert_eq!(shown, "Tokens { enqueue: 2, admin: 1, metrics: 2 }");
         let caller = tokens()
             .authorize(Some("Bearer adm"), Scope::Admin)
             .unwrap();

@@ -14,12 +14,13 @@ mod llm;
 mod spent;
 
 use futures::stream::{self, StreamExt};
+use jobs_shared::observe::log_line::{emit, fault, LogLevel};
 use jobs_shared::{
     cents, month_of, next_month_start_ms, percent_used, rfc3339, AiTaggingPayload, BudgetAction,
     ErrorClass, JobError, JobType, RaisedAlert, Usage,
 };
 use serde_json::{json, Value};
-use worker::{console_log, console_warn, D1Database};
+use worker::D1Database;
 
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::job_events::SpanLog;
@@ -57,19 +58,21 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
     let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms)
         .await
         .map_err(job_context::d1_error)?;
-    log(json!({
-        "event": "budget.check", "job.id": job.id, "job_type": TYPE.as_str(), "month": month,
-        "budget_action": budget.action().as_str(),
-        "percent_used": percent_used(budget.spent_cents, budget.limit_cents),
-        "trigger": payload.trigger,
-    }));
+    let action = json!(budget.action().as_str());
+    events.once(
+        "budget.check",
+        "info",
+        &[
+            ("month", json!(month)),
+            ("budget_action", action.clone()),
+            ("percent_used", json!(percent_used(budget.spent_cents, budget.limit_cents))),
+            ("trigger", json!(payload.trigger)),
+        ],
+    );
     if !budget.action().proceeds() {
-        log(json!({
-            "event": "budget.throttle", "job.id": job.id, "job_type": TYPE.as_str(),
-            "budget_action": budget.action().as_str(),
-        }));
+        events.once("budget.throttle", "info", &[("budget_action", action)]);
         if let Err(e) = budgets::budget_count_throttle(&db, TYPE, &month).await {
-            console_warn!("ai_tagging: the throttle was not counted ({e})");
+            fault(LogLevel::Warn, "ai_tagging", format_args!("the throttle was not counted ({e})"));
         }
         if budget.action() == BudgetAction::HardStop {
             return Err(hard_stop(&budget, now_ms));
@@ -106,7 +109,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
             .buffered(CONCURRENT_CALLS)
             .collect()
             .await;
-        let batch = Batch::sort(chunk, &calls, &llm, &job.id);
+        let batch = Batch::sort(chunk, &calls, &llm, events);
         // A job-level failure ends the run: what was not reached goes back at once.
         let mut untagged = batch.untagged.clone();
         if batch.job_error.is_some() {
@@ -117,9 +120,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         let (after, alerts) = write(&db, &month, &batch, &untagged, now_ms).await?;
         tagged(events, &batch);
         report.add(action, &batch);
-        for alert in &alerts {
-            log(alert.log_line());
-        }
+        alerts.iter().for_each(|alert| emit(&alert.log_line()));
         budget = after;
         if let Some(e) = batch.job_error {
             return Err(e);
@@ -127,10 +128,12 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         rest = later;
     }
     if !rest.is_empty() {
-        log(json!({
-            "event": "budget.exhausted_mid_batch", "job.id": job.id, "job_type": TYPE.as_str(),
-            "stopped": stopped, "tagged_count": report.tagged, "total_count": items.len(),
-        }));
+        let attrs = [
+            ("stopped", json!(stopped)),
+            ("tagged_count", json!(report.tagged)),
+            ("total_count", json!(items.len())),
+        ];
+        events.once("budget.exhausted_mid_batch", "warn", &attrs);
         let ids: Vec<i64> = rest.iter().map(|i| i.id).collect();
         feed_items::feed_item_release_many(&db, &ids)
             .await
@@ -164,7 +167,7 @@ struct Batch<'a> {
 }
 
 impl<'a> Batch<'a> {
-    fn sort(items: &[Item], calls: &'a [Call], llm: &Llm, job_id: &str) -> Batch<'a> {
+    fn sort(items: &[Item], calls: &'a [Call], llm: &Llm, events: &SpanLog) -> Batch<'a> {
         let mut batch = Batch {
             tagged: Vec::new(),
             untagged: Vec::new(),
@@ -198,13 +201,12 @@ impl<'a> Batch<'a> {
                 }
             };
             batch.untagged.push(item.id);
-            console_warn!(
-                "{}",
-                json!({
-                    "event": "item.failed", "job.id": job_id, "item_id": item.id,
-                    "kind": kind, "error": reason,
-                })
-            );
+            let attrs = [
+                ("item_id", json!(item.id)),
+                ("kind", json!(kind)),
+                ("error", json!(reason)),
+            ];
+            events.once("item.failed", "warn", &attrs);
         }
         batch
     }
@@ -236,9 +238,7 @@ async fn write(
     };
     let results = db.batch(spend).await.map_err(job_context::d1_error)?;
     let (_, alerts) = budgets::after_spend(&results).map_err(job_context::d1_error)?;
-    for alert in &alerts {
-        log(alert.log_line());
-    }
+    alerts.iter().for_each(|alert| emit(&alert.log_line()));
     Err(JobError::new(
         ErrorClass::Internal,
         format!("D1: storing the tags failed ({refused}); their spend is recorded"),
@@ -320,8 +320,4 @@ fn tagged(events: &SpanLog, batch: &Batch) {
         ];
         events.each("item.tagged", "info", &attrs);
     }
-}
-
-fn log(line: Value) {
-    console_log!("{line}");
 }
