@@ -68,7 +68,8 @@ export function resources(env) {
 /** Objects in the buckets outlive the jobs the sweep deletes: each bucket's prefix expires. */
 const EXPIRE_DAYS = 180;
 const bucketPrefix = (bucket) => `${bucket.split("-").at(-1)}/`;
-const expiryRule = (bucket) => `expire-${bucketPrefix(bucket).slice(0, -1)}`;
+/** The name of a bucket's expiry rule: `expire-` and the bucket's last word. */
+export const expiryRule = (bucket) => `expire-${bucketPrefix(bucket).slice(0, -1)}`;
 
 /**
  * The steps for `env`, given what the account already has (`inventory`: sets of database,
@@ -116,8 +117,11 @@ function wrangler(args, { input, quiet = false } = {}) {
   return { ok: run.status === 0, out: `${run.stdout ?? ""}${run.stderr ?? ""}` };
 }
 
-/** What the account has, read with wrangler's list commands (a list that fails is unknown). */
-function inventory(configs) {
+/**
+ * What the account has, read with wrangler's list commands (a list that fails is unknown); the
+ * lifecycle rules of `buckets` (the environment's) only.
+ */
+function inventory(configs, buckets) {
   const names = (args, pattern) => {
     const run = wrangler(args, { quiet: true });
     return run.ok ? new Set([...run.out.matchAll(pattern)].map((m) => m[1])) : null;
@@ -125,14 +129,14 @@ function inventory(configs) {
   const secrets = Object.fromEntries(
     WORKERS.map((w) => [w.role, names(["secret", "list", "-c", configs[w.role]], /"name":\s*"([^"]+)"/g)]),
   );
-  const buckets = names(["r2", "bucket", "list"], /name:\s*(\S+)/g);
+  const existing = names(["r2", "bucket", "list"], /name:\s*(\S+)/g);
   const lifecycleRules = Object.fromEntries(
-    [...(buckets ?? [])].filter((b) => b.startsWith("jobs-")).map((b) => [b, names(["r2", "bucket", "lifecycle", "list", b], /name:\s*(\S+)/g)]),
+    buckets.filter((b) => existing?.has(b)).map((b) => [b, names(["r2", "bucket", "lifecycle", "list", b], /name:\s*(\S+)/g)]),
   );
   return {
     databases: names(["d1", "list", "--json"], /"name":\s*"([^"]+)"/g),
     queues: names(["queues", "list"], /\b(jobs-[a-z0-9-]+)\b/g),
-    buckets,
+    buckets: existing,
     lifecycleRules,
     secrets,
   };
@@ -192,7 +196,7 @@ export async function main(argv) {
     return 0;
   }
   const configs = writeConfigs(env, PLACEHOLDER_ID);
-  const steps = plan(env, inventory(configs), configs);
+  const steps = plan(env, inventory(configs, resources(env).buckets), configs);
   printPlan(env, steps, false);
   for (const step of steps.filter((s) => !s.done)) {
     if (step.what === "migrations") {

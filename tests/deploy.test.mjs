@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT } from "./support/platform.mjs";
-import { envConfig, plan, resources } from "../scripts/deploy.mjs";
+import { envConfig, expiryRule, plan, resources } from "../scripts/deploy.mjs";
 
 const CONFIGS = {
   static: "producer/static/wrangler.staging.toml",
@@ -70,10 +70,8 @@ test("environments never share a resource, and a second run creates nothing", ()
   const added = ruleless.filter((s) => s.what === "R2 expiry" && !s.done);
   assert.deepEqual(added.map((s) => s.name), staging.buckets);
   assert.deepEqual(added.map((s) => s.args[5]), staging.buckets.map(expiryRule), "the rule's name as the plan adds it");
+  assert.deepEqual(staging.buckets.map(expiryRule).sort(), ["expire-artifacts", "expire-screenshots"]);
 });
-
-/** The name deploy gives a bucket's expiry rule: `expire-` and the bucket's last word. */
-const expiryRule = (bucket) => `expire-${bucket.split("-").at(-1)}`;
 
 /** The committed config each role's environment config is written from. */
 const COMMITTED = { static: "producer/static/wrangler.toml", producer: "wrangler.toml", consumer: "consumer/wrangler.toml" };

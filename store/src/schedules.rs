@@ -147,8 +147,8 @@ pub async fn schedule_insert(
 
 /// Replaces a schedule's fields, if it is still at `updated_at` (so two concurrent edits
 /// cannot silently merge; the sweep does not touch `updated_at`). `next_run_at` `None` keeps
-/// the stored one, but a disabled schedule has none: it would not run then. `Ok(None)`: it changed or went meanwhile; `Err` with a UNIQUE failure: the
-/// new name is taken.
+/// the stored one, but a disabled schedule has none: it would not run then. `Ok(None)`: it
+/// changed or went meanwhile; `Err` with a UNIQUE failure: the new name is taken.
 pub async fn schedule_update(
     db: &D1Database,
     current: &ScheduleRow,

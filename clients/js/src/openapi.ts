@@ -3511,8 +3511,22 @@ export interface components {
             expires_at?: string;
             /** @description expires_at as seconds from now */
             expires_in_seconds?: number;
-            /** @description jobs to run one after the other once this one succeeds (README "Job chains"); a step may not set run_at, expires_at, dedup_key or steps */
-            steps?: components["schemas"]["EnqueueRequest"][];
+            /** @description jobs to run one after the other once this one succeeds (README "Job chains") */
+            steps?: components["schemas"]["ChainStep"][];
+        };
+        /** @description A later step of a job chain (README "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
+        ChainStep: {
+            type: string;
+            /** @description the job type's payload (README "Job types"); {} when omitted */
+            payload?: {
+                [key: string]: unknown;
+            };
+            priority?: number;
+            delay_seconds?: number;
+            max_attempts?: number;
+            retry?: components["schemas"]["RetryPolicy"];
+            /** @description expires_at as seconds from now */
+            expires_in_seconds?: number;
         };
         /** @description A retry policy: a preset's name, or a policy object (README "Retries"). Omitted parameters take the preset's. */
         RetryPolicy: ("default" | "crawler" | "fixed_table" | "quick") | {
@@ -3623,7 +3637,7 @@ export interface components {
             /** Format: date-time */
             finished_at?: string | null;
             /** @description The enqueue request's trace id (traceparent) or X-Request-Id, or one minted for it; a job written without one (a schedule's run) goes by its own id. On every log line and outgoing request of the job. */
-            correlation_id?: string;
+            correlation_id: string;
             /** @description who enqueued it: a token's name, token:<fingerprint> for an unnamed token, or schedule:<name>; never a token */
             enqueued_by?: string | null;
             /** @description held by a pause: not claimed, no attempt spent */

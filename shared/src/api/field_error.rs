@@ -58,9 +58,13 @@ fn in_json_terms(message: &str) -> String {
     if expected.starts_with("struct ") && found.starts_with("invalid length ") {
         return "invalid type: array, expected an object".to_string();
     }
+    // With its range where serde checks one, so an out-of-range value is told what fits.
     let expected = match expected {
         "i8" | "i16" | "i32" | "i64" | "isize" => "an integer",
-        "u8" | "u16" | "u32" | "u64" | "usize" => "a non-negative integer",
+        "u8" => "an integer from 0 to 255",
+        "u16" => "an integer from 0 to 65535",
+        "u32" => "an integer from 0 to 4294967295",
+        "u64" | "usize" => "a non-negative integer",
         "f32" | "f64" => "a number",
         "a sequence" => "an array",
         "a map" => "an object",
@@ -174,11 +178,11 @@ mod tests {
         let width = |w: Value| message(json!({"url": "u", "inner": {"width": w}}));
         assert_eq!(
             width(json!(50.5)),
-            "invalid type: floating point `50.5`, expected a non-negative integer"
+            "invalid type: floating point `50.5`, expected an integer from 0 to 4294967295"
         );
         assert_eq!(
-            width(json!(-1)),
-            "invalid value: integer `-1`, expected a non-negative integer"
+            width(json!(5_000_000_000u64)),
+            "invalid value: integer `5000000000`, expected an integer from 0 to 4294967295"
         );
         assert_eq!(
             message(json!({"url": "u", "inner": []})),

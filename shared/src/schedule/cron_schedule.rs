@@ -7,9 +7,10 @@
 //! union is the schedule (e.g. market hours that start at 09:30), and `@every <duration>` with
 //! the units `ns us µs ms s m h d`, combined like `1h30m`.
 //!
-//! Field matching is croner's. Across DST, a time in the skipped hour runs at the first instant
-//! after the gap (croner's), and a time in the repeated hour runs once, at its first occurrence,
-//! unless the hour is a wildcard ([`next_of`]).
+//! Field matching is croner's. Across DST, a single time (one minute of one hour) in the skipped
+//! hour runs at the first instant after the gap, listed or stepped times in it do not run that
+//! day (croner's), and a time in the repeated hour runs once, at its first occurrence, unless the
+//! hour is a wildcard ([`next_of`]).
 
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
@@ -125,9 +126,9 @@ impl CronSchedule {
     }
 }
 
-/// The most second occurrences of repeated-hour times [`next_of`] passes over in a row: a
-/// repeated hour holds at most 60 minutes of them.
-const MAX_REPEATED_SKIPS: usize = 120;
+/// Repeated hours [`next_of`] passes over in a row: one is all a fall-back makes, and each is
+/// passed whole.
+const MAX_FOLDS_PASSED: usize = 4;
 
 /// `cron`'s first run strictly after `after_ms` in `tz`. Across a fall-back, an expression with a
 /// restricted hour (`30 1 * * *`, `15,45 1 * * *`, `*/30 1 * * *`) runs each of its wall-clock
@@ -136,7 +137,7 @@ const MAX_REPEATED_SKIPS: usize = 120;
 /// occurrence only for a single minute of a single hour.
 fn next_of(cron: &Cron, tz: &TimeZone, after_ms: i64) -> Option<i64> {
     let mut after = after_ms;
-    for _ in 0..MAX_REPEATED_SKIPS {
+    for _ in 0..MAX_FOLDS_PASSED {
         let start = Timestamp::from_millisecond(after)
             .ok()?
             .to_zoned(tz.clone());
@@ -145,24 +146,33 @@ fn next_of(cron: &Cron, tz: &TimeZone, after_ms: i64) -> Option<i64> {
         if at_ms <= after {
             return None;
         }
-        if cron.pattern.hours.from_wildcard || !is_second_occurrence(&at) {
-            return Some(at_ms);
+        match second_pass_end_ms(&at) {
+            Some(end_ms) if !cron.pattern.hours.from_wildcard => after = end_ms - 1,
+            _ => return Some(at_ms),
         }
-        after = at_ms;
     }
     None
 }
 
-/// Whether `at` is the second time its wall-clock time happens (the repeated hour of a fall-back).
-fn is_second_occurrence(at: &jiff::Zoned) -> bool {
-    match at
-        .time_zone()
-        .to_ambiguous_timestamp(at.datetime())
-        .offset()
-    {
-        AmbiguousOffset::Fold { before, after } => before != after && at.offset() == after,
-        _ => false,
+/// When `at` is in the second pass of a repeated hour (a fall-back), the first instant after
+/// that pass: the transition plus the length of the fold (two hours in Antarctica/Troll).
+fn second_pass_end_ms(at: &jiff::Zoned) -> Option<i64> {
+    let tz = at.time_zone();
+    let AmbiguousOffset::Fold { before, after } = tz.to_ambiguous_timestamp(at.datetime()).offset()
+    else {
+        return None;
+    };
+    if before == after || at.offset() != after {
+        return None;
     }
+    // The transition into this pass: the last one at or before `at`.
+    let just_after = Timestamp::from_millisecond(at.timestamp().as_millisecond() + 1).ok()?;
+    let transition = tz
+        .preceding(just_after)
+        .next()?
+        .timestamp()
+        .as_millisecond();
+    Some(transition + i64::from(before.seconds() - after.seconds()) * 1000)
 }
 
 /// `CRON_TZ=Zone rest` (or `TZ=`) -> (zone, rest).
@@ -500,6 +510,14 @@ mod tests {
             next(hourly, "2025-03-09T06:00:00Z"),
             "2025-03-09T07:00:00.000Z"
         ); // 01:00 EST -> 03:00 EDT
+           // Nor do listed or stepped times in the gap: only a single time is carried over.
+        assert_eq!(
+            next(
+                "CRON_TZ=America/New_York 15,45 2 * * *",
+                "2025-03-09T06:00:00Z"
+            ),
+            "2025-03-10T06:15:00.000Z"
+        ); // 02:15 EDT the next day
     }
 
     #[test]
@@ -540,6 +558,15 @@ mod tests {
             let expression = format!("CRON_TZ=America/New_York {listed}");
             assert_eq!(next(&expression, from), to, "{listed} after {from}");
         }
+        // Antarctica/Troll falls back two hours (03:00 +02 -> 01:00 +00): 120 minutes of second
+        // occurrences, passed whole.
+        assert_eq!(
+            next(
+                "CRON_TZ=Antarctica/Troll * 1-2 * * *",
+                "2025-10-26T00:59:00Z"
+            ),
+            "2025-10-27T01:00:00.000Z"
+        );
         // Interval jobs keep running through the repeated hour, in real time.
         let every_30 = "CRON_TZ=America/New_York */30 * * * *";
         assert_eq!(

@@ -60,7 +60,8 @@ pub struct ScheduleSpec {
 }
 
 /// A schedule's name is its address too (`/v1/admin/schedules/{id or name}`): so it is a path
-/// segment as written (no escaping), and never all digits, which would read as an id.
+/// segment as written (no escaping, not `.` or `..`), and never a number, which would read as
+/// an id (`store::schedules`).
 fn check_name(name: &str) -> Result<(), String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':');
     if name.is_empty() || name.len() > MAX_NAME_CHARS || !name.chars().all(allowed) {
@@ -68,10 +69,11 @@ fn check_name(name: &str) -> Result<(), String> {
             "must be 1 to {MAX_NAME_CHARS} of A-Z a-z 0-9 _ . - : (it is the schedule's address)"
         ));
     }
-    if name.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(
-            "must not be all digits: /v1/admin/schedules/{id} would read it as an id".into(),
-        );
+    if name.parse::<i64>().is_ok() {
+        return Err("must not be a number: /v1/admin/schedules/{id} would read it as an id".into());
+    }
+    if name.bytes().all(|b| b == b'.') {
+        return Err("must not be only dots: a URL path would drop it".into());
     }
     Ok(())
 }
@@ -209,7 +211,8 @@ mod tests {
             (422, "invalid_field", f("name"))
         );
         for name in [
-            "", "   ", "1", "0042", "my sched", "café", "a/b", "a?b", "a%20b",
+            "", "   ", "1", "0042", "-1", "+7", ".", "..", "my sched", "café", "a/b", "a?b",
+            "a%20b",
         ] {
             assert_eq!(
                 reject(with("name", json!(name))),

@@ -78,24 +78,26 @@ impl Tokens {
         let admin = matching(&self.admin, token);
         let enqueue = matching(&self.enqueue, token);
         let metrics = matching(&self.metrics, token);
-        let (scope, entry) = match (admin, enqueue, metrics) {
-            (Some(entry), _, _) => (Scope::Admin, entry),
-            (None, Some(entry), _) => (Scope::Enqueue, entry),
-            (None, None, Some(entry)) => (Scope::Metrics, entry),
-            (None, None, None) => return Err(unauthorized("invalid token")),
+        // The route decides which list counts, so a token in two lists works for both.
+        let granted = match required {
+            Scope::Admin => None,
+            Scope::Enqueue => enqueue.map(|entry| (Scope::Enqueue, entry)),
+            Scope::Metrics => metrics.map(|entry| (Scope::Metrics, entry)),
         };
-        if scope != Scope::Admin && scope != required {
-            let message = match (scope, required) {
-                (Scope::Metrics, _) => "this token can only read /metrics",
-                (_, Scope::Metrics) => "this token cannot read /metrics",
-                _ => "this token cannot use admin routes",
-            };
-            return Err(ApiError::new(403, "forbidden", message));
+        if let Some((scope, entry)) = admin.map(|entry| (Scope::Admin, entry)).or(granted) {
+            return Ok(Caller {
+                scope,
+                name: entry.name.clone(),
+            });
         }
-        Ok(Caller {
-            scope,
-            name: entry.name.clone(),
-        })
+        // Known, but not for this route: 403; unknown: 401.
+        let message = match (enqueue.is_some(), metrics.is_some(), required) {
+            (false, false, _) => return Err(unauthorized("invalid token")),
+            (false, true, _) => "this token can only read /metrics",
+            (true, _, Scope::Metrics) => "this token cannot read /metrics",
+            (true, _, _) => "this token cannot use admin routes",
+        };
+        Err(ApiError::new(403, "forbidden", message))
     }
 }
 
@@ -239,6 +241,19 @@ mod tests {
             status(Some("Bearer m3"), Metrics),
             Err((401, "unauthorized"))
         );
+        // One token in two lists is good for both.
+        let both = Tokens::from_secrets(TokenSecrets {
+            enqueue: Some("shared"),
+            metrics: Some("shared"),
+            ..TokenSecrets::default()
+        });
+        let scope = |required| {
+            both.authorize(Some("Bearer shared"), required)
+                .map(|c| c.scope)
+        };
+        assert_eq!(scope(Metrics), Ok(Metrics));
+        assert_eq!(scope(Enqueue), Ok(Enqueue));
+        assert_eq!(scope(Admin).map_err(|e| e.status), Err(403));
     }
 
     #[test]
