@@ -84,6 +84,13 @@ describe("job logs and correlation ids (real queues)", () => {
     assert.match(cid, /^[0-9a-f]{32}$/);
     assert.deepEqual(minted.body.jobs.map((j) => j.correlation_id), [cid, cid]);
     assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE correlation_id = ?", cid), 2);
+
+    // A refused request's answer carries it too, so a client can quote it either way.
+    const refused = await p.enqueue({ type: "no_such_type" }, { headers: { "x-request-id": "req-err.1" } });
+    assert.deepEqual([refused.status, refused.headers.get("x-request-id")], [422, "req-err.1"]);
+    const refusedBatch = await p.request("POST", "/v1/jobs/batch", { json: { jobs: [] } });
+    assert.equal(refusedBatch.status, 422);
+    assert.match(refusedBatch.headers.get("x-request-id") ?? "", /^[0-9a-f]{32}$/);
   });
 
   test("a chain's next step inherits the correlation id", async () => {

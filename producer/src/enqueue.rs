@@ -36,10 +36,39 @@ struct BatchAccepted<'a> {
 /// `by`: the caller's name, recorded on each job.
 pub async fn one(
     req: &mut Request,
-    (env, ctx): (&Env, &Context),
+    envs: (&Env, &Context),
     by: String,
 ) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
+    with_request_id(one_as(req, envs, by, &cid).await, &cid)
+}
+
+pub async fn batch(
+    req: &mut Request,
+    envs: (&Env, &Context),
+    by: String,
+) -> Result<Response, ApiError> {
+    let cid = correlation::of_request(req)?;
+    with_request_id(batch_as(req, envs, by, &cid).await, &cid)
+}
+
+/// The request's correlation id on its answer, an error's too, so a client can quote it either
+/// way (README "Correlation ids").
+fn with_request_id(answer: Result<Response, ApiError>, cid: &str) -> Result<Response, ApiError> {
+    let response = match answer {
+        Ok(response) => response,
+        Err(error) => respond::error(&error).map_err(|e| respond::internal(&e))?,
+    };
+    respond::with_headers(response, &[(correlation::HEADER, cid)])
+}
+
+/// POST /v1/jobs under the request's correlation id `cid`.
+async fn one_as(
+    req: &mut Request,
+    (env, ctx): (&Env, &Context),
+    by: String,
+    cid: &str,
+) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let now = now_ms();
     let limit = queue_delay_limit(env);
@@ -50,18 +79,19 @@ pub async fn one(
         "payload"
     };
     let (entry, written, write) =
-        write_and_send((env, ctx), vec![job], field, (&cid, &by), now).await?;
+        write_and_send((env, ctx), vec![job], field, (cid, &by), now).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
-    let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], &cid))?;
-    traced(response, &write.server_timing(1), &cid)
+    let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], cid))?;
+    timed(response, &write.server_timing(1))
 }
 
-pub async fn batch(
+/// POST /v1/jobs/batch under the request's correlation id `cid`.
+async fn batch_as(
     req: &mut Request,
     (env, ctx): (&Env, &Context),
     by: String,
+    cid: &str,
 ) -> Result<Response, ApiError> {
-    let cid = correlation::of_request(req)?;
     let body = body::json(req).await?;
     let now = now_ms();
     // Monotonic ULIDs within the request: one random draw, then successors (as the ULID
@@ -73,16 +103,15 @@ pub async fn batch(
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let (entry, written, write) =
-        write_and_send((env, ctx), jobs, "jobs", (&cid, &by), now).await?;
+    let (entry, written, write) = write_and_send((env, ctx), jobs, "jobs", (cid, &by), now).await?;
     let jobs = entry
         .jobs
         .iter()
         .zip(&written)
-        .map(|(job, w)| accepted(job, w, &cid))
+        .map(|(job, w)| accepted(job, w, cid))
         .collect();
     let response = respond::json(202, &BatchAccepted { jobs })?;
-    traced(response, &write.server_timing(entry.jobs.len()), &cid)
+    timed(response, &write.server_timing(entry.jobs.len()))
 }
 
 /// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
@@ -107,13 +136,9 @@ async fn write_and_send(
     Ok((entry, written, write))
 }
 
-/// The write behind the response in a Server-Timing header (`GroupWrite::server_timing`), and
-/// the correlation id in its header.
-fn traced(response: Response, timing: &str, cid: &str) -> Result<Response, ApiError> {
-    respond::with_headers(
-        response,
-        &[("server-timing", timing), (correlation::HEADER, cid)],
-    )
+/// The write behind the response in a Server-Timing header (`GroupWrite::server_timing`).
+fn timed(response: Response, timing: &str) -> Result<Response, ApiError> {
+    respond::with_headers(response, &[("server-timing", timing)])
 }
 
 fn accepted<'a>(job: &NewJob, written: &'a Written, cid: &'a str) -> Answered<'a> {

@@ -291,6 +291,8 @@ export interface paths {
                 /** @description malformed JSON or not an object */
                 400: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -309,6 +311,8 @@ export interface paths {
                 /** @description body_too_large: the body is over 1 MiB (read with a hard cap, Content-Length or not); payload_too_large; stored_too_large: the jobs' stored rows are over 1,900,000 bytes */
                 413: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -318,6 +322,8 @@ export interface paths {
                 /** @description not application/json */
                 415: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -327,6 +333,8 @@ export interface paths {
                 /** @description invalid field (see error.field) */
                 422: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -336,6 +344,8 @@ export interface paths {
                 /** @description D1 or a binding failed; retry */
                 503: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -396,6 +406,8 @@ export interface paths {
                 /** @description malformed JSON or not an object */
                 400: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -414,6 +426,8 @@ export interface paths {
                 /** @description body_too_large: the body is over 1 MiB (read with a hard cap, Content-Length or not); payload_too_large; stored_too_large: the jobs' stored rows are over 1,900,000 bytes */
                 413: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -423,6 +437,8 @@ export interface paths {
                 /** @description not application/json */
                 415: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -432,6 +448,8 @@ export interface paths {
                 /** @description invalid field (see error.field) */
                 422: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -441,6 +459,8 @@ export interface paths {
                 /** @description D1 or a binding failed; retry */
                 503: {
                     headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
                         [name: string]: unknown;
                     };
                     content: {
