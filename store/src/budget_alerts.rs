@@ -28,6 +28,12 @@ pub fn budget_alert_insert_reached(
     ])
 }
 
+/// Whether the month's spend in `budgets b` has reached `threshold` (a percentage): only spend
+/// reaches one, so a limit of 0 with nothing spent alerts nothing.
+fn reached_sql(threshold: &str) -> String {
+    format!("b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * {threshold}")
+}
+
 /// The thresholds are spelled once, by jobs_shared::budget::ALERT_THRESHOLDS.
 fn insert_reached_sql() -> String {
     let thresholds = ALERT_THRESHOLDS.map(|t| format!("({t})")).join(", ");
@@ -36,9 +42,9 @@ fn insert_reached_sql() -> String {
          (job_type, month, threshold, spent_cents, limit_cents, created_at) \
          SELECT b.job_type, b.month, t.column1, b.spent_cents, b.limit_cents, ?3 \
          FROM budgets b, (VALUES {thresholds}) t \
-         WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents > 0 \
-         AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
-         RETURNING job_type, month, threshold, spent_cents, limit_cents"
+         WHERE b.job_type = ?1 AND b.month = ?2 AND {} \
+         RETURNING job_type, month, threshold, spent_cents, limit_cents",
+        reached_sql("t.column1")
     )
 }
 
@@ -50,11 +56,11 @@ pub fn budget_alert_delete_unreached(
     job_type: JobType,
     month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
+    db.prepare(format!(
         "DELETE FROM budget_alerts WHERE job_type = ?1 AND month = ?2 AND NOT EXISTS \
-         (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 AND b.spent_cents > 0 \
-         AND b.spent_cents * 100 >= b.limit_cents * budget_alerts.threshold)",
-    )
+         (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 AND {})",
+        reached_sql("budget_alerts.threshold")
+    ))
     .bind(&[
         JsValue::from_str(job_type.as_str()),
         JsValue::from_str(month),

@@ -146,9 +146,12 @@ fn next_of(cron: &Cron, tz: &TimeZone, after_ms: i64) -> Option<i64> {
         if at_ms <= after {
             return None;
         }
+        if cron.pattern.hours.from_wildcard {
+            return Some(at_ms);
+        }
         match second_pass_end_ms(&at) {
-            Some(end_ms) if !cron.pattern.hours.from_wildcard => after = end_ms - 1,
-            _ => return Some(at_ms),
+            Some(end_ms) => after = end_ms - 1,
+            None => return Some(at_ms),
         }
     }
     None
