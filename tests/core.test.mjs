@@ -329,6 +329,8 @@ describe("messages delivered by the test", () => {
       ["missing type", { json: { payload: {} } }, 422, "invalid_field", "type"],
       ["invalid payload: no url", { json: { type: "http", payload: {} } }, 422, "invalid_payload", "payload.url"],
       ["invalid payload: wrong type", { json: { type: "rss_feed_refresh", payload: { force_refresh: "yes" } } }, 422, "invalid_payload", "payload.force_refresh"],
+      ["a URL over 8 KiB", { json: { type: "screenshot_capture", payload: { url: `https://example.com/?q=${"a".repeat(8192)}` } } }, 422, "invalid_payload", "payload.url"],
+      ["a URL with credentials", { json: { type: "screenshot_capture", payload: { url: "https://user:secret@example.com/" } } }, 422, "invalid_payload", "payload.url"],
       ["unknown field", { json: { ...ok, colour: "red" } }, 422, "unknown_field", "colour"],
       ["priority of the wrong type", { json: { ...ok, priority: "high" } }, 422, "invalid_field", "priority"],
       ["priority out of range", { json: { ...ok, priority: 101 } }, 422, "out_of_range", "priority"],

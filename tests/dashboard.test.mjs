@@ -27,12 +27,13 @@ after(async () => {
 
 const admin = async (path) => (await p.request("GET", path, { token: TOKENS.admin })).body;
 
-/** A new tab on the dashboard, signed in with the admin token; `errors` collects page errors. */
-async function signedIn() {
+/** A new tab on the dashboard (at `path`), signed in with the admin token; `errors` collects
+ * page errors. */
+async function signedIn(path = "/dashboard/") {
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(new URL("/dashboard/", base).href);
+  await page.goto(new URL(path, base).href);
   await page.fill("#token", TOKENS.admin);
   await page.click("#login button[type=submit]");
   return { page, errors };
@@ -69,6 +70,7 @@ test("load the dashboard, see the API's numbers, replay a dead job by clicking",
 
   const deadRow = (id) => page.locator(`#dead-letters tr[data-job-id="${id}"]`);
   for (const id of dead) await deadRow(id).waitFor();
+  assert.equal(await page.locator("#dead-count").textContent(), String(stats.totals.counts.dead));
   await page.locator(`#failures tr[data-job-id="${dead[0]}"]`).first().waitFor();
 
   await page.click(`button[data-replay="${dead[0]}"]`);
@@ -89,6 +91,71 @@ test("load the dashboard, see the API's numbers, replay a dead job by clicking",
   await page.locator("#runs tbody tr").first().waitFor();
   assert.equal(await page.locator("#detail-id").textContent(), dead[1]);
   assert.equal(await page.locator("#runs tbody tr").count(), 1);
+  assert.deepEqual(errors, []);
+});
+
+test("a job's detail offers only what its status allows, keeps what an action answered, and shows its chain", async () => {
+  const parent = (await p.enqueue({ type: "http", payload: { url: app.url("/gone") }, steps: [{ type: "noop" }] })).body.id;
+  await p.deliver("jobs-default", [jobMessage(parent, "http")]);
+  assert.equal((await p.getJob(parent)).body.status, "dead");
+
+  const { page, errors } = await signedIn();
+  await page.locator("#families tbody tr").first().waitFor();
+  await page.locator(`#jobs tr[data-job-id="${parent}"] a`).click();
+  await page.locator("#detail-fields dd[data-field=chain]").waitFor();
+  const buttons = () => page.locator("#detail-actions button").evaluateAll((bs) => bs.map((b) => b.dataset.action));
+  assert.deepEqual(await buttons(), ["retry"], "a dead job can only be retried");
+  assert.match(await page.locator("#detail-fields dd[data-field=chain]").textContent(), /^failed \(failed\): step 0 \(http\) went dead/);
+  assert.match(await page.locator("#detail-fields dd[data-field=steps]").textContent(), /0 http dead · 1 noop pending/);
+
+  // The answer of an action outlives the refresh after it; the job now offers its new moves.
+  await page.click("#detail-actions button[data-action=retry]");
+  await page.waitForFunction(() => document.querySelector("#action-status").textContent.endsWith("/retry: done"));
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("updated"));
+  assert.match(await page.locator("#action-status").textContent(), new RegExp(`POST /v1/admin/jobs/${parent}/retry: done`));
+  await page.waitForFunction(() => document.querySelector("#detail-actions button[data-action=cancel]"));
+  assert.deepEqual(await buttons(), ["cancel", "skip", "boost"]);
+  const priority = (await p.getJob(parent)).body.priority;
+  await page.click("#detail-actions button[data-action=boost]");
+  await page.waitForFunction(() => document.querySelector("#action-status").textContent.endsWith("/boost: done"));
+  assert.equal((await p.getJob(parent)).body.priority, Math.min(priority + 10, 100));
+
+  // A refused search lists nothing and says why; the next one clears the message.
+  await page.fill("#search input[name=type]", "frobnicate");
+  await page.click("#search button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#search-status").textContent !== "");
+  assert.match(await page.locator("#search-status").textContent(), /^search: .*type/);
+  assert.equal(await page.locator("#jobs tbody tr").count(), 0);
+  await page.fill("#search input[name=type]", "");
+  await page.click("#search button[type=submit]");
+  await page.locator(`#jobs tr[data-job-id="${parent}"]`).waitFor();
+  assert.equal(await page.locator("#search-status").textContent(), "");
+  assert.deepEqual(errors, []);
+});
+
+test("a pause by type shows the jobs it holds, and its resume releases them", async () => {
+  await p.request("POST", "/v1/admin/pauses", { token: TOKENS.admin, json: { kind: "type", name: "noop", reason: "vendor down" } });
+  const held = (await p.enqueue({ type: "noop", payload: {} })).body;
+  await p.deliver("jobs-default", [jobMessage(held.id, "noop")]);
+  const heldAt = () => p.db.prepare("SELECT held_at AS t FROM jobs WHERE id = ?").bind(held.id).first("t");
+  assert.notEqual(await heldAt(), null);
+
+  const { page, errors } = await signedIn();
+  const pause = page.locator('#pauses tr[data-pause="type/noop"]');
+  await pause.waitFor();
+  assert.equal(await pause.locator("td[data-field=held]").textContent(), "1");
+  assert.match(await pause.textContent(), /vendor down/);
+  await page.click('#pauses button[data-resume="type/noop"]');
+  await page.locator("#pauses-section").waitFor({ state: "hidden" });
+  assert.deepEqual((await admin("/v1/admin/pauses")).pauses, []);
+  assert.equal(await heldAt(), null, "the resume released the held job");
+  assert.deepEqual(errors, []);
+});
+
+test("a link to a job that does not exist says so on the page", async () => {
+  const { page, errors } = await signedIn("/dashboard/#job=NOPE");
+  await page.waitForFunction(() => document.querySelector("#action-status").textContent.includes("no job NOPE"));
+  assert.ok(await page.locator("#detail").isHidden());
   assert.deepEqual(errors, []);
 });
 
@@ -136,13 +203,8 @@ test("a job's view lists what each run produced: its artifacts", async () => {
   const [artifact] = job.artifacts;
   assert.equal(artifact.kind, "feed_summary");
 
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
   // A link to the job opens its view once signed in.
-  await page.goto(new URL(`/dashboard/#job=${job.id}`, base).href);
-  await page.fill("#token", TOKENS.admin);
-  await page.click("#login button[type=submit]");
+  const { page, errors } = await signedIn(`/dashboard/#job=${job.id}`);
   const listed = page.locator('#artifacts tr[data-run="1"]');
   await listed.waitFor();
   assert.equal(await listed.locator("td[data-field=kind]").textContent(), "feed_summary");

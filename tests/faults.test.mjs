@@ -110,6 +110,22 @@ describe("hostile answers cannot stall, poison or multiply a batch", () => {
     assert.equal(await count(), before + 2, "the allowed follow-up was created");
   });
 
+  test("a trusted answer cut at the read cap fails its step rather than drop its follow-ups", async () => {
+    const [cut] = await enqueueHttp(p, "/follow-up?pad=60000", 1, { allow_follow_ups: true });
+    const before = await p.count("SELECT count(*) FROM jobs");
+    await p.deliver("jobs-default", messages([cut]));
+    const done = await job(p, cut);
+    assert.equal(done.status, "dead");
+    assert.equal(done.error.class, "invalid_payload");
+    assert.match(done.error.message, /over 49152 bytes .* follow-up jobs it may hold could not be read/);
+    assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no job was created");
+    // The same answer within the cap adds its follow-up.
+    const [whole] = await enqueueHttp(p, "/follow-up?pad=40000", 1, { allow_follow_ups: true });
+    await p.deliver("jobs-default", messages([whole]));
+    assert.equal((await job(p, whole)).status, "succeeded");
+    assert.equal(await p.count("SELECT count(*) FROM jobs"), before + 2);
+  });
+
   test("follow-ups cannot grow a chain past its length", async () => {
     const [looping] = await enqueueHttp(p, "/follow-up", 1, { allow_follow_ups: true });
     const before = await p.count("SELECT count(*) FROM jobs");

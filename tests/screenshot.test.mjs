@@ -7,6 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { inflateSync } from "node:zlib";
 import { chromium as playwright } from "playwright-core";
 import { unstable_readConfig } from "wrangler";
 import { jobMessage, logCollector, refuseSuccess, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
@@ -36,6 +37,18 @@ function dimensions(bytes) {
     at += 2 + b.readUInt16BE(at + 2);
   }
   assert.fail("no JPEG frame header");
+}
+
+/** The top-left pixel of a PNG as `#rrggbb`: the first row's first pixel is stored as is,
+ * whatever the row's filter. */
+function firstPixel(bytes) {
+  const b = Buffer.from(bytes);
+  const idat = [];
+  for (let at = 8; at < b.length; at += 12 + b.readUInt32BE(at)) {
+    if (b.subarray(at + 4, at + 8).toString() === "IDAT") idat.push(b.subarray(at + 8, at + 8 + b.readUInt32BE(at)));
+  }
+  const rows = inflateSync(Buffer.concat(idat));
+  return `#${rows.subarray(1, 4).toString("hex")}`;
 }
 
 /** Enqueues a screenshot job on `p` and runs its message once; returns the job and the decisions. */
@@ -158,6 +171,27 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.deepEqual(dimensions(bytes), { format: "jpeg", width: 500, height: 2000 });
     assert.equal(object.httpMetadata.contentType, "image/jpeg");
     assert.equal(job.result.size, bytes.length);
+  });
+
+  test("a page that moves on by itself (a script, a meta refresh) is captured where it lands", async () => {
+    app.script("/landed", [html('<div style="background:#00ffff;height:100%">landed</div>', "<style>html,body{height:100%}</style>")]);
+    app.script("/gone-by-script", [{ status: 404, headers: { "content-type": "text/html" }, raw: "<h1>gone</h1>" }]);
+    const moving = {
+      "/by-script": `<script>location.href = ${JSON.stringify(app.url("/landed"))}</script>`,
+      "/by-refresh": `<meta http-equiv="refresh" content="0;url=${app.url("/landed")}">`,
+      "/to-a-404": `<script>location.href = ${JSON.stringify(app.url("/gone-by-script"))}</script>`,
+    };
+    for (const [path, head] of Object.entries(moving)) app.script(path, [html("moving on", head)]);
+    for (const path of ["/by-script", "/by-refresh"]) {
+      const { job } = await capture(p, { url: app.url(path), viewport: { width: 200, height: 100 }, timeout_ms: 10_000 });
+      assert.equal(job.status, "succeeded", `${path}: ${JSON.stringify(job.error)}`);
+      assert.deepEqual([job.result.final_url, job.result.status], [app.url("/landed"), 200], path);
+      const bytes = new Uint8Array(await (await bucket.get(job.result.key)).arrayBuffer());
+      assert.equal(firstPixel(bytes), "#00ffff", `${path}: the landed page, not the one it left`);
+    }
+    const { job } = await capture(p, { url: app.url("/to-a-404"), timeout_ms: 10_000 });
+    assert.deepEqual([job.status, job.error.class], ["dead", "client_error"]);
+    assert.match(job.error.message, /gone-by-script answered HTTP 404/);
   });
 
   test("waits for a selector the page adds late", async () => {

@@ -17,28 +17,29 @@ use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
 use worker::Env;
 
-/// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups fail the attempt
-/// (invalid_payload, not retried): running the step again would return the same ones.
+/// Pulls checked follow-up jobs out of a successful result. Invalid follow-ups, or an answer cut
+/// before its end (whose follow-ups cannot be read), fail the attempt (invalid_payload, not
+/// retried): running the step again would return the same answer.
 pub fn take_follow_ups(
     outcome: Result<Option<Value>, JobError>,
     now_ms: i64,
 ) -> (Result<Option<Value>, JobError>, Vec<Value>) {
     let checked = match &outcome {
-        Ok(result) => follow_ups(result.as_ref())
-            .map(|list| validate_steps(jobs_shared::FOLLOW_UP_KEY, list, now_ms)),
-        Err(_) => None,
+        Ok(result) => follow_ups(result.as_ref()).and_then(|listed| match listed {
+            Some(list) => validate_steps(jobs_shared::FOLLOW_UP_KEY, list, now_ms).map_err(|e| {
+                let field = e.field.unwrap_or_default();
+                format!("invalid follow-up job at {field}: {}", e.message)
+            }),
+            None => Ok(Vec::new()),
+        }),
+        Err(_) => Ok(Vec::new()),
     };
     match checked {
-        Some(Ok(steps)) => (outcome, steps),
-        Some(Err(e)) => {
-            let field = e.field.unwrap_or_default();
-            let message = format!("invalid follow-up job at {field}: {}", e.message);
-            (
-                Err(JobError::new(ErrorClass::InvalidPayload, message)),
-                Vec::new(),
-            )
-        }
-        None => (outcome, Vec::new()),
+        Ok(steps) => (outcome, steps),
+        Err(message) => (
+            Err(JobError::new(ErrorClass::InvalidPayload, message)),
+            Vec::new(),
+        ),
     }
 }
 

@@ -10,7 +10,7 @@
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_shared::{
     delivery_redirected, is_redirect, observe::correlation, sign, signing_secret, ErrorClass,
-    JobError, SignedRequest, SIGNATURE_HEADER,
+    JobError, SignedRequest, BODY_TRUNCATED_KEY, SIGNATURE_HEADER,
 };
 use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
@@ -112,7 +112,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         return Ok(Some(json!({
             "status": status,
             "body": read.text,
-            "body_truncated": true,
+            BODY_TRUNCATED_KEY: true,
         })));
     }
     let body = serde_json::from_str::<Value>(&read.text).unwrap_or(Value::String(read.text));

@@ -1,6 +1,6 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
-use jobs_shared::{rfc3339, show_omitted, ApiError};
+use jobs_shared::{operator_actions, rfc3339, show_omitted, ApiError, JobStatus};
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};
@@ -9,8 +9,23 @@ use worker::{Env, Response};
 use crate::admin::d1;
 use crate::{chain_view, respond};
 
-/// The job, its runs and its chain's steps are read concurrently (one round trip of latency).
+/// GET /v1/jobs/{id}.
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
+    respond::json(200, &read(env, id).await?.0)
+}
+
+/// GET /v1/admin/jobs/{id}: the same view, with the `actions` its status allows an operator
+/// (shared `operator_actions`), so the dashboard offers only those.
+pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError> {
+    let (mut body, status) = read(env, id).await?;
+    let actions = JobStatus::parse(&status).map_or_else(Vec::new, operator_actions);
+    body["actions"] = json!(actions);
+    respond::json(200, &body)
+}
+
+/// The job's view and its status. The job, its runs and its chain's steps are read
+/// concurrently (one round trip of latency).
+async fn read(env: &Env, id: &str) -> Result<(Value, String), ApiError> {
     let db = d1::database(env)?;
     let (job, runs, steps) = futures::join!(
         job_get_by_id(&db, id),
@@ -25,7 +40,7 @@ pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
             if let Value::Object(fields) = &mut body {
                 fields.extend(chain_view::fields(&job, &steps));
             }
-            respond::json(200, &body)
+            Ok((body, job.summary.status))
         }
         None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }

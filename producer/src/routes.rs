@@ -46,7 +46,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/admin/jobs/cancel", Admin =>
         |c| job_actions::bulk(&c.admin(), c.req, Move::to(Cancelled, "jobs.cancel"));
     Post "/v1/admin/jobs/status", Admin => |c| job_actions::bulk_set_status(&c.admin(), c.req);
-    Get "/v1/admin/jobs/{id}", Admin => |c| job_view::get(c.env, c.param("id"));
+    Get "/v1/admin/jobs/{id}", Admin => |c| job_view::get_for_operator(c.env, c.param("id"));
     Post "/v1/admin/jobs/{id}/status", Admin =>
         |c| job_actions::set_status(&c.admin(), c.req, c.param("id"));
     Post "/v1/admin/jobs/{id}/priority", Admin =>

@@ -22,7 +22,7 @@ pub use api::api_error::ApiError;
 pub use api::bulk_request::{BulkRequest, Selection, MAX_BULK};
 pub use api::job_filter::{JobFilter, SqlValue};
 pub use api::operator_action::{
-    check_move, only_fields, operator_sources, parse_int, parse_target,
+    check_move, only_fields, operator_actions, operator_sources, parse_int, parse_target,
 };
 pub use budget::{
     alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,
@@ -44,12 +44,12 @@ pub use handlers::llm_messages::{
     DEFAULT_LLM_MODEL,
 };
 pub use handlers::screenshot::{
-    classify_navigation_error, content_type, screenshot_key, BrowserSlots, Capture, CaptureMode,
-    DocumentResponse, PageWatch, WATCHED_EVENTS,
+    classify_navigation_error, content_type, screenshot_key, screenshot_metadata, BrowserSlots,
+    Capture, CaptureMode, DocumentResponse, PageWatch, SETTLE_MS, WATCHED_EVENTS,
 };
 pub use job::chain::{
     after_death, after_skip, after_success, failed_chain_of_dead_step, failed_chain_of_ended_step,
-    follow_ups, ChainMove, ChainPhases, ChainPosition, FOLLOW_UP_KEY,
+    follow_ups, ChainMove, ChainPhases, ChainPosition, BODY_TRUNCATED_KEY, FOLLOW_UP_KEY,
 };
 pub use job::enqueue::{
     check_stored_size, validate_batch, validate_enqueue, validate_steps, NewJob, MAX_PRIORITY,

@@ -47,10 +47,10 @@ export async function startHostileServer() {
           res.writeHead(200, { "content-type": "application/json" });
           res.end('{"ok":true}');
         }, num("ms", 1000));
-      // 200 naming a follow-up job.
+      // 200 naming a follow-up job, then `pad` bytes more.
       case "/follow-up":
         res.writeHead(200, { "content-type": "application/json" });
-        return res.end(JSON.stringify({ follow_up: [{ type: "noop" }] }));
+        return res.end(JSON.stringify({ follow_up: [{ type: "noop" }], pad: "x".repeat(num("pad", 0)) }));
       default:
         res.writeHead(404);
         return res.end();

@@ -3690,6 +3690,8 @@ export interface components {
             };
             /** @description every run's artifacts, newest run first, each with its run */
             artifacts: components["schemas"]["Artifact"][];
+            /** @description GET /v1/admin/jobs/{id} only: the operator actions its status allows now (retry, cancel and skip where the state machine allows the move, priority and boost while it is live) */
+            actions?: ("retry" | "cancel" | "skip" | "priority" | "boost")[];
         };
         JobSummary: {
             id: string;

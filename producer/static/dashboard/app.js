@@ -67,29 +67,32 @@ const secs = (s) => (s == null ? "—" : s < 120 ? `${s} s` : s < 7200 ? `${Math
 const when = (t) => (t ? new Date(t).toLocaleString() : "—");
 const errorText = (e) => (e ? `${e.class}: ${e.message ?? ""}` : "");
 
-/** Shows a failed call, unless it was the token's fault (the sign-in form says so already). */
-function report(prefix, e) {
-  if (e.status !== 401 && e.status !== 403) setStatus(`${prefix}: ${e.message}`, true);
+/** Shows a failed call on `el`, unless it was the token's fault (the sign-in form says so
+ * already). What the operator asked for (an action, a job) answers on #action-status, which
+ * the periodic refresh leaves alone. */
+function report(prefix, e, el = $("#status")) {
+  if (e.status !== 401 && e.status !== 403) setStatus(`${prefix}: ${e.message}`, true, el);
 }
 
-function setStatus(text, failed = false) {
-  const el = $("#status");
+function setStatus(text, failed = false, el = $("#status")) {
   el.textContent = text;
   el.classList.toggle("failed", failed);
 }
 
 async function refresh() {
   try {
-    const [stats, failures, dead, history] = await Promise.all([
+    const [stats, failures, dead, history, pauses] = await Promise.all([
       api("GET", "/v1/admin/stats"),
       api("GET", "/v1/admin/failures?limit=15"),
       api("GET", "/v1/admin/dead-letters?limit=50"),
       api("GET", "/v1/admin/history?minutes=60"),
+      api("GET", "/v1/admin/pauses"),
     ]);
     renderStats(stats);
     renderHistory($("#history"), history); // charts.js
     renderFailures(failures.failures);
-    renderDead(dead);
+    renderDead(dead, stats.totals.counts.dead);
+    renderPauses(pauses.pauses);
     await renderSchedules();
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (e) {
@@ -143,8 +146,10 @@ function renderFailures(failures) {
   );
 }
 
-function renderDead(dead) {
-  $("#dead-count").textContent = `${dead.dead_letters.length}${dead.next_cursor ? "+" : ""}`;
+/** The newest dead jobs (one page), under the count of all of them. */
+function renderDead(dead, total) {
+  const shown = dead.dead_letters.length;
+  $("#dead-count").textContent = shown < total ? `${total} (the newest ${shown} listed)` : String(total);
   $("#dead-letters tbody").replaceChildren(
     ...dead.dead_letters.map((j) => {
       const action = document.createElement("td");
@@ -153,6 +158,23 @@ function renderDead(dead) {
         [jobLink(j.id), cell(j.type), cell(j.family), cell(String(j.runs)), cell(errorText(j.error), { cls: "error" }),
           cell(when(j.finished_at)), action],
         { jobId: j.id },
+      );
+    }),
+  );
+}
+
+/** Every pause, a family's or a type's, with the jobs it holds and its resume. */
+function renderPauses(pauses) {
+  $("#pauses-section").hidden = pauses.length === 0;
+  $("#pauses tbody").replaceChildren(
+    ...pauses.map((p) => {
+      const action = document.createElement("td");
+      const path = `/v1/admin/pauses/${p.kind}/${encodeURIComponent(p.name)}`;
+      action.append(button("resume", () => act("DELETE", path), { resume: `${p.kind}/${p.name}` }));
+      return row(
+        [cell(p.kind), cell(p.name), cell(String(p.held), { field: "held", cls: "num" }), cell(when(p.paused_at)),
+          cell(p.paused_by, { cls: "id" }), cell(p.reason), action],
+        { pause: `${p.kind}/${p.name}` },
       );
     }),
   );
@@ -182,13 +204,15 @@ async function renderSchedules() {
   );
 }
 
-/** An action, then a refresh so the page shows its effect. */
+/** An action, then a refresh so the page shows its effect; what it answered stays on
+ * #action-status. */
 async function act(method, path, body) {
+  const line = $("#action-status");
   try {
     await api(method, path, body);
-    setStatus(`${method} ${path}: done`);
+    setStatus(`${method} ${path}: done`, false, line);
   } catch (e) {
-    report(`${method} ${path}`, e);
+    report(`${method} ${path}`, e, line);
   }
   await refresh();
   if (!$("#detail").hidden) await showJob($("#detail-id").textContent);
@@ -200,9 +224,11 @@ async function search(append) {
   params.set("limit", "50");
   if (append && searchCursor) params.set("cursor", searchCursor);
   const seq = ++searchSeq;
+  const line = $("#search-status");
   try {
     const page = await api("GET", `/v1/admin/jobs?${params}`);
     if (seq !== searchSeq) return;
+    setStatus("", false, line);
     const rows = page.jobs.map((j) =>
       row(
         [jobLink(j.id), cell(j.type), cell(j.family), cell(j.status, { field: "status" }), cell(String(j.priority), { cls: "num" }),
@@ -215,27 +241,45 @@ async function search(append) {
     searchCursor = page.next_cursor;
     $("#more").hidden = !searchCursor;
   } catch (e) {
-    report("search", e);
+    if (seq !== searchSeq) return;
+    // A refused search lists nothing, rather than the rows of the one before it.
+    if (!append) $("#jobs tbody").replaceChildren();
+    searchCursor = null;
+    $("#more").hidden = true;
+    report("search", e, line);
   }
 }
 
+/** A job's detail; a job that cannot be read (a stale link) says why on the page. */
 async function showJob(id) {
-  const job = await api("GET", `/v1/admin/jobs/${encodeURIComponent(id)}`);
+  let job;
+  try {
+    job = await api("GET", `/v1/admin/jobs/${encodeURIComponent(id)}`);
+  } catch (e) {
+    report(`job ${id}`, e, $("#action-status"));
+    return;
+  }
   $("#detail").hidden = false;
   $("#detail-id").textContent = job.id;
   const fields = [
-    ["status", job.status], ["type", job.type], ["family", job.family], ["priority", job.priority],
+    ["status", job.held ? `${job.status}, held by a pause` : job.status], ["type", job.type], ["family", job.family], ["priority", job.priority],
     ["attempts", `${job.attempts}/${job.max_attempts}`], ["run at", when(job.run_at)], ["created", when(job.created_at)],
     ["finished", when(job.finished_at)], ["error", errorText(job.error)], ["payload", JSON.stringify(job.payload)],
     ["result", job.result == null ? "—" : JSON.stringify(job.result)],
   ];
-  $("#detail-fields").replaceChildren(...fields.flatMap(([k, v]) => [cell(k, { tag: "dt" }), cell(String(v), { tag: "dd", field: k })]));
-  const path = `/v1/admin/jobs/${job.id}`;
-  $("#detail-actions").replaceChildren(
-    button("retry", () => act("POST", `${path}/retry`)),
-    button("cancel", () => act("POST", `${path}/cancel`)),
-    button("boost +10", () => act("POST", `${path}/boost`, { by: 10 })),
+  $("#detail-fields").replaceChildren(
+    ...fields.flatMap(([k, v]) => [cell(k, { tag: "dt" }), cell(String(v), { tag: "dd", field: k })]),
+    ...chainFields(job),
   );
+  // Only the actions the job's status allows (the API lists them).
+  const path = `/v1/admin/jobs/${job.id}`;
+  const actions = {
+    retry: () => button("retry", () => act("POST", `${path}/retry`), { action: "retry" }),
+    cancel: () => button("cancel", () => act("POST", `${path}/cancel`), { action: "cancel" }),
+    skip: () => button("skip", () => act("POST", `${path}/status`, { status: "skipped" }), { action: "skip" }),
+    boost: () => button("boost +10", () => act("POST", `${path}/boost`, { by: 10 }), { action: "boost" }),
+  };
+  $("#detail-actions").replaceChildren(...job.actions.filter((a) => actions[a]).map((a) => actions[a]()));
   $("#runs tbody").replaceChildren(
     ...job.runs.map((r) =>
       row([cell(String(r.run)), cell(String(r.attempt)), cell(when(r.started_at)), cell(ms(r.duration_ms), { cls: "num" }),
@@ -251,6 +295,38 @@ async function showJob(id) {
     ),
   );
   $("#detail").scrollIntoView({ block: "nearest" });
+}
+
+/** A chain step names its parent; a chain's parent lists its steps (README "Job chains"). */
+function chainFields(job) {
+  const link = (id, text) => {
+    const a = document.createElement("a");
+    a.className = "id";
+    a.textContent = text;
+    a.addEventListener("click", () => showJob(id));
+    return a;
+  };
+  const out = [];
+  if (job.parent_id) {
+    const dd = cell("", { tag: "dd", field: "parent" });
+    dd.replaceChildren(`step ${job.chain_step} of `, link(job.parent_id, job.parent_id));
+    out.push(cell("chain", { tag: "dt" }), dd);
+  }
+  if (job.chain) {
+    const c = job.chain;
+    const summary = `${c.status} (${c.outcome})${c.error ? `: ${c.error}` : ""}`;
+    out.push(cell("chain", { tag: "dt" }), cell(summary, { tag: "dd", field: "chain" }));
+    const steps = cell("", { tag: "dd", field: "steps" });
+    steps.replaceChildren(
+      ...c.steps.flatMap((s, i) => [
+        i ? " · " : "",
+        `${s.step} ${s.type} `,
+        s.id ? link(s.id, s.status) : s.status,
+      ]),
+    );
+    out.push(cell("steps", { tag: "dt" }), steps);
+  }
+  return out;
 }
 
 function schedule() {

@@ -18,6 +18,25 @@ pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
         .collect()
 }
 
+/// What an operator may do to a job in `status`, as the admin job view lists it (the dashboard
+/// offers only these): `retry`, `cancel` and `skip` where the state machine allows the move,
+/// `priority` and `boost` while the job is live (README "Operating it").
+pub fn operator_actions(status: JobStatus) -> Vec<&'static str> {
+    let moves = [
+        ("retry", JobStatus::Queued),
+        ("cancel", JobStatus::Cancelled),
+        ("skip", JobStatus::Skipped),
+    ];
+    let mut actions: Vec<&'static str> = (moves.into_iter())
+        .filter(|&(_, to)| operator_sources(to).contains(&status))
+        .map(|(action, _)| action)
+        .collect();
+    if status.is_live() {
+        actions.extend(["priority", "boost"]);
+    }
+    actions
+}
+
 /// 409 naming both states when the move is not allowed.
 pub fn check_move(from: JobStatus, to: JobStatus) -> Result<(), ApiError> {
     let illegal = |message: String| ApiError::new(409, "illegal_transition", message);
@@ -110,6 +129,26 @@ mod tests {
         assert!(e.message.contains("running") && e.message.contains("queued"));
         let e = check_move(Succeeded, Cancelled).unwrap_err();
         assert_eq!(e.message, "cannot move a job from succeeded to cancelled");
+    }
+
+    #[test]
+    fn a_job_lists_the_actions_its_status_allows() {
+        assert_eq!(operator_actions(Dead), ["retry"]);
+        assert!(operator_actions(Succeeded).is_empty());
+        assert_eq!(operator_actions(Running), ["skip", "priority", "boost"]);
+        let queued = operator_actions(Queued);
+        assert_eq!(queued, ["cancel", "skip", "priority", "boost"]);
+        // Each listed move is one check_move allows.
+        for status in JobStatus::ALL {
+            for (action, to) in [("retry", Queued), ("cancel", Cancelled), ("skip", Skipped)] {
+                let listed = operator_actions(status).contains(&action);
+                assert_eq!(
+                    listed,
+                    check_move(status, to).is_ok(),
+                    "{action} from {status}"
+                );
+            }
+        }
     }
 
     #[test]

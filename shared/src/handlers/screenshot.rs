@@ -6,7 +6,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::job::family::Family;
-use crate::job::payloads::{ImageFormat, ScreenshotCapturePayload, Viewport, WaitUntil};
+use crate::job::payloads::{
+    ImageFormat, ScreenshotCapturePayload, Viewport, WaitUntil, MAX_VIEWPORT_SIDE,
+};
+use crate::job::stored_result::prefix_at_char;
 use crate::retry::error_class::{classify_http_status, ErrorClass, JobError};
 
 /// The viewport when the payload names none.
@@ -16,7 +19,8 @@ pub const DEFAULT_VIEWPORT: Viewport = Viewport {
 };
 
 /// A full-page capture stops here: taller pages are cut, since the browser's texture limit
-/// is about this size and a longer image would be mostly blank or fail.
+/// is about this size and a longer image would be mostly blank or fail. It is at most
+/// `MAX_VIEWPORT_SIDE` wide: a wider page is cut at the right.
 pub const MAX_FULL_PAGE_HEIGHT: u32 = 16_384;
 
 /// JPEG quality for `format: "jpeg"`.
@@ -164,7 +168,9 @@ impl Capture {
             params["quality"] = JPEG_QUALITY.into();
         }
         if let (true, Some((width, height))) = (self.full_page, content) {
-            let width = width.ceil().max(f64::from(self.viewport.width));
+            let width = width
+                .ceil()
+                .clamp(f64::from(self.viewport.width), f64::from(MAX_VIEWPORT_SIDE));
             let height = height.ceil().clamp(
                 f64::from(self.viewport.height),
                 f64::from(MAX_FULL_PAGE_HEIGHT),
@@ -225,6 +231,22 @@ pub fn screenshot_key(job_id: &str, run: u32, format: ImageFormat) -> String {
     format!("screenshots/{job_id}/{run}.{extension}")
 }
 
+/// The image's R2 custom metadata: its job, and the page's URL cut to
+/// [`MAX_METADATA_URL_BYTES`] (R2 refuses an object whose metadata is over 2 KiB; the job
+/// keeps the whole URL).
+pub fn screenshot_metadata(job_id: &str, url: &str) -> [(String, String); 2] {
+    [
+        ("job_id".to_string(), job_id.to_string()),
+        (
+            "url".to_string(),
+            prefix_at_char(url, MAX_METADATA_URL_BYTES).to_string(),
+        ),
+    ]
+}
+
+/// The longest URL an image's R2 metadata keeps.
+pub const MAX_METADATA_URL_BYTES: usize = 1024;
+
 /// `Page.navigate`'s `errorText` (Chrome's net error name) as a job error. Only
 /// `ERR_NAME_NOT_RESOLVED` (the name does not exist) is `dns`; a resolver that failed to
 /// answer (`ERR_NAME_RESOLUTION_FAILED`) is a transient network fault like a refused or
@@ -233,10 +255,14 @@ pub fn classify_navigation_error(error_text: &str) -> JobError {
     let class = match error_text {
         "net::ERR_NAME_NOT_RESOLVED" => ErrorClass::Dns,
         "net::ERR_TIMED_OUT" | "net::ERR_CONNECTION_TIMED_OUT" => ErrorClass::NavigationTimeout,
-        // Chrome refuses these before sending anything: the URL itself is the problem.
-        "net::ERR_UNSAFE_PORT" | "net::ERR_INVALID_URL" | "net::ERR_DISALLOWED_URL_SCHEME" => {
-            ErrorClass::ClientError
-        }
+        // Chrome refuses these before sending anything, or the target's redirects lead
+        // nowhere it will go (a loop, a file: URL): the URL itself is the problem.
+        "net::ERR_UNSAFE_PORT"
+        | "net::ERR_INVALID_URL"
+        | "net::ERR_DISALLOWED_URL_SCHEME"
+        | "net::ERR_UNSAFE_REDIRECT"
+        | "net::ERR_TOO_MANY_REDIRECTS"
+        | "net::ERR_INVALID_REDIRECT" => ErrorClass::ClientError,
         _ => ErrorClass::Network,
     };
     JobError::new(class, format!("navigation failed: {error_text}"))
@@ -268,10 +294,16 @@ impl DocumentResponse {
 }
 
 /// What the page's CDP events have said so far, for one tab (`frame_id`, the target's id).
-/// Only the few events that decide the outcome are kept.
+/// Only the few events that decide the outcome are kept. The page is followed through the
+/// navigations it starts itself (a script setting `location`, a meta refresh): the one that
+/// counts is the main frame's latest ([`PageWatch::current`]).
 #[derive(Clone, Debug, Default)]
 pub struct PageWatch {
     frame_id: String,
+    /// The loaderId of the main frame's latest navigation, once ours has started.
+    current: Option<String>,
+    /// Navigations the page started after ours.
+    redirects: u32,
     documents: Vec<DocumentResponse>,
     /// (loaderId, lifecycle event name) of the main frame.
     lifecycle: Vec<(String, String)>,
@@ -279,12 +311,17 @@ pub struct PageWatch {
 }
 
 /// Events the watch reads; a CDP client may drop the rest.
-pub const WATCHED_EVENTS: [&str; 4] = [
+pub const WATCHED_EVENTS: [&str; 5] = [
     "Network.responseReceived",
     "Page.lifecycleEvent",
+    "Page.frameStartedNavigating",
     "Inspector.targetCrashed",
     "Target.detachedFromTarget",
 ];
+
+/// How long a page that reached its ready event is watched for a navigation of its own before
+/// it is captured: a meta refresh starts one just after `load` (about 10 ms in Chromium).
+pub const SETTLE_MS: i64 = 200;
 
 impl PageWatch {
     pub fn new(frame_id: &str) -> PageWatch {
@@ -294,12 +331,48 @@ impl PageWatch {
         }
     }
 
+    /// Our navigation began as `loader_id` (Page.navigate's answer).
+    pub fn start(&mut self, loader_id: &str) {
+        self.current = Some(loader_id.to_string());
+    }
+
+    /// The main frame's latest navigation: ours, or the last one the page started itself.
+    pub fn current(&self) -> &str {
+        self.current.as_deref().unwrap_or_default()
+    }
+
+    /// How many navigations the page started itself after ours.
+    pub fn redirects(&self) -> u32 {
+        self.redirects
+    }
+
+    /// A new document navigation of the main frame (`loader_id`) becomes the current one.
+    fn navigated(&mut self, loader_id: &str) {
+        if let Some(current) = &self.current {
+            if current != loader_id && !loader_id.is_empty() {
+                self.current = Some(loader_id.to_string());
+                self.redirects += 1;
+            }
+        }
+    }
+
     /// Takes one CDP event (`{"method", "params"}`).
     pub fn observe(&mut self, event: &Value) {
         let params = &event["params"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         let main_frame = params["frameId"].as_str() == Some(self.frame_id.as_str());
         match event["method"].as_str().unwrap_or_default() {
+            // Chromium names a navigation's loader as it starts; older ones only at its commit
+            // (the `init` lifecycle event, below).
+            "Page.frameStartedNavigating"
+                if main_frame
+                    && !matches!(
+                        params["navigationType"].as_str(),
+                        Some("sameDocument" | "historySameDocument")
+                    ) =>
+            {
+                self.navigated(&text(&params["loaderId"]));
+            }
             "Network.responseReceived" if main_frame && params["type"] == "Document" => {
                 let response = &params["response"];
                 let retry_after = response["headers"].as_object().and_then(|headers| {
@@ -317,9 +390,13 @@ impl PageWatch {
                     retry_after,
                 });
             }
-            "Page.lifecycleEvent" if main_frame => self
-                .lifecycle
-                .push((text(&params["loaderId"]), text(&params["name"]))),
+            "Page.lifecycleEvent" if main_frame => {
+                let loader = text(&params["loaderId"]);
+                if params["name"] == "init" {
+                    self.navigated(&loader);
+                }
+                self.lifecycle.push((loader, text(&params["name"])));
+            }
             "Inspector.targetCrashed" | "Target.detachedFromTarget" => self.crashed = true,
             _ => {}
         }
@@ -420,8 +497,14 @@ mod tests {
             ),
             (json!(400.0), json!(300.0))
         );
-        let huge = full.capture_params(Some((400.0, 1e9)));
-        assert_eq!(huge["clip"]["height"], json!(16384.0));
+        let huge = full.capture_params(Some((1e9, 1e9)));
+        assert_eq!(
+            (
+                huge["clip"]["width"].clone(),
+                huge["clip"]["height"].clone()
+            ),
+            (json!(4096.0), json!(16384.0))
+        );
     }
 
     #[test]
@@ -494,6 +577,11 @@ mod tests {
         assert_eq!(class("net::ERR_TIMED_OUT"), ErrorClass::NavigationTimeout);
         assert_eq!(class("net::ERR_UNSAFE_PORT"), ErrorClass::ClientError);
         assert_eq!(
+            class("net::ERR_TOO_MANY_REDIRECTS"),
+            ErrorClass::ClientError
+        );
+        assert_eq!(class("net::ERR_UNSAFE_REDIRECT"), ErrorClass::ClientError);
+        assert_eq!(
             classify_navigation_error("net::ERR_NAME_NOT_RESOLVED").message,
             "navigation failed: net::ERR_NAME_NOT_RESOLVED"
         );
@@ -533,6 +621,52 @@ mod tests {
         assert!(!w.crashed());
         w.observe(&json!({"method": "Inspector.targetCrashed", "params": {}}));
         assert!(w.crashed());
+    }
+
+    #[test]
+    fn page_watch_follows_the_navigations_the_page_starts_itself() {
+        let started = |loader: &str, kind: &str| {
+            json!({"method": "Page.frameStartedNavigating", "params": {
+                "frameId": "F", "loaderId": loader, "navigationType": kind}})
+        };
+        let mut w = PageWatch::new("F");
+        // Events before ours started move nothing.
+        w.observe(&lifecycle("F", "BLANK", "init"));
+        w.start("L1");
+        assert_eq!(w.current(), "L1");
+        for e in [
+            started("L1", "differentDocument"),
+            lifecycle("F", "L1", "init"),
+            response("F", "L1", "Document", 200, json!({})),
+            lifecycle("F", "L1", "load"),
+            // A hash change or pushState is the same document.
+            started("L1b", "sameDocument"),
+            // A meta refresh: a new navigation just after load.
+            started("L2", "differentDocument"),
+        ] {
+            w.observe(&e);
+        }
+        assert_eq!((w.current(), w.redirects()), ("L2", 1));
+        assert!(!w.reached(w.current(), "load"));
+        // A Chromium that names the loader only at its commit.
+        w.observe(&lifecycle("F", "L3", "init"));
+        w.observe(&response("F", "L3", "Document", 404, json!({})));
+        w.observe(&lifecycle("F", "L3", "load"));
+        assert_eq!((w.current(), w.redirects()), ("L3", 2));
+        assert_eq!(w.document(w.current()).unwrap().status, 404);
+        assert!(w.reached(w.current(), "load"));
+    }
+
+    #[test]
+    fn image_metadata_keeps_a_url_within_r2_s_limit() {
+        let long = format!("https://a.io/?q={}", "é".repeat(5000));
+        let [(_, id), (_, url)] = screenshot_metadata("J", &long);
+        assert_eq!(id, "J");
+        assert!(url.len() <= MAX_METADATA_URL_BYTES && long.starts_with(&url));
+        assert_eq!(
+            screenshot_metadata("J", "https://a.io/")[1].1,
+            "https://a.io/"
+        );
     }
 
     #[test]

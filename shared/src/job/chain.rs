@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::lifecycle::JobStatus;
+use crate::job::stored_result::MAX_RESPONSE_BYTES;
 
 /// Steps one chain may run in all, follow-ups included: a handler that answers follow-ups on
 /// every step cannot grow a chain without end.
@@ -16,14 +17,29 @@ pub const MAX_CHAIN_LENGTH: u32 = 100;
 /// `{"follow_up": [...]}` and the key is found inside the stored response body.
 pub const FOLLOW_UP_KEY: &str = "follow_up";
 
+/// Key of a delivered type's result when the app's answer was cut at the read cap
+/// (`stored_result::MAX_RESPONSE_BYTES`): its `body` is then the text read so far.
+pub const BODY_TRUNCATED_KEY: &str = "body_truncated";
+
 /// Follow-up jobs in a handler's result: `result.follow_up`, or `result.body.follow_up` for a
-/// delivered type whose app answered with them.
-pub fn follow_ups(result: Option<&Value>) -> Option<&Value> {
-    let result = result?;
-    result
+/// delivered type whose app answered with them. `Err` for an answer cut at the read cap:
+/// whatever follow-ups it holds cannot be read, and a step must not pass for done without them
+/// (README "Job chains").
+pub fn follow_ups(result: Option<&Value>) -> Result<Option<&Value>, String> {
+    let Some(result) = result else {
+        return Ok(None);
+    };
+    if result.get(BODY_TRUNCATED_KEY) == Some(&Value::Bool(true)) {
+        return Err(format!(
+            "the answer is over {MAX_RESPONSE_BYTES} bytes and was cut there, so the \
+             follow-up jobs it may hold could not be read: a job that may add follow-ups must \
+             answer within that"
+        ));
+    }
+    Ok(result
         .get(FOLLOW_UP_KEY)
         .or_else(|| result.get("body")?.get(FOLLOW_UP_KEY))
-        .filter(|v| !v.is_null())
+        .filter(|v| !v.is_null()))
 }
 
 /// Where a job stands in a chain, as its row says.
@@ -224,10 +240,16 @@ mod tests {
     fn follow_ups_come_from_the_result_or_the_apps_body() {
         let direct = json!({"follow_up": [{"type": "noop"}]});
         let body = json!({"status": 200, "body": {"follow_up": [{"type": "noop"}]}});
-        assert!(follow_ups(Some(&direct)).is_some());
-        assert!(follow_ups(Some(&body)).is_some());
-        assert!(follow_ups(Some(&json!({"status": 200, "body": "x"}))).is_none());
-        assert!(follow_ups(None).is_none());
+        assert!(follow_ups(Some(&direct)).unwrap().is_some());
+        assert!(follow_ups(Some(&body)).unwrap().is_some());
+        assert!(follow_ups(Some(&json!({"status": 200, "body": "x"})))
+            .unwrap()
+            .is_none());
+        assert!(follow_ups(None).unwrap().is_none());
+        let cut = json!({"status": 200, "body": "{\"follow_up\": [", "body_truncated": true});
+        assert!(follow_ups(Some(&cut))
+            .unwrap_err()
+            .contains("could not be read"));
     }
 
     #[test]

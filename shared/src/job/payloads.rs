@@ -251,8 +251,8 @@ impl Payload for ScreenshotCapturePayload {
     fn check(&self) -> Result<(), FieldError> {
         check_url("url", &self.url)?;
         if let Some(v) = self.viewport {
-            check_range("viewport.width", Some(v.width), 1..=4096)?;
-            check_range("viewport.height", Some(v.height), 1..=4096)?;
+            check_range("viewport.width", Some(v.width), 1..=MAX_VIEWPORT_SIDE)?;
+            check_range("viewport.height", Some(v.height), 1..=MAX_VIEWPORT_SIDE)?;
         }
         check_range(
             "timeout_ms",
@@ -304,14 +304,6 @@ impl HttpPayload {
 impl Payload for HttpPayload {
     fn check(&self) -> Result<(), FieldError> {
         check_url("url", &self.url)?;
-        // fetch() never sends a URL's credentials, and the signature would cover a URL the app
-        // never sees (README "Signed delivery").
-        if authority(&self.url).is_some_and(|a| a.contains('@')) {
-            return Err(FieldError::new(
-                "url",
-                "must not carry credentials (user:password@): they are not sent; put them in headers",
-            ));
-        }
         if !HTTP_METHODS.contains(&self.method()) {
             let allowed = HTTP_METHODS.join(", ");
             return Err(FieldError::new(
@@ -402,17 +394,37 @@ fn check_uuid(field: &str, value: &str) -> Result<(), FieldError> {
 /// Worker's WASM, and this already catches the mistakes that matter here (a
 /// wrong scheme, a missing host, a pasted space); fetch() rejects the rest.
 pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
-    let host = authority(url).map(|a| a.rsplit('@').next().unwrap_or_default());
+    let authority = authority(url);
+    let host = authority.map(|a| a.rsplit('@').next().unwrap_or_default());
     let has_host = host.is_some_and(|h| !h.is_empty() && !h.starts_with(':'));
-    if has_host && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        Ok(())
-    } else {
-        Err(FieldError::new(
+    if !has_host || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(FieldError::new(
             field,
             "must be an http or https URL with a host",
-        ))
+        ));
     }
+    if url.len() > MAX_URL_BYTES {
+        let message = format!("must be at most {MAX_URL_BYTES} bytes long");
+        return Err(FieldError::new(field, message));
+    }
+    // fetch() never sends a URL's credentials (nor does a browser keep them out of its
+    // answer's URL), and a signature would cover a URL the app never sees (README "Signed
+    // delivery").
+    if authority.is_some_and(|a| a.contains('@')) {
+        return Err(FieldError::new(
+            field,
+            "must not carry credentials (user:password@): they are not sent; put them in headers",
+        ));
+    }
+    Ok(())
 }
+
+/// The longest URL a payload may name: longer ones are refused at enqueue rather than fail
+/// every attempt where a store or a server draws its own line.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+
+/// The widest and tallest viewport a screenshot may ask for; a full-page capture is no wider.
+pub const MAX_VIEWPORT_SIDE: u32 = 4096;
 
 /// The authority of an `http://` or `https://` URL (`user@host:port`), or `None` for another
 /// scheme.
@@ -708,5 +720,12 @@ mod tests {
         ] {
             assert!(check_url("u", bad).is_err(), "{bad}");
         }
+        let long = format!("https://a.io/?q={}", "a".repeat(MAX_URL_BYTES));
+        assert!(check_url("u", &long)
+            .unwrap_err()
+            .message
+            .contains("at most 8192 bytes"));
+        let shot = json!({"url": "https://user:secret@a.io/"});
+        assert_eq!(check::<ScreenshotCapturePayload>(shot), err("url"));
     }
 }

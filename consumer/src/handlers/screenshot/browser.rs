@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use jobs_shared::{
     classify_navigation_error, Capture, DocumentResponse, ErrorClass, JobError, PageWatch,
-    WATCHED_EVENTS,
+    SETTLE_MS, WATCHED_EVENTS,
 };
 use serde_json::{json, Value};
 use worker::{Delay, Env};
@@ -52,12 +52,14 @@ pub(super) async fn capture(capture: &Capture, env: &Env) -> Result<Shot, Stop> 
 /// Opens a tab in a browser context of its own (no cookies or cache shared with another
 /// job), shoots, and disposes of the context - closing the tab - whatever happened. The
 /// stand-in's Chromium is shared; in production the session's browser goes with it anyway.
+/// Should the dispose itself time out (a browser still busy with a huge capture), the context
+/// goes when the session's socket closes (`disposeOnDetach`).
 async fn in_tab(cdp: &mut Cdp<'_>, capture: &Capture) -> Result<Shot, JobError> {
     let context = cdp
         .call(
             None,
             "Target.createBrowserContext",
-            json!({}),
+            json!({ "disposeOnDetach": true }),
             command_deadline(),
         )
         .await?;
@@ -151,37 +153,54 @@ async fn navigate(
             deadline,
         )
         .await?;
-    let loader = navigation["loaderId"].as_str().unwrap_or_default();
+    watch.start(navigation["loaderId"].as_str().unwrap_or_default());
     if let Some(error_text) = navigation["errorText"].as_str() {
         // A 4xx/5xx with an empty body fails as ERR_HTTP_RESPONSE_CODE_FAILURE: its status,
         // already received, says more.
         while let Some(event) = cdp.buffered_event() {
             watch.observe(&event);
         }
-        if let Some(document) = watch.document(loader) {
+        if let Some(document) = watch.document(watch.current()) {
             document.check(now_ms())?;
         }
         return Err(classify_navigation_error(error_text));
     }
     let event = capture.lifecycle_event();
-    let mut checked = None;
+    // The latest navigation's document, checked; and since when it has been ready, unmoved.
+    let mut checked: Option<DocumentResponse> = None;
+    let mut ready_at = None;
     loop {
-        if checked.is_none() {
-            if let Some(document) = watch.document(loader) {
+        let loader = watch.current();
+        if checked.as_ref().is_none_or(|d| d.loader_id != loader) {
+            checked = watch.document(loader).cloned();
+            ready_at = None;
+            if let Some(document) = &checked {
                 document.check(now_ms())?;
-                checked = Some(document.clone());
             }
         }
-        if let (Some(document), true) = (&checked, watch.reached(loader, event)) {
-            return Ok(document.clone());
+        if checked.is_some() && watch.reached(loader, event) {
+            ready_at.get_or_insert_with(now_ms);
         }
         if watch.crashed() {
             return Err(JobError::new(ErrorClass::Internal, "the page crashed"));
         }
-        match cdp.next_event(deadline).await? {
+        // Once ready, the page has SETTLE_MS to start a navigation of its own.
+        let until = ready_at.map_or(deadline, |at| deadline.min(at + SETTLE_MS));
+        match cdp.next_event(until).await? {
             Some(message) => watch.observe(&message),
-            None => return Err(timed_out(format!("the page did not reach {event}"))),
+            None => match (ready_at, checked) {
+                (Some(_), Some(document)) => return Ok(document),
+                _ => return Err(timed_out(not_ready(event, watch.redirects()))),
+            },
         }
+    }
+}
+
+/// Why the wait ended without a page: `event` never came, though the page may have moved on.
+fn not_ready(event: &str, redirects: u32) -> String {
+    match redirects {
+        0 => format!("the page did not reach {event}"),
+        n => format!("the page did not reach {event} (it navigated {n} time(s) by itself)"),
     }
 }
 

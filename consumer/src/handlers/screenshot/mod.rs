@@ -14,7 +14,7 @@ mod rest;
 use std::collections::HashMap;
 
 use jobs_shared::{
-    content_type, image_info, screenshot_key, Artifact, Capture, CaptureMode, ErrorClass, JobError,
+    content_type, image_info, screenshot_key, screenshot_metadata, Artifact, Capture, CaptureMode, ErrorClass, JobError,
     ScreenshotCapturePayload,
 };
 use serde_json::{json, Value};
@@ -102,10 +102,7 @@ async fn capture(ctx: &JobContext<'_>) -> Result<(Value, Artifact), Stop> {
         content_type: Some(content_type(info.format).to_string()),
         ..HttpMetadata::default()
     };
-    let custom = HashMap::from([
-        ("job_id".to_string(), job.id.clone()),
-        ("url".to_string(), capture.url.clone()),
-    ]);
+    let custom = HashMap::from(screenshot_metadata(&job.id, &capture.url));
     bucket
         .put(&key, bytes)
         .http_metadata(metadata)
