@@ -182,6 +182,11 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
       "/to-a-404": `<script>location.href = ${JSON.stringify(app.url("/gone-by-script"))}</script>`,
     };
     for (const [path, head] of Object.entries(moving)) app.script(path, [html("moving on", head)]);
+    // Navigations that never commit leave the page where it was (here, shown before they start).
+    app.script("/no-content", [{ status: 204, raw: "" }]);
+    app.script("/download", [{ status: 200, headers: { "content-type": "application/octet-stream", "content-disposition": "attachment; filename=x.bin" }, raw: "x" }]);
+    app.script("/to-a-204", [html(`staying<script>location.href = ${JSON.stringify(app.url("/no-content"))}</script>`)]);
+    app.script("/to-a-download", [html(`staying<script>location.href = ${JSON.stringify(app.url("/download"))}</script>`)]);
     for (const path of ["/by-script", "/by-refresh"]) {
       const { job } = await capture(p, { url: app.url(path), viewport: { width: 200, height: 100 }, timeout_ms: 10_000 });
       assert.equal(job.status, "succeeded", `${path}: ${JSON.stringify(job.error)}`);
@@ -192,6 +197,13 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     const { job } = await capture(p, { url: app.url("/to-a-404"), timeout_ms: 10_000 });
     assert.deepEqual([job.status, job.error.class], ["dead", "client_error"]);
     assert.match(job.error.message, /gone-by-script answered HTTP 404/);
+    for (const path of ["/to-a-204", "/to-a-download"]) {
+      const started = Date.now();
+      const { job } = await capture(p, { url: app.url(path), timeout_ms: 10_000 });
+      assert.equal(job.status, "succeeded", `${path}: ${JSON.stringify(job.error)}`);
+      assert.equal(job.result.final_url, app.url(path));
+      assert.ok(Date.now() - started < 8_000, `${path} took ${Date.now() - started} ms, not its timeout`);
+    }
   });
 
   test("waits for a selector the page adds late", async () => {

@@ -8,6 +8,7 @@ const $ = (sel) => document.querySelector(sel);
 let timer = null;
 let searchCursor = null;
 let searchSeq = 0; // a slower, older search must not overwrite a newer one
+let jobSeq = 0; // nor a slower, older job view a newer one
 
 class ApiError extends Error {
   constructor(status, body) {
@@ -149,7 +150,9 @@ function renderFailures(failures) {
 /** The newest dead jobs (one page), under the count of all of them. */
 function renderDead(dead, total) {
   const shown = dead.dead_letters.length;
-  $("#dead-count").textContent = shown < total ? `${total} (the newest ${shown} listed)` : String(total);
+  // The two answers were read apart: a job may have died between them.
+  const all = Math.max(total, shown);
+  $("#dead-count").textContent = shown < all ? `${all} (the newest ${shown} listed)` : String(all);
   $("#dead-letters tbody").replaceChildren(
     ...dead.dead_letters.map((j) => {
       const action = document.createElement("td");
@@ -208,6 +211,7 @@ async function renderSchedules() {
  * #action-status. */
 async function act(method, path, body) {
   const line = $("#action-status");
+  delete line.dataset.job;
   try {
     await api(method, path, body);
     setStatus(`${method} ${path}: done`, false, line);
@@ -250,15 +254,23 @@ async function search(append) {
   }
 }
 
-/** A job's detail; a job that cannot be read (a stale link) says why on the page. */
+/** A job's detail; a job that cannot be read (a stale link) says why on #action-status until a
+ * job opens. */
 async function showJob(id) {
+  const seq = ++jobSeq;
+  const line = $("#action-status");
   let job;
   try {
     job = await api("GET", `/v1/admin/jobs/${encodeURIComponent(id)}`);
   } catch (e) {
-    report(`job ${id}`, e, $("#action-status"));
+    if (seq !== jobSeq) return;
+    report(`job ${id}`, e, line);
+    line.dataset.job = "failed";
     return;
   }
+  if (seq !== jobSeq) return;
+  if (line.dataset.job === "failed") setStatus("", false, line);
+  delete line.dataset.job;
   $("#detail").hidden = false;
   $("#detail-id").textContent = job.id;
   const fields = [

@@ -296,25 +296,34 @@ impl DocumentResponse {
 /// What the page's CDP events have said so far, for one tab (`frame_id`, the target's id).
 /// Only the few events that decide the outcome are kept. The page is followed through the
 /// navigations it starts itself (a script setting `location`, a meta refresh): the one that
-/// counts is the main frame's latest ([`PageWatch::current`]).
+/// counts is the main frame's latest to commit ([`PageWatch::current`]); one that never
+/// commits (a 204, a download) leaves the page where it was.
 #[derive(Clone, Debug, Default)]
 pub struct PageWatch {
     frame_id: String,
-    /// The loaderId of the main frame's latest navigation, once ours has started.
+    /// The loaderId of the main frame's latest committed navigation, once ours has started.
     current: Option<String>,
-    /// Navigations the page started after ours.
+    /// A navigation the page started itself that has not committed yet.
+    pending: Option<String>,
+    /// Chrome's net error for a pending navigation that failed before it committed.
+    failed: Option<String>,
+    /// Navigations the page started after ours that committed.
     redirects: u32,
     documents: Vec<DocumentResponse>,
     /// (loaderId, lifecycle event name) of the main frame.
     lifecycle: Vec<(String, String)>,
+    /// Committed navigations whose frame stopped loading, `load` or not.
+    stopped: Vec<String>,
     crashed: bool,
 }
 
 /// Events the watch reads; a CDP client may drop the rest.
-pub const WATCHED_EVENTS: [&str; 5] = [
+pub const WATCHED_EVENTS: [&str; 7] = [
     "Network.responseReceived",
+    "Network.loadingFailed",
     "Page.lifecycleEvent",
     "Page.frameStartedNavigating",
+    "Page.frameStoppedLoading",
     "Inspector.targetCrashed",
     "Target.detachedFromTarget",
 ];
@@ -336,24 +345,32 @@ impl PageWatch {
         self.current = Some(loader_id.to_string());
     }
 
-    /// The main frame's latest navigation: ours, or the last one the page started itself.
+    /// The main frame's latest committed navigation: ours, or the last one the page started
+    /// itself.
     pub fn current(&self) -> &str {
         self.current.as_deref().unwrap_or_default()
     }
 
-    /// How many navigations the page started itself after ours.
+    /// Whether the page has started a navigation that has neither committed nor failed.
+    pub fn pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Chrome's net error for a navigation the page started that failed before committing.
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// How many navigations the page started itself after ours, and committed.
     pub fn redirects(&self) -> u32 {
         self.redirects
     }
 
-    /// A new document navigation of the main frame (`loader_id`) becomes the current one.
-    fn navigated(&mut self, loader_id: &str) {
-        if let Some(current) = &self.current {
-            if current != loader_id && !loader_id.is_empty() {
-                self.current = Some(loader_id.to_string());
-                self.redirects += 1;
-            }
-        }
+    /// A main-frame navigation other than the current one (`None` before ours started).
+    fn is_new(&self, loader_id: &str) -> bool {
+        self.current
+            .as_deref()
+            .is_some_and(|current| current != loader_id && !loader_id.is_empty())
     }
 
     /// Takes one CDP event (`{"method", "params"}`).
@@ -362,8 +379,8 @@ impl PageWatch {
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         let main_frame = params["frameId"].as_str() == Some(self.frame_id.as_str());
         match event["method"].as_str().unwrap_or_default() {
-            // Chromium names a navigation's loader as it starts; older ones only at its commit
-            // (the `init` lifecycle event, below).
+            // Chromium names a navigation's loader as it starts; it becomes current at its
+            // commit (the `init` lifecycle event, below), which is all an older one reports.
             "Page.frameStartedNavigating"
                 if main_frame
                     && !matches!(
@@ -371,7 +388,19 @@ impl PageWatch {
                         Some("sameDocument" | "historySameDocument")
                     ) =>
             {
-                self.navigated(&text(&params["loaderId"]));
+                let loader = text(&params["loaderId"]);
+                if self.is_new(&loader) {
+                    self.pending = Some(loader);
+                }
+            }
+            // A document request's id is its loader's. Aborted (a 204, a download, a
+            // navigation cancelled): the page stays as it was.
+            "Network.loadingFailed" if self.pending.as_deref() == params["requestId"].as_str() => {
+                match params["errorText"].as_str() {
+                    Some("net::ERR_ABORTED") | None => {}
+                    Some(error) => self.failed = Some(error.to_string()),
+                }
+                self.pending = None;
             }
             "Network.responseReceived" if main_frame && params["type"] == "Document" => {
                 let response = &params["response"];
@@ -392,10 +421,20 @@ impl PageWatch {
             }
             "Page.lifecycleEvent" if main_frame => {
                 let loader = text(&params["loaderId"]);
-                if params["name"] == "init" {
-                    self.navigated(&loader);
+                if params["name"] == "init" && self.is_new(&loader) {
+                    if self.pending.as_deref() == Some(loader.as_str()) {
+                        self.pending = None;
+                    }
+                    self.current = Some(loader.clone());
+                    self.redirects += 1;
                 }
                 self.lifecycle.push((loader, text(&params["name"])));
+            }
+            // Without a loader id: the current navigation's, unless another is on its way.
+            "Page.frameStoppedLoading" if main_frame && self.pending.is_none() => {
+                if let Some(current) = &self.current {
+                    self.stopped.push(current.clone());
+                }
             }
             "Inspector.targetCrashed" | "Target.detachedFromTarget" => self.crashed = true,
             _ => {}
@@ -410,11 +449,13 @@ impl PageWatch {
             .find(|d| d.loader_id == loader_id)
     }
 
-    /// Whether the navigation `loader_id` has fired lifecycle event `name`.
+    /// Whether the navigation `loader_id` has fired lifecycle event `name`. A page that stopped
+    /// loading without `load` (a navigation it started, which came to nothing, cut its load
+    /// short; or it called `window.stop()`) is as loaded as it will be.
     pub fn reached(&self, loader_id: &str, name: &str) -> bool {
-        self.lifecycle
-            .iter()
-            .any(|(loader, event)| loader == loader_id && event == name)
+        let fired =
+            (self.lifecycle.iter()).any(|(loader, event)| loader == loader_id && event == name);
+        fired || (name == "load" && self.stopped.iter().any(|loader| loader == loader_id))
     }
 
     /// The tab crashed or was detached: nothing more will come.
@@ -641,12 +682,14 @@ mod tests {
             lifecycle("F", "L1", "load"),
             // A hash change or pushState is the same document.
             started("L1b", "sameDocument"),
-            // A meta refresh: a new navigation just after load.
+            // A meta refresh: a new navigation just after load, current once it commits.
             started("L2", "differentDocument"),
         ] {
             w.observe(&e);
         }
-        assert_eq!((w.current(), w.redirects()), ("L2", 1));
+        assert_eq!((w.current(), w.pending(), w.redirects()), ("L1", true, 0));
+        w.observe(&lifecycle("F", "L2", "init"));
+        assert_eq!((w.current(), w.pending(), w.redirects()), ("L2", false, 1));
         assert!(!w.reached(w.current(), "load"));
         // A Chromium that names the loader only at its commit.
         w.observe(&lifecycle("F", "L3", "init"));
@@ -655,6 +698,26 @@ mod tests {
         assert_eq!((w.current(), w.redirects()), ("L3", 2));
         assert_eq!(w.document(w.current()).unwrap().status, 404);
         assert!(w.reached(w.current(), "load"));
+
+        // A navigation that never commits (a 204, a download) leaves the page as it was; one
+        // that fails before it commits says why.
+        let failed = |loader: &str, error: &str| json!({"method": "Network.loadingFailed", "params": {"requestId": loader, "errorText": error}});
+        w.observe(&started("L4", "differentDocument"));
+        w.observe(&failed("other-request", "net::ERR_FAILED"));
+        assert!(w.pending());
+        w.observe(&failed("L4", "net::ERR_ABORTED"));
+        assert_eq!((w.current(), w.pending(), w.failed()), ("L3", false, None));
+        // That cut L3's load short: it stopped loading instead.
+        let stopped = json!({"method": "Page.frameStoppedLoading", "params": {"frameId": "F"}});
+        assert!(!w.reached("L3", "networkIdle"));
+        w.observe(&stopped);
+        assert!(w.reached("L3", "load") && !w.reached("L3", "networkIdle"));
+        w.observe(&started("L5", "differentDocument"));
+        w.observe(&failed("L5", "net::ERR_NAME_NOT_RESOLVED"));
+        assert_eq!(
+            (w.current(), w.failed()),
+            ("L3", Some("net::ERR_NAME_NOT_RESOLVED"))
+        );
     }
 
     #[test]

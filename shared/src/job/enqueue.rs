@@ -339,6 +339,18 @@ pub const MAX_STEPS: usize = 20;
 /// a chain inside the chain.
 const STEP_FORBIDDEN: [&str; 4] = ["run_at", "expires_at", "dedup_key", "steps"];
 
+/// An unknown field's message without `names` among the fields it says were expected: a step is
+/// not offered the fields it may not set.
+fn leave_out(message: &str, names: &[&str]) -> String {
+    let Some((head, list)) = message.split_once(", expected one of ") else {
+        return message.to_string();
+    };
+    let kept: Vec<&str> = (list.split(", "))
+        .filter(|name| !names.contains(&name.trim_matches('`')))
+        .collect();
+    format!("{head}, expected one of {}", kept.join(", "))
+}
+
 /// Checks a list of step specs (enqueue request bodies) and returns them as compact JSON.
 /// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
 /// `POST /v1/jobs` checks a job, so a chain never stalls on a step that could not be enqueued.
@@ -373,7 +385,11 @@ pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Val
                 String::new,
                 now_ms,
                 QueueDelayLimit::DEFAULT,
-            )?;
+            )
+            .map_err(|e| ApiError {
+                message: leave_out(&e.message, &STEP_FORBIDDEN),
+                ..e
+            })?;
             Ok(step.clone())
         })
         .collect()
@@ -399,6 +415,16 @@ mod tests {
         assert_eq!(
             (e.code, e.field.as_deref()),
             ("unknown_field", Some("steps[0].run_at"))
+        );
+        let e = validate_steps("steps", &json!([{"type": "noop", "foo": 1}]), NOW).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("steps[0].foo"));
+        assert!(e.message.contains("`payload`"), "{}", e.message);
+        assert!(
+            STEP_FORBIDDEN
+                .iter()
+                .all(|f| !e.message.contains(&format!("`{f}`"))),
+            "{}",
+            e.message
         );
         let e = validate_steps("follow_up", &json!([{"type": "nah"}]), NOW).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("follow_up[0].type"));

@@ -178,11 +178,16 @@ async fn navigate(
                 document.check(now_ms())?;
             }
         }
-        if checked.is_some() && watch.reached(loader, event) {
+        if checked.is_some() && watch.reached(loader, event) && !watch.pending() {
             ready_at.get_or_insert_with(now_ms);
+        } else {
+            ready_at = None;
         }
         if watch.crashed() {
             return Err(JobError::new(ErrorClass::Internal, "the page crashed"));
+        }
+        if let Some(error_text) = watch.failed() {
+            return Err(classify_navigation_error(error_text));
         }
         // Once ready, the page has SETTLE_MS to start a navigation of its own.
         let until = ready_at.map_or(deadline, |at| deadline.min(at + SETTLE_MS));
