@@ -11,21 +11,22 @@ use crate::{chain_view, respond};
 
 /// GET /v1/jobs/{id}.
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
-    respond::json(200, &read(env, id).await?.0)
+    respond::json(200, &read(env, id).await?)
 }
 
 /// GET /v1/admin/jobs/{id}: the same view, with the `actions` its status allows an operator
 /// (shared `operator_actions`), so the dashboard offers only those.
 pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError> {
-    let (mut body, status) = read(env, id).await?;
-    let actions = JobStatus::parse(&status).map_or_else(Vec::new, operator_actions);
+    let mut body = read(env, id).await?;
+    let status = body["status"].as_str().and_then(JobStatus::parse);
+    let actions = status.map_or_else(Vec::new, operator_actions);
     body["actions"] = json!(actions);
     respond::json(200, &body)
 }
 
-/// The job's view and its status. The job, its runs and its chain's steps are read
-/// concurrently (one round trip of latency).
-async fn read(env: &Env, id: &str) -> Result<(Value, String), ApiError> {
+/// The job's view. The job, its runs and its chain's steps are read concurrently (one round
+/// trip of latency).
+async fn read(env: &Env, id: &str) -> Result<Value, ApiError> {
     let db = d1::database(env)?;
     let (job, runs, steps) = futures::join!(
         job_get_by_id(&db, id),
@@ -40,7 +41,7 @@ async fn read(env: &Env, id: &str) -> Result<(Value, String), ApiError> {
             if let Value::Object(fields) = &mut body {
                 fields.extend(chain_view::fields(&job, &steps));
             }
-            Ok((body, job.summary.status))
+            Ok(body)
         }
         None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }

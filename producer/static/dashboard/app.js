@@ -5,6 +5,13 @@
 const TOKEN_KEY = "cf-jobs-admin-token";
 const STATUSES = ["scheduled", "queued", "running", "retrying", "succeeded", "dead", "cancelled", "skipped"];
 const $ = (sel) => document.querySelector(sel);
+/** The job detail's buttons, by the job view's `actions`: label, route under the job, body. */
+const JOB_ACTIONS = {
+  retry: ["retry", "retry"],
+  cancel: ["cancel", "cancel"],
+  skip: ["skip", "status", { status: "skipped" }],
+  boost: ["boost +10", "boost", { by: 10 }],
+};
 let timer = null;
 let searchCursor = null;
 let searchSeq = 0; // a slower, older search must not overwrite a newer one
@@ -43,13 +50,18 @@ function row(cells, data = {}) {
   return tr;
 }
 
-function jobLink(id) {
-  const td = document.createElement("td");
+/** A link that opens job `id`'s detail, reading `text` (the id unless given). */
+function jobAnchor(id, text = id) {
   const a = document.createElement("a");
   a.className = "id";
-  a.textContent = id;
+  a.textContent = text;
   a.addEventListener("click", () => showJob(id));
-  td.append(a);
+  return a;
+}
+
+function jobLink(id) {
+  const td = document.createElement("td");
+  td.append(jobAnchor(id));
   return td;
 }
 
@@ -285,13 +297,12 @@ async function showJob(id) {
   );
   // Only the actions the job's status allows (the API lists them).
   const path = `/v1/admin/jobs/${job.id}`;
-  const actions = {
-    retry: () => button("retry", () => act("POST", `${path}/retry`), { action: "retry" }),
-    cancel: () => button("cancel", () => act("POST", `${path}/cancel`), { action: "cancel" }),
-    skip: () => button("skip", () => act("POST", `${path}/status`, { status: "skipped" }), { action: "skip" }),
-    boost: () => button("boost +10", () => act("POST", `${path}/boost`, { by: 10 }), { action: "boost" }),
-  };
-  $("#detail-actions").replaceChildren(...job.actions.filter((a) => actions[a]).map((a) => actions[a]()));
+  $("#detail-actions").replaceChildren(
+    ...job.actions.filter((a) => JOB_ACTIONS[a]).map((a) => {
+      const [label, route, body] = JOB_ACTIONS[a];
+      return button(label, () => act("POST", `${path}/${route}`, body), { action: a });
+    }),
+  );
   $("#runs tbody").replaceChildren(
     ...job.runs.map((r) =>
       row([cell(String(r.run)), cell(String(r.attempt)), cell(when(r.started_at)), cell(ms(r.duration_ms), { cls: "num" }),
@@ -311,17 +322,10 @@ async function showJob(id) {
 
 /** A chain step names its parent; a chain's parent lists its steps (README "Job chains"). */
 function chainFields(job) {
-  const link = (id, text) => {
-    const a = document.createElement("a");
-    a.className = "id";
-    a.textContent = text;
-    a.addEventListener("click", () => showJob(id));
-    return a;
-  };
   const out = [];
   if (job.parent_id) {
     const dd = cell("", { tag: "dd", field: "parent" });
-    dd.replaceChildren(`step ${job.chain_step} of `, link(job.parent_id, job.parent_id));
+    dd.replaceChildren(`step ${job.chain_step} of `, jobAnchor(job.parent_id));
     out.push(cell("chain", { tag: "dt" }), dd);
   }
   if (job.chain) {
@@ -333,7 +337,7 @@ function chainFields(job) {
       ...c.steps.flatMap((s, i) => [
         i ? " · " : "",
         `${s.step} ${s.type} `,
-        s.id ? link(s.id, s.status) : s.status,
+        s.id ? jobAnchor(s.id, s.status) : s.status,
       ]),
     );
     out.push(cell("steps", { tag: "dt" }), steps);

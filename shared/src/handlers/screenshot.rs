@@ -310,10 +310,9 @@ pub struct PageWatch {
     /// Navigations the page started after ours that committed.
     redirects: u32,
     documents: Vec<DocumentResponse>,
-    /// (loaderId, lifecycle event name) of the main frame.
+    /// (loaderId, lifecycle event name) of the main frame, and [`STOPPED`] when its frame
+    /// stopped loading, `load` or not.
     lifecycle: Vec<(String, String)>,
-    /// Committed navigations whose frame stopped loading, `load` or not.
-    stopped: Vec<String>,
     crashed: bool,
 }
 
@@ -327,6 +326,10 @@ pub const WATCHED_EVENTS: [&str; 7] = [
     "Inspector.targetCrashed",
     "Target.detachedFromTarget",
 ];
+
+/// The watch's name for a committed navigation whose frame stopped loading (Chrome has no
+/// lifecycle event for it).
+const STOPPED: &str = "stopped";
 
 /// How long a page that reached its ready event is watched for a navigation of its own before
 /// it is captured: a meta refresh starts one just after `load` (about 10 ms in Chromium).
@@ -395,7 +398,10 @@ impl PageWatch {
             }
             // A document request's id is its loader's. Aborted (a 204, a download, a
             // navigation cancelled): the page stays as it was.
-            "Network.loadingFailed" if self.pending.as_deref() == params["requestId"].as_str() => {
+            "Network.loadingFailed"
+                if params["requestId"].as_str().is_some()
+                    && self.pending.as_deref() == params["requestId"].as_str() =>
+            {
                 match params["errorText"].as_str() {
                     Some("net::ERR_ABORTED") | None => {}
                     Some(error) => self.failed = Some(error.to_string()),
@@ -433,7 +439,7 @@ impl PageWatch {
             // Without a loader id: the current navigation's, unless another is on its way.
             "Page.frameStoppedLoading" if main_frame && self.pending.is_none() => {
                 if let Some(current) = &self.current {
-                    self.stopped.push(current.clone());
+                    self.lifecycle.push((current.clone(), STOPPED.to_string()));
                 }
             }
             "Inspector.targetCrashed" | "Target.detachedFromTarget" => self.crashed = true,
@@ -453,9 +459,9 @@ impl PageWatch {
     /// loading without `load` (a navigation it started, which came to nothing, cut its load
     /// short; or it called `window.stop()`) is as loaded as it will be.
     pub fn reached(&self, loader_id: &str, name: &str) -> bool {
-        let fired =
-            (self.lifecycle.iter()).any(|(loader, event)| loader == loader_id && event == name);
-        fired || (name == "load" && self.stopped.iter().any(|loader| loader == loader_id))
+        (self.lifecycle.iter()).any(|(loader, event)| {
+            loader == loader_id && (event == name || (name == "load" && event == STOPPED))
+        })
     }
 
     /// The tab crashed or was detached: nothing more will come.
