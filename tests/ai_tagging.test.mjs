@@ -157,6 +157,11 @@ describe("ai_tagging under a monthly budget", () => {
       assert.equal(JSON.parse(r.reply).sentiment, "positive");
     }
     assert.deepEqual(job.artifacts, [{ ...artifact, run: 1 }]);
+    // The API serves the same lines from R2.
+    const served = await p.mf.dispatchFetch(`http://jobs.local/v1/jobs/${job.id}/artifacts/1/llm_responses`, {
+      headers: { authorization: `Bearer ${TOKENS.enqueue}` },
+    });
+    assert.deepEqual([served.status, served.headers.get("content-type"), await served.text()], [200, "application/x-ndjson", text]);
     assert.deepEqual(await alertRows(), [], "2.7 % raises nothing");
     const [check] = events("budget.check");
     assert.equal(check.budget_action, "normal");

@@ -4,8 +4,10 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { enqueueAndDeliver, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { enqueueAndDeliver, jobMessage, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 
 let app, p, base;
@@ -52,6 +54,28 @@ test("replay 1,200 dead jobs: a dry run counts them, the replay shows its progre
   assert.equal(again.code, 0, again.stderr);
   assert.equal(again.stdout.trim(), "replayed 0 job(s)");
   assert.deepEqual(JSON.parse((await cli("replay", "--type", "http", "--json")).stdout), { count: 0, conflicts: 0 });
+});
+
+test("jobs artifact saves a run's artifact to a file, or writes it to stdout", async () => {
+  const enq = await p.enqueue({ type: "rss_feed_refresh", payload: {} });
+  await p.deliver(`jobs-${enq.body.family}`, [jobMessage(enq.body.id, "rss_feed_refresh")]);
+  const job = (await p.getJob(enq.body.id)).body;
+  assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+  const dir = mkdtempSync(join(tmpdir(), "cf-jobs-artifact-"));
+  try {
+    const file = join(dir, "summary.json");
+    const saved = await cli("jobs", "artifact", job.id, "1", "feed_summary", "--out", file);
+    assert.equal(saved.code, 0, saved.stderr);
+    assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), job.artifacts[0].inline);
+    assert.match(saved.stderr, /bytes written to/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const printed = await cli("jobs", "artifact", job.id, "1", "feed_summary");
+  assert.deepEqual(JSON.parse(printed.stdout), job.artifacts[0].inline);
+  const missing = await cli("jobs", "artifact", job.id, "3", "feed_summary");
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /404 not_found \(run\): job .* has no artifact feed_summary of run 3 \(it has: feed_summary of run 1\)/);
 });
 
 test("stats and the job search, as tables or JSON; bad input says why", async () => {

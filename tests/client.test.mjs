@@ -46,6 +46,28 @@ test("errors carry the server's status, code and field", async () => {
   await assert.rejects(jobs.stats(), (e) => e.status === 403 && e.code === "forbidden", "an enqueue token on an admin call");
 });
 
+test("artifact: the body a run produced, typed; one the job lacks is a 404 naming the field", async () => {
+  // A refresh of every due source (none here) keeps its feed summary, inline, as its artifact.
+  const enq = await jobs.enqueue({ type: "rss_feed_refresh", payload: {} });
+  const job = await jobs.waitFor(enq.id, { timeoutMs: 20_000, intervalMs: 100 });
+  assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+  const blob = await jobs.artifact(job.id, 1, "feed_summary");
+  assert.equal(blob.type, "application/json");
+  assert.deepEqual(JSON.parse(await blob.text()), job.artifacts[0].inline);
+  await assert.rejects(jobs.artifact(job.id, 2, "feed_summary"), (e) => e.status === 404 && e.field === "run");
+  await assert.rejects(jobs.artifact(job.id, 1, "screenshot"), (e) => e.status === 404 && e.field === "kind");
+});
+
+test("an error answer that is not the API's JSON (a proxy's page) is a JobsApiError with its status and text", async () => {
+  app.script("/proxy/v1/jobs/01JPROXIED", [{ status: 502, raw: "<html>Bad gateway</html>", headers: { "content-type": "text/html" } }]);
+  const behindProxy = new JobsClient({ baseUrl: app.url("/proxy"), token: TOKENS.enqueue });
+  await assert.rejects(behindProxy.getJob("01JPROXIED"), (e) => {
+    assert.ok(e instanceof JobsApiError, String(e));
+    assert.deepEqual([e.status, e.code, e.message], [502, "http_502", "http_502: <html>Bad gateway</html>"]);
+    return true;
+  });
+});
+
 test("admin calls: stats, history, the job search and a bulk action's dry run", async () => {
   const waiting = await admin.enqueue({ type: "noop", delay_seconds: 3600 });
   const stats = await admin.stats();

@@ -214,5 +214,12 @@ test("a job's view lists what each run produced: its artifacts", async () => {
   assert.equal(await listed.locator("td[data-field=kind]").textContent(), "feed_summary");
   assert.equal(await listed.locator("td[data-field=kept]").textContent(), JSON.stringify(artifact.inline));
   assert.equal(await page.locator("#runs tbody tr td").nth(6).textContent(), "rss_refresh");
+  // Saved through the API with the token: the file is the artifact's body.
+  const [download] = await Promise.all([page.waitForEvent("download"), listed.locator("button[data-action=save]").click()]);
+  assert.equal(download.suggestedFilename(), `${job.id}-1-feed_summary.json`);
+  const chunks = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk);
+  assert.deepEqual(JSON.parse(Buffer.concat(chunks).toString("utf8")), artifact.inline);
+  assert.match(await page.locator("#action-status").textContent(), /feed_summary of run 1: \d+ bytes saved/);
   assert.deepEqual(errors, []);
 });

@@ -155,6 +155,45 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     assert.deepEqual(job.artifacts.map((a) => [a.run, a.key]), [[2, keys[1]], [1, keys[0]]]);
   });
 
+  test("the image is served by the API: the job's artifact, streamed from R2, and nothing else", async () => {
+    app.script("/served", [html('<h1 style="background:#bada55">Served</h1>')]);
+    const { job } = await capture(p, { url: app.url("/served"), viewport: { width: 300, height: 200 } });
+    assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+    const get = (path, token = TOKENS.enqueue) =>
+      p.mf.dispatchFetch(`http://jobs.local${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const path = `/v1/jobs/${job.id}/artifacts/1/screenshot`;
+
+    const res = await get(path);
+    assert.equal(res.status, 200);
+    const served = new Uint8Array(await res.arrayBuffer());
+    const stored = new Uint8Array(await (await bucket.get(job.result.key)).arrayBuffer());
+    assert.deepEqual(served, stored);
+    assert.deepEqual(dimensions(served), { format: "png", width: 300, height: 200 });
+    assert.equal(res.headers.get("content-type"), "image/png");
+    assert.equal(res.headers.get("content-length"), String(job.result.size));
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    assert.match(res.headers.get("content-security-policy"), /sandbox/);
+    assert.ok(res.headers.get("etag"));
+    assert.equal((await get(path, TOKENS.admin)).status, 200, "an operator reads it too");
+
+    const refused = async (path, token, status, field) => {
+      const res = await get(path, token);
+      const body = await res.json();
+      assert.deepEqual([res.status, body.error.field], [status, field], JSON.stringify(body));
+      return body.error;
+    };
+    await refused(path, null, 401, "authorization");
+    const noRun = await refused(`/v1/jobs/${job.id}/artifacts/2/screenshot`, TOKENS.enqueue, 404, "run");
+    assert.match(noRun.message, /it has: screenshot of run 1/);
+    await refused(`/v1/jobs/${job.id}/artifacts/first/screenshot`, TOKENS.enqueue, 404, "run");
+    await refused(`/v1/jobs/${job.id}/artifacts/1/llm_responses`, TOKENS.enqueue, 404, "kind");
+    await refused(`/v1/jobs/01NOSUCHJOB/artifacts/1/screenshot`, TOKENS.enqueue, 404, "id");
+    // The bucket's lifecycle rule expired the object: the run still names it, R2 has it no more.
+    await bucket.delete(job.result.key);
+    const gone = await refused(path, TOKENS.enqueue, 410, undefined);
+    assert.equal(gone.code, "gone");
+  });
+
   test("jpeg of the full page: the whole height, beyond the viewport", async () => {
     app.script("/tall", [html('<div style="height:2000px;background:linear-gradient(red,blue)"></div>')]);
     const { job } = await capture(p, {

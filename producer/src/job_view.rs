@@ -24,6 +24,15 @@ pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError>
     respond::json(200, &body)
 }
 
+/// The artifacts of job `id`'s runs, as its view lists them: newest run first, each naming
+/// its run (GET /v1/jobs/{id}/artifacts/..., crate::artifact_download).
+pub async fn artifacts(env: &Env, id: &str) -> Result<Vec<Value>, ApiError> {
+    match read(env, id).await?["artifacts"].take() {
+        Value::Array(artifacts) => Ok(artifacts),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// The job's view. The job, its runs and its chain's steps are read concurrently (one round
 /// trip of latency).
 async fn read(env: &Env, id: &str) -> Result<Value, ApiError> {

@@ -1,6 +1,7 @@
 //! The producer Worker: a thin adapter from HTTP, D1 and the queue bindings to the shared crate.
 
 mod admin;
+mod artifact_download;
 mod auth;
 mod body;
 mod chain_view;

@@ -11,7 +11,7 @@ use crate::admin::{
     audit, budgets, dead_letters, history, job_actions, jobs, pauses, rss_sources, schedules, stats,
 };
 use crate::router::{Access, Target};
-use crate::{dashboard, enqueue, health, job_view, metrics, openapi};
+use crate::{artifact_download, dashboard, enqueue, health, job_view, metrics, openapi};
 
 /// `Method "pattern", access => |call| handler(...)`: the handler's future, awaited.
 macro_rules! routes {
@@ -37,6 +37,8 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, (c.env, c.ctx), c.caller_name());
     Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, (c.env, c.ctx), c.caller_name());
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"));
+    Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue =>
+        |c| artifact_download::get(c.env, c.param("id"), c.param("run"), c.param("kind"));
 
     Get "/v1/admin/stats", Admin => |c| stats::get(&c.admin());
     Get "/v1/admin/history", Admin => |c| history::get(c.req, c.env);

@@ -67,8 +67,8 @@ pub use job::payloads::{
 };
 pub use job::registry::{Handler, ScheduleGate};
 pub use job::run_details::{
-    cut, found_by_consumer, show_omitted, Artifact, Bytes, InvocationDetails, LlmUse, Placement,
-    Ran, RunDetails, FOUND_BY_SWEEP,
+    artifact_bucket, cut, found_by_consumer, show_omitted, Artifact, Bytes, InvocationDetails,
+    LlmUse, Placement, Ran, RunDetails, FOUND_BY_SWEEP,
 };
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;

@@ -2,6 +2,7 @@
 // cf-jobs: the operator's command line (the platform's README, "Operator CLI"). Every command goes
 // through @cf-jobs/client with an admin token; tables and colours on a terminal, `--json` for
 // scripts, a progress bar for bulk actions that take several calls.
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import Table from "cli-table3";
@@ -13,6 +14,7 @@ const USAGE = `usage: cf-jobs [--url URL] [--token TOKEN] [--json] <command>
   stats [--watch [--every SECS]]          per-family counts, backlog, failure rate, p95
   jobs list [--status S] [--type T] [--family F] [--enqueued-by N] [--limit N]
   jobs get <id>                           a job and its runs
+  jobs artifact <id> <run> <kind> [--out FILE]  an artifact's body (a screenshot...), to FILE or stdout
   retry | cancel [selection] [--dry-run]  bulk, every page of the selection, with progress
   set-status <queued|cancelled|skipped> [selection] [--dry-run]
   replay [selection] [--dry-run]          dead jobs back to the queue, with progress
@@ -35,6 +37,7 @@ const OPTIONS = {
   "error-class": { type: "string" },
   "enqueued-by": { type: "string" },
   limit: { type: "string" },
+  out: { type: "string" },
   help: { type: "boolean", short: "h", default: false },
 };
 
@@ -146,6 +149,16 @@ async function main(argv) {
       const job = await jobs.getJob(rest[1] ?? "");
       out.result(job, `${pc.bold(job.id)} ${job.type} (${job.family}) ${job.status}\n` +
         table(["run", "attempt", "outcome", "duration ms", "error"], job.runs.map((r) => [r.run, r.attempt, r.outcome, r.duration_ms, r.error?.message])));
+      return 0;
+    }
+    case "jobs artifact": {
+      const [, id, run, kind] = rest;
+      if (!id || !run || !kind) throw new Error("name the artifact: jobs artifact <id> <run> <kind>");
+      const body = Buffer.from(await (await jobs.artifact(id, Number(run), kind)).arrayBuffer());
+      if (values.out) {
+        writeFileSync(values.out, body);
+        console.error(`${body.length} bytes written to ${values.out}`);
+      } else process.stdout.write(body);
       return 0;
     }
     case "retry":

@@ -7,6 +7,7 @@ type Schemas = components["schemas"];
 export type EnqueueRequest = Schemas["EnqueueRequest"];
 export type EnqueueResult = Schemas["EnqueueResult"];
 export type Job = Schemas["Job"];
+export type Artifact = Schemas["Artifact"];
 export type JobStatus = Schemas["Status"];
 export type JobPage = Schemas["JobPage"];
 export type Filter = Schemas["Filter"];
@@ -71,6 +72,12 @@ export class JobsClient {
 
   /** One request; a non-2xx answer throws a `JobsApiError`. */
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const text = await (await this.#send(method, path, body)).text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** The answer to one request, when 2xx; else its error as a `JobsApiError`. */
+  async #send(method: string, path: string, body?: unknown): Promise<Response> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
     const res = await this.#fetch(`${this.#base}${path}`, {
@@ -78,13 +85,15 @@ export class JobsClient {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+    if (res.ok) return res;
     const text = await res.text();
-    const parsed = text ? JSON.parse(text) : undefined;
-    if (!res.ok) {
-      const error = parsed?.error ?? {};
-      throw new JobsApiError(res.status, error.code ?? `http_${res.status}`, error.message ?? text, error.field);
+    let error: { code?: string; message?: string; field?: string } = {};
+    try {
+      error = JSON.parse(text)?.error ?? {};
+    } catch {
+      // Not the API's JSON (a proxy's page): the status and the text say what happened.
     }
-    return parsed as T;
+    throw new JobsApiError(res.status, error.code ?? `http_${res.status}`, error.message ?? text, error.field);
   }
 
   /** POST /v1/jobs: 202 for a new job, 200 with `deduplicated: true` for a live duplicate key. */
@@ -101,6 +110,15 @@ export class JobsClient {
   /** GET /v1/jobs/{id}: the job and its run records. */
   getJob(id: string): Promise<Job> {
     return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * GET /v1/jobs/{id}/artifacts/{run}/{kind}: the body of an artifact the job's `artifacts` list
+   * names (a screenshot's image, a run's LLM responses), typed by its content type.
+   */
+  async artifact(id: string, run: number, kind: Artifact["kind"]): Promise<Blob> {
+    const path = `/v1/jobs/${encodeURIComponent(id)}/artifacts/${run}/${encodeURIComponent(kind)}`;
+    return (await this.#send("GET", path)).blob();
   }
 
   /** Polls the job until it reaches one of `until` (default: finished); throws on the timeout. */

@@ -2,6 +2,7 @@
 // its signed deliveries for app endpoints. See README.md beside this package.
 export { JobsApiError, JobsClient } from "./client.js";
 export type {
+  Artifact,
   BulkResult,
   ClientOptions,
   DeadLetterPage,

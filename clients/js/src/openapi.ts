@@ -540,6 +540,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/artifacts/{run}/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The body of an artifact one attempt produced (README "Run records and artifacts")
+         * @description Only an artifact the job's `artifacts` list names: a stored one streamed from its R2 bucket (the producer's SCREENSHOTS or ARTIFACTS binding), an inline one as kept (`X-Artifact-Truncated: true` when cut). Served with its content type, `nosniff` and a sandboxing CSP; `Cache-Control: private, max-age=86400`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    /** @description the artifact's `run` */
+                    run: number;
+                    kind: "screenshot" | "feed_summary" | "llm_responses";
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the artifact's body */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "image/png": string;
+                        "image/jpeg": string;
+                        "application/json": unknown;
+                        "application/x-ndjson": string;
+                    };
+                };
+                /** @description no or unknown token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such job, or no artifact of that kind in that run (`field` is `run` when the run has none; the message lists those the job has) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description the stored object is gone: its bucket's lifecycle rule expired it (180 days) */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description D1 or R2 failed, or the producer lacks the bucket binding (`not_configured`); retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/stats": {
         parameters: {
             query?: never;
@@ -3581,7 +3664,7 @@ export interface components {
             content_type: string;
             /** @description bytes of the whole artifact */
             size: number;
-            /** @description the R2 object: SCREENSHOTS for a screenshot, else ARTIFACTS */
+            /** @description the R2 object: SCREENSHOTS for a screenshot, else ARTIFACTS; GET /v1/jobs/{id}/artifacts/{run}/{kind} serves it */
             key?: string;
             /** @description the body, kept on the run record */
             inline?: unknown;

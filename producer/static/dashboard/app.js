@@ -25,13 +25,17 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body) {
+  return (await send(method, path, body)).json().catch(() => null);
+}
+
+/** The answer to one call with the token, when 2xx; else its error as an ApiError. */
+async function send(method, path, body) {
   const headers = { authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
   if (body !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const parsed = await res.json().catch(() => null);
   if (res.status === 401 || res.status === 403) signOut("That token cannot use the admin API.");
-  if (!res.ok) throw new ApiError(res.status, parsed);
-  return parsed;
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+  return res;
 }
 
 /** A <td> (or `tag`) holding `text`, with optional class and data-field. */
@@ -310,14 +314,35 @@ async function showJob(id) {
         cell(r.invocation, { cls: "id" }), cell(String((r.artifacts ?? []).length), { cls: "num" })]),
     ),
   );
-  // Each run's artifacts, newest run first: an R2 key, or the body kept inline.
+  // Each run's artifacts, newest run first: an R2 key, or the body kept inline; each saved as a
+  // file through the API (a plain link would not carry the token).
   $("#artifacts tbody").replaceChildren(
-    ...job.artifacts.map((a) =>
-      row([cell(String(a.run)), cell(a.kind, { field: "kind" }), cell(`${a.size} B`, { cls: "num" }),
-        cell(a.key ?? JSON.stringify(a.inline), { field: "kept" })], { run: a.run }),
-    ),
+    ...job.artifacts.map((a) => {
+      const save = cell("");
+      save.append(button("save", () => saveArtifact(job.id, a), { action: "save" }));
+      return row([cell(String(a.run)), cell(a.kind, { field: "kind" }), cell(`${a.size} B`, { cls: "num" }),
+        cell(a.key ?? JSON.stringify(a.inline), { field: "kept" }), save], { run: a.run });
+    }),
   );
   $("#detail").scrollIntoView({ block: "nearest" });
+}
+
+/** Downloads artifact `a` of job `id` as a file, saying on #action-status what came. */
+async function saveArtifact(id, a) {
+  const path = `/v1/jobs/${encodeURIComponent(id)}/artifacts/${a.run}/${encodeURIComponent(a.kind)}`;
+  const line = $("#action-status");
+  try {
+    const blob = await (await send("GET", path)).blob();
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    const extension = a.key?.split(".").pop() ?? (a.content_type === "application/x-ndjson" ? "jsonl" : "json");
+    link.download = `${id}-${a.run}-${a.kind}.${extension}`;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    setStatus(`${a.kind} of run ${a.run}: ${blob.size} bytes saved`, false, line);
+  } catch (e) {
+    report(`GET ${path}`, e, line);
+  }
 }
 
 /** A chain step names its parent; a chain's parent lists its steps (README "Job chains"). */

@@ -234,6 +234,16 @@ pub fn artifact_key(job_id: &str, run: u32, kind: &str) -> String {
     format!("artifacts/{job_id}/{run}/{kind}.{extension}")
 }
 
+/// The R2 binding that keeps a stored artifact, by its key's prefix: the consumer writes under
+/// these (`artifact_key`, shared `screenshot_key`), the producer's download (README "Run
+/// records and artifacts") reads from the one a run record's key names, and no other.
+pub fn artifact_bucket(key: &str) -> Option<&'static str> {
+    [("screenshots/", "SCREENSHOTS"), ("artifacts/", "ARTIFACTS")]
+        .into_iter()
+        .find(|(prefix, _)| key.starts_with(prefix))
+        .map(|(_, binding)| binding)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +352,16 @@ mod tests {
                 "lease_until": 11,
             })
         );
+    }
+
+    #[test]
+    fn each_stored_key_names_the_bucket_it_was_written_to() {
+        use crate::handlers::screenshot::screenshot_key;
+        use crate::job::payloads::ImageFormat;
+        let shot = screenshot_key("J", 2, ImageFormat::Jpeg);
+        assert_eq!(artifact_bucket(&shot), Some("SCREENSHOTS"));
+        let summary = artifact_key("J", 1, "feed_summary");
+        assert_eq!(artifact_bucket(&summary), Some("ARTIFACTS"));
+        assert_eq!(artifact_bucket("other/J/1.png"), None);
     }
 }

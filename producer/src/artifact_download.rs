@@ -1,0 +1,102 @@
+//! GET /v1/jobs/{id}/artifacts/{run}/{kind}: the body of what one attempt produced (README "Run
+//! records and artifacts"), so a web app gets its screenshot without an R2 binding of its own.
+//! Only an artifact a run record of the job names is served: a stored one from the bucket its
+//! key names (shared `artifact_bucket`), an inline one as kept.
+
+use jobs_shared::{artifact_bucket, ApiError};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use worker::js_sys::Promise;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::{web_sys, Env, Response};
+
+use crate::{job_view, respond};
+
+/// An artifact is the job's own output, never a page of ours: no script runs in it, whatever a
+/// crawled page or an LLM put in it.
+const HEADERS: [(&str, &str); 3] = [
+    ("x-content-type-options", "nosniff"),
+    ("content-security-policy", "default-src 'none'; sandbox"),
+    // A key is never written twice (a retry writes its own), so a copy stays good.
+    ("cache-control", "private, max-age=86400"),
+];
+
+/// GET /v1/jobs/{id}/artifacts/{run}/{kind}.
+pub async fn get(env: &Env, id: &str, run: &str, kind: &str) -> Result<Response, ApiError> {
+    let artifacts = job_view::artifacts(env, id).await?;
+    let of_run: Vec<&Value> = (artifacts.iter())
+        .filter(|a| run.parse::<u64>().is_ok_and(|run| a["run"] == run))
+        .collect();
+    let Some(artifact) = of_run.iter().find(|a| a["kind"] == kind) else {
+        return Err(missing(id, run, kind, &artifacts, of_run.is_empty()));
+    };
+    let content_type = artifact["content_type"]
+        .as_str()
+        .unwrap_or("application/octet-stream");
+    let mut headers = vec![("content-type", content_type)];
+    headers.extend(HEADERS);
+    match (artifact["key"].as_str(), &artifact["inline"]) {
+        (Some(key), _) => stored(env, key, headers).await,
+        (None, inline) => {
+            if artifact["truncated"] == true {
+                headers.push(("x-artifact-truncated", "true"));
+            }
+            let body = match inline {
+                Value::String(text) => text.clone(),
+                value => value.to_string(),
+            };
+            let response = Response::ok(body).map_err(|e| respond::internal(&e))?;
+            respond::with_headers(response, &headers)
+        }
+    }
+}
+
+/// The object under `key`, streamed from its bucket as R2 answers it.
+async fn stored(env: &Env, key: &str, headers: Vec<(&str, &str)>) -> Result<Response, ApiError> {
+    let binding = artifact_bucket(key)
+        .ok_or_else(|| respond::internal(&format!("no bucket keeps the artifact {key}")))?;
+    let answer = JsFuture::from(r2_response(env, binding, key))
+        .await
+        .map_err(|e| respond::internal(&format!("R2 get {key} failed: {e:?}")))?;
+    if answer.is_undefined() {
+        return Err(ApiError::new(
+            503,
+            "not_configured",
+            format!(
+                "the producer has no {binding} bucket binding ([[r2_buckets]] in wrangler.toml)"
+            ),
+        ));
+    }
+    if answer.is_null() {
+        return Err(ApiError::new(
+            410,
+            "gone",
+            format!(
+                "the artifact's object {key} is gone: its bucket expires objects after 180 days"
+            ),
+        ));
+    }
+    respond::with_headers(web_sys::Response::from(answer).into(), &headers)
+}
+
+#[wasm_bindgen(module = "/src/r2_object.js")]
+extern "C" {
+    /// A Response streaming the object, with its `content-length` and `etag`; null when R2 has
+    /// none, undefined when `binding` is not bound.
+    #[wasm_bindgen(js_name = r2Response)]
+    fn r2_response(env: &Env, binding: &str, key: &str) -> Promise;
+}
+
+/// 404 for an artifact the job's runs do not name, saying which they do.
+fn missing(id: &str, run: &str, kind: &str, artifacts: &[Value], no_run: bool) -> ApiError {
+    let has: Vec<String> = (artifacts.iter())
+        .map(|a| format!("{} of run {}", a["kind"].as_str().unwrap_or("?"), a["run"]))
+        .collect();
+    let has = if has.is_empty() {
+        "none".to_string()
+    } else {
+        has.join(", ")
+    };
+    let message = format!("job {id} has no artifact {kind} of run {run} (it has: {has})");
+    ApiError::new(404, "not_found", message).with_field(if no_run { "run" } else { "kind" })
+}
