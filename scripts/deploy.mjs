@@ -16,7 +16,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { createInterface } from "node:readline/promises";
+import { randomBytes } from "node:crypto";
 import { writeTimeZones } from "./build.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -147,13 +147,73 @@ function databaseId(name) {
   return /"uuid":\s*"([0-9a-f-]{36})"/.exec(run.out)?.[1];
 }
 
+/** The shortest secret deploy sets: 24 characters of base64url are 144 random bits. */
+export const MIN_SECRET_CHARS = 24;
+
+/**
+ * Why `value` is no fit for secret `name`, or null: every entry of its comma-separated list
+ * (a token after its `name:`, a signing key) at least MIN_SECRET_CHARS long, so a placeholder
+ * such as `.dev.vars.example`'s never reaches an account.
+ */
+export function secretProblem(name, value) {
+  const entries = value.split(",").map((e) => e.trim());
+  const named = name.endsWith("_TOKENS");
+  const short = entries.filter((e) => (named && /^[\w.-]{1,32}:/.test(e) ? e.slice(e.indexOf(":") + 1) : e).length < MIN_SECRET_CHARS);
+  if (entries.some((e) => !e)) return `${name} has an empty entry`;
+  if (short.length) return `${name}: each secret must be at least ${MIN_SECRET_CHARS} characters (${short.length} shorter); leave the prompt empty to have one generated`;
+  return null;
+}
+
+/** A fresh secret: 24 random bytes, base64url (32 characters). */
+export const generateSecret = () => randomBytes(24).toString("base64url");
+
+/**
+ * Secret `name`'s value: from the environment (CI), or asked in a terminal without echo, where
+ * an empty answer generates one and shows it once (the apps need a token's value).
+ */
 async function secretValue(name) {
-  if (process.env[name]) return process.env[name];
-  if (!process.stdin.isTTY) return null;
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
-  const value = await rl.question(`${name} (see README "Configuration"): `);
-  rl.close();
-  return value.trim() || null;
+  let value = process.env[name]?.trim();
+  if (!value && process.stdin.isTTY) {
+    value = (await askHidden(`${name} (see README "Configuration"; empty: generate one): `)).trim();
+    if (!value) {
+      value = generateSecret();
+      console.log(`${name} generated: ${value}\n  (keep it now: it is not shown again)`);
+    }
+  }
+  if (!value) return null;
+  const problem = secretProblem(name, value);
+  if (problem) throw new Error(problem);
+  return value;
+}
+
+/** A line read from the terminal without echoing it. */
+function askHidden(question) {
+  const input = process.stdin;
+  process.stdout.write(question);
+  input.setRawMode(true);
+  input.setEncoding("utf8");
+  input.resume();
+  return new Promise((resolve, reject) => {
+    let value = "";
+    const finish = () => {
+      input.off("data", onData);
+      input.setRawMode(false);
+      input.pause();
+      process.stdout.write("\n");
+    };
+    const onData = (chunk) => {
+      for (const ch of chunk) {
+        if (ch === "\r" || ch === "\n" || ch === "\u0003") {
+          finish();
+          if (ch === "\u0003") reject(new Error("cancelled"));
+          else resolve(value);
+          return;
+        }
+        value = ch === "\u007f" || ch === "\b" ? value.slice(0, -1) : value + ch;
+      }
+    };
+    input.on("data", onData);
+  });
 }
 
 function writeConfigs(env, id) {
@@ -209,7 +269,13 @@ export async function main(argv) {
       writeConfigs(env, id);
     }
     if (step.what.startsWith("secret")) {
-      const value = await secretValue(step.name);
+      let value;
+      try {
+        value = await secretValue(step.name);
+      } catch (e) {
+        console.error(e.message);
+        return 1;
+      }
       if (!value) {
         console.error(`${step.name} is not set: export it, or run this in a terminal to be asked.`);
         return 1;

@@ -63,6 +63,23 @@ describe("jobs flow through the real local queues", () => {
     assert.ok(!verifySignature("another-secret", req.headers["x-jobs-signature"], signed));
   });
 
+  test("credential headers go out with the request and are never shown again: the job's views redact them", async () => {
+    const headers = { Authorization: "Bearer partner-secret", "X-Api-Key": "k-123", "X-Trace": "t1" };
+    const enq = await p.enqueue({ type: "http", payload: { url: app.url("/with-credentials"), method: "GET", headers } });
+    assert.equal(enq.status, 202);
+    await p.waitForStatus(enq.body.id, "succeeded");
+    const [req] = app.requests("/with-credentials");
+    assert.deepEqual([req.headers.authorization, req.headers["x-api-key"], req.headers["x-trace"]], ["Bearer partner-secret", "k-123", "t1"]);
+    const shown = { Authorization: "[redacted]", "X-Api-Key": "[redacted]", "X-Trace": "t1" };
+    for (const [path, token] of [[`/v1/jobs/${enq.body.id}`, TOKENS.enqueue], [`/v1/admin/jobs/${enq.body.id}`, TOKENS.admin]]) {
+      const view = await p.request("GET", path, { token });
+      assert.equal(view.status, 200);
+      assert.deepEqual(view.body.payload.headers, shown, path);
+      assert.doesNotMatch(JSON.stringify(view.body), /partner-secret|k-123/, path);
+      assert.equal(view.headers.get("x-content-type-options"), "nosniff");
+    }
+  });
+
   test("a type without a built-in handler is forwarded, signed, to its app endpoint", async () => {
     const enq = await p.enqueue({ type: "weather_refresh", payload: { kind: "alerts" } });
     assert.equal(enq.status, 202);

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT } from "./support/platform.mjs";
-import { envConfig, expiryRule, plan, resources } from "../scripts/deploy.mjs";
+import { envConfig, expiryRule, generateSecret, plan, resources, secretProblem } from "../scripts/deploy.mjs";
 
 const CONFIGS = {
   static: "producer/static/wrangler.staging.toml",
@@ -96,4 +96,18 @@ test("the database id is filled in, and a wrong environment is refused", () => {
   const wrong = deploy("--env", "prod");
   assert.equal(wrong.status, 2);
   assert.match(wrong.stderr, /--env staging\|production/);
+});
+
+test("a secret deploy sets is at least 24 characters an entry: a placeholder never reaches an account", () => {
+  const example = readFileSync(join(ROOT, ".dev.vars.example"), "utf8");
+  const placeholder = /^ADMIN_TOKENS=(.*)$/m.exec(example)[1];
+  assert.match(secretProblem("ADMIN_TOKENS", placeholder), /at least 24 characters/);
+  assert.match(secretProblem("ENQUEUE_TOKENS", `webapp:${generateSecret()},cron:short`), /\(1 shorter\)/);
+  assert.match(secretProblem("SIGNING_SECRETS", `${generateSecret()},`), /empty entry/);
+  // A name is not part of the secret: `ops:` and 20 characters is too short.
+  assert.match(secretProblem("ADMIN_TOKENS", `ops:${"x".repeat(20)}`), /at least 24/);
+  assert.equal(secretProblem("ADMIN_TOKENS", `ops:${generateSecret()},${generateSecret()}`), null);
+  assert.equal(secretProblem("SIGNING_SECRETS", `${generateSecret()},${generateSecret()}`), null);
+  assert.equal(generateSecret().length, 32);
+  assert.notEqual(generateSecret(), generateSecret());
 });

@@ -14,8 +14,7 @@ use crate::{job_view, respond};
 
 /// An artifact is the job's own output, never a page of ours: no script runs in it, whatever a
 /// crawled page or an LLM put in it.
-const HEADERS: [(&str, &str); 3] = [
-    ("x-content-type-options", "nosniff"),
+const HEADERS: [(&str, &str); 2] = [
     ("content-security-policy", "default-src 'none'; sandbox"),
     // A key is never written twice (a retry writes its own), so a copy stays good.
     ("cache-control", "private, max-age=86400"),

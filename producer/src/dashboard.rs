@@ -35,7 +35,6 @@ pub async fn get(env: &Env, file: &str) -> Result<Response, ApiError> {
                 "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                  img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
             ),
-            ("x-content-type-options", "nosniff"),
             ("referrer-policy", "no-referrer"),
             ("cache-control", "no-cache"),
         ],

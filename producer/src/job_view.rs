@@ -1,6 +1,8 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
-use jobs_shared::{operator_actions, rfc3339, show_omitted, ApiError, JobStatus};
+use jobs_shared::{
+    operator_actions, redact_credentials, rfc3339, show_omitted, ApiError, JobStatus,
+};
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};
@@ -75,7 +77,8 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "family": summary.family,
         "status": summary.status,
         "priority": summary.priority,
-        "payload": parse_json(&job.payload),
+        // Its credential headers went out with its request; they are not shown again.
+        "payload": redact_credentials(parse_json(&job.payload)),
         "dedup_key": job.dedup_key,
         "attempts": summary.attempts,
         "max_attempts": summary.max_attempts,

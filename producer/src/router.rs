@@ -108,7 +108,12 @@ pub async fn handle(
             ))
         }),
     };
-    answer.or_else(|error| respond::error(&error))
+    let mut response = answer.or_else(|error| respond::error(&error))?;
+    // No answer of ours is anything but what its content type says (README "HTTP API").
+    response
+        .headers_mut()
+        .set("x-content-type-options", "nosniff")?;
+    Ok(response)
 }
 
 async fn run(target: &Target, mut call: Call<'_>) -> std::result::Result<Response, ApiError> {
