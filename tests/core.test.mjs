@@ -80,6 +80,18 @@ describe("jobs flow through the real local queues", () => {
     }
   });
 
+  test("a success recorded before migration 0018 (its details whole on its row, no invocation row) shows as recorded", async () => {
+    const enq = await p.enqueue({ type: "noop" });
+    await p.waitForStatus(enq.body.id, "succeeded");
+    const old = { handler: "noop", version: "v-before-0018", invocation: "01JOLDINVOCATION0000000000", lease_until: 1_700_000_000_000 };
+    await p.db.prepare("UPDATE jobs SET run_invocation = NULL, run_details = ? WHERE id = ?").bind(JSON.stringify(old), enq.body.id).run();
+    const [run] = (await p.getJob(enq.body.id)).body.runs;
+    assert.deepEqual(
+      [run.outcome, run.handler, run.version, run.invocation, run.lease_until],
+      ["succeeded", "noop", old.version, old.invocation, new Date(old.lease_until).toISOString()],
+    );
+  });
+
   test("a type without a built-in handler is forwarded, signed, to its app endpoint", async () => {
     const enq = await p.enqueue({ type: "weather_refresh", payload: { kind: "alerts" } });
     assert.equal(enq.status, 202);

@@ -130,7 +130,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no next step");
   });
 
-  test("retention deletes only old finished jobs (and their runs, and invocations older than every job)", async () => {
+  test("retention deletes only old finished jobs (and their runs, and the invocations no job kept can name)", async () => {
     const now = Date.now();
     const ids = [];
     for (let i = 0; i < 5; i++) ids.push((await p.enqueue({ type: "noop" })).body.id);
@@ -138,7 +138,9 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     // Succeeded jobs are found by id (ULIDs sort by creation): theirs are as old as they are.
     const oldDone = await createdAt(p, ids[0], now - 92 * DAY);
     const newDone = await createdAt(p, ids[1], now - 90 * DAY);
-    const [oldDead, ancientDead] = ids.slice(2);
+    // Created 100 days ago, dead and kept: it holds back no invocation.
+    const oldDead = await createdAt(p, ids[2], now - 100 * DAY);
+    const ancientDead = ids[3];
     // Each succeeded on its second run: the first one's run record goes with the job.
     const failedFirst = (id) =>
       p.db.batch([
@@ -153,10 +155,11 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     await set(p, ancientDead, "status = 'dead', finished_at = ?", now - 181 * DAY);
     const live = (await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 })).body.id;
     await set(p, live, "created_at = ?, finished_at = ?", now - 400 * DAY, now - 400 * DAY);
-    // The oldest job left will be newDone, created 90 days ago: an invocation from before it
-    // can be no job's; one from after it is kept.
+    // Every succeeded job kept was created or finished inside the 90 days, so ran in an
+    // invocation begun after them, less its wall time: one from 92 days ago is no job's
+    // (though a dead job kept is older), one from 90.5 days ago is within the day's margin.
     const invocation = (days) => `${ulidTime(now - days * DAY)}${"0".repeat(16)}`;
-    for (const days of [91, 89])
+    for (const days of [92, 90.5])
       await p.db.prepare("INSERT INTO invocations (id, details) VALUES (?, '{\"version\":\"old\"}')").bind(invocation(days)).run();
     const ranNewDone = (await row(p, newDone)).run_invocation;
 
@@ -170,10 +173,31 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(await left(live), true, "live jobs are never deleted");
     assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", newDone), 1);
     const invocations = async (...ids) => p.count(`SELECT count(*) FROM invocations WHERE id IN (${ids.map(() => "?")})`, ...ids);
-    assert.equal(await invocations(invocation(91)), 0, "an invocation older than every job: deleted");
-    assert.equal(await invocations(invocation(89), ranNewDone), 2, "younger than the oldest job, or a kept job's: kept");
+    assert.equal(await invocations(invocation(92)), 0, "an invocation older than the cutoff and its margin: deleted");
+    assert.equal(await invocations(invocation(90.5), ranNewDone), 2, "within the margin, or a kept job's: kept");
     const { version } = JSON.parse(await p.db.prepare("SELECT details FROM invocations WHERE id = ?").bind(ranNewDone).first("details"));
     assert.equal((await p.getJob(newDone)).body.runs[1].version, version, "its run still shows what its invocation shares");
+  });
+
+  test("invocations wait while the jobs' retention delete is behind: a job it has yet to delete may name one", async () => {
+    const now = Date.now();
+    // 101 succeeded jobs created and finished 100 days ago: more than one tick deletes (SWEEP_BATCH 100).
+    const enqueued = [...(await enqueueBatch(p, { type: "noop", delay_seconds: 3600 }, 100)), ...(await enqueueBatch(p, { type: "noop", delay_seconds: 3600 }, 1))];
+    await p.db.prepare(
+      "UPDATE jobs SET id = ?1 || substr(id, 11), status = 'succeeded', created_at = ?2, finished_at = ?2, run_at = ?2 " +
+        "WHERE id IN (SELECT value FROM json_each(?3))",
+    ).bind(ulidTime(now - 100 * DAY), now - 100 * DAY, JSON.stringify(enqueued)).run();
+    const old = `${ulidTime(now - 95 * DAY)}${"1".repeat(16)}`;
+    await p.db.prepare("INSERT INTO invocations (id, details) VALUES (?, '{}')").bind(old).run();
+    const oldJobs = () => p.count("SELECT count(*) FROM jobs WHERE status = 'succeeded' AND id < ?", ulidTime(now - 99 * DAY));
+    assert.ok((await oldJobs()) >= 101);
+
+    await tick(p, now);
+    assert.ok((await oldJobs()) >= 1, "a full page deleted, some left");
+    assert.equal(await p.count("SELECT count(*) FROM invocations WHERE id = ?", old), 1, "kept while old jobs remain");
+    await tick(p, now);
+    assert.equal(await oldJobs(), 0);
+    assert.equal(await p.count("SELECT count(*) FROM invocations WHERE id = ?", old), 0, "deleted once they are gone");
   });
 
   test("a batch's successes are one row, the job view still shows each run, and the row goes after the hour", async () => {

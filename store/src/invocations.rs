@@ -2,7 +2,7 @@
 //! share (shared `InvocationDetails`), kept once rather than on each succeeded job's row
 //! (README "Run records and artifacts"). A job's row names its invocation (`run_invocation`).
 
-use jobs_shared::InvocationDetails;
+use jobs_shared::{job_id, InvocationDetails};
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
@@ -19,16 +19,27 @@ pub fn invocation_insert(
         .bind(&[id.into(), json(details)])
 }
 
-/// Retention: up to `limit` invocations older than the oldest job, which no job can name (an
-/// invocation runs a job after it was created; ids are ULIDs, compared by their 10-character
-/// time part). While the table has no job it keeps them all.
+/// Retention: up to `limit` invocations begun before `before_ms`, once no job can name them.
+/// Only a succeeded job names one, the invocation that ran it, which began after the job was
+/// created and before it finished. This statement comes right after the jobs' own retention
+/// delete (`jobs::job_delete_finished`, cutoff `succeeded_before_ms`) in the same batch and
+/// reads its count of rows deleted (`changes()`; D1 runs a batch's statements in order on one
+/// connection): fewer than `limit` means no succeeded job it deletes is left, so every job kept
+/// was created or finished after that cutoff, and ran in an invocation begun less than a
+/// consumer's wall time (15 min) before it; `before_ms` is a day before it. Otherwise the next
+/// tick tries again. A dead or delayed job holds back nothing (ids are ULIDs, compared as text).
 pub fn invocation_delete_unnamed(
     db: &D1Database,
+    succeeded_before_ms: i64,
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
+    let before = job_id(succeeded_before_ms - DAY_MS, 0);
     db.prepare(
-        "DELETE FROM invocations WHERE id IN (SELECT id FROM invocations \
-         WHERE id < (SELECT substr(MIN(id), 1, 10) FROM jobs) ORDER BY id LIMIT ?1)",
+        "DELETE FROM invocations WHERE changes() < ?2 AND id IN \
+         (SELECT id FROM invocations WHERE id < ?1 ORDER BY id LIMIT ?2)",
     )
-    .bind(&[num(limit.into())])
+    .bind(&[before.into(), num(limit.into())])
 }
+
+/// A day, the margin past a consumer invocation's wall time.
+const DAY_MS: i64 = 86_400_000;

@@ -2,7 +2,7 @@
 //! (and cancelled or skipped) ones after `RETAIN_SUCCEEDED_DAYS`, dead ones after
 //! `RETAIN_DEAD_DAYS`; schedule run records after the former; the charts' per-minute rows after
 //! `RETAIN_HISTORY_DAYS`; success batches once out of the windows over attempts and rolled
-//! into the histogram; the invocations' shared run details once older than every job. Live
+//! into the histogram; the invocations' shared run details once no job kept can name them. Live
 //! jobs are never touched. One batch (one transaction) per tick, at most `SWEEP_BATCH` rows of
 //! each.
 
@@ -26,6 +26,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         dead_before,
         batch,
     )?);
+    // Right after the jobs' delete, whose count it reads.
+    statements.push(invocation_delete_unnamed(tick.db, succeeded_before, batch)?);
     statements.push(schedule_run_delete_before(
         tick.db,
         succeeded_before,
@@ -38,7 +40,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         tick.now_ms - WINDOW_MS,
         batch,
     )?);
-    statements.push(invocation_delete_unnamed(tick.db, batch)?);
     let results = tick.db.batch(statements).await?;
     let changes = |i: usize| {
         results[i]
@@ -49,7 +50,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
             .unwrap_or(0)
     };
     Ok(json!({
-        "jobs": changes(2), "runs": changes(0), "schedule_runs": changes(3), "minutes": changes(4),
-        "success_batches": changes(5), "invocations": changes(6),
+        "jobs": changes(2), "runs": changes(0), "invocations": changes(3),
+        "schedule_runs": changes(4), "minutes": changes(5), "success_batches": changes(6),
     }))
 }
