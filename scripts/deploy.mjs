@@ -148,7 +148,7 @@ function databaseId(name) {
 }
 
 /** The shortest secret deploy sets: 24 characters of base64url are 144 random bits. */
-export const MIN_SECRET_CHARS = 24;
+const MIN_SECRET_CHARS = 24;
 
 /**
  * Why `value` is no fit for secret `name`, or null: every entry of its comma-separated list
@@ -160,7 +160,7 @@ export function secretProblem(name, value) {
   const named = name.endsWith("_TOKENS");
   const short = entries.filter((e) => (named && /^[\w.-]{1,32}:/.test(e) ? e.slice(e.indexOf(":") + 1) : e).length < MIN_SECRET_CHARS);
   if (entries.some((e) => !e)) return `${name} has an empty entry`;
-  if (short.length) return `${name}: each secret must be at least ${MIN_SECRET_CHARS} characters (${short.length} shorter); leave the prompt empty to have one generated`;
+  if (short.length) return `${name}: each secret must be at least ${MIN_SECRET_CHARS} characters (${short.length} shorter)`;
   return null;
 }
 
@@ -172,18 +172,24 @@ export const generateSecret = () => randomBytes(24).toString("base64url");
  * an empty answer generates one and shows it once (the apps need a token's value).
  */
 async function secretValue(name) {
-  let value = process.env[name]?.trim();
-  if (!value && process.stdin.isTTY) {
-    value = (await askHidden(`${name} (see README "Configuration"; empty: generate one): `)).trim();
-    if (!value) {
-      value = generateSecret();
-      console.log(`${name} generated: ${value}\n  (keep it now: it is not shown again)`);
-    }
+  const fromEnv = process.env[name]?.trim();
+  if (fromEnv || !process.stdin.isTTY) {
+    const problem = fromEnv && secretProblem(name, fromEnv);
+    if (problem) throw new Error(`${problem}, in the environment variable ${name}`);
+    return fromEnv || null;
   }
-  if (!value) return null;
-  const problem = secretProblem(name, value);
-  if (problem) throw new Error(problem);
-  return value;
+  for (;;) {
+    const typed = (await askHidden(`${name} (see README "Configuration"; empty: generate one): `)).trim();
+    if (!typed) {
+      const value = generateSecret();
+      // On stderr, so a log of the deploy's output does not keep it.
+      console.error(`${name} generated: ${value}\n  (keep it now: it is not shown again)`);
+      return value;
+    }
+    const problem = secretProblem(name, typed);
+    if (!problem) return typed;
+    console.error(`${problem}: type another, or leave it empty to have one generated`);
+  }
 }
 
 /** A line read from the terminal without echoing it. */
@@ -195,24 +201,27 @@ function askHidden(question) {
   input.resume();
   return new Promise((resolve, reject) => {
     let value = "";
-    const finish = () => {
+    const finish = (settle) => {
       input.off("data", onData);
+      input.off("end", onEnd);
       input.setRawMode(false);
       input.pause();
       process.stdout.write("\n");
+      settle();
     };
+    const onEnd = () => finish(() => resolve(value));
     const onData = (chunk) => {
-      for (const ch of chunk) {
-        if (ch === "\r" || ch === "\n" || ch === "\u0003") {
-          finish();
-          if (ch === "\u0003") reject(new Error("cancelled"));
-          else resolve(value);
-          return;
-        }
-        value = ch === "\u007f" || ch === "\b" ? value.slice(0, -1) : value + ch;
+      // An arrow or function key's escape sequence is no part of a secret.
+      for (const ch of chunk.replace(/\u001b(\[[0-9;]*[A-Za-z~]|.)/g, "")) {
+        if (ch === "\u0003") return finish(() => reject(new Error("cancelled")));
+        // Enter, or the end of input (Ctrl-D).
+        if (ch === "\r" || ch === "\n" || ch === "\u0004") return finish(() => resolve(value));
+        if (ch === "\u007f" || ch === "\b") value = value.slice(0, -1);
+        else if (ch >= " ") value += ch;
       }
     };
     input.on("data", onData);
+    input.once("end", onEnd);
   });
 }
 

@@ -185,7 +185,8 @@ describe("screenshot_capture through the Browser Rendering binding", () => {
     await refused(path, null, 401, "authorization");
     const noRun = await refused(`/v1/jobs/${job.id}/artifacts/2/screenshot`, TOKENS.enqueue, 404, "run");
     assert.match(noRun.message, /it has: screenshot of run 1/);
-    await refused(`/v1/jobs/${job.id}/artifacts/first/screenshot`, TOKENS.enqueue, 404, "run");
+    await refused(`/v1/jobs/${job.id}/artifacts/first/screenshot`, TOKENS.enqueue, 422, "run");
+    await refused(`/v1/jobs/${job.id}/artifacts/0/screenshot`, TOKENS.enqueue, 422, "run");
     await refused(`/v1/jobs/${job.id}/artifacts/1/llm_responses`, TOKENS.enqueue, 404, "kind");
     await refused(`/v1/jobs/01NOSUCHJOB/artifacts/1/screenshot`, TOKENS.enqueue, 404, "id");
     // The bucket's lifecycle rule expired the object: the run still names it, R2 has it no more.

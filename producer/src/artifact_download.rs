@@ -22,9 +22,12 @@ const HEADERS: [(&str, &str); 2] = [
 
 /// GET /v1/jobs/{id}/artifacts/{run}/{kind}.
 pub async fn get(env: &Env, id: &str, run: &str, kind: &str) -> Result<Response, ApiError> {
+    let run_number = (run.parse::<u32>().ok().filter(|&n| n > 0)).ok_or_else(|| {
+        ApiError::new(422, "invalid_field", "run must be a run number: 1, 2, ...").with_field("run")
+    })?;
     let artifacts = job_view::artifacts(env, id).await?;
     let of_run: Vec<&Value> = (artifacts.iter())
-        .filter(|a| run.parse::<u64>().is_ok_and(|run| a["run"] == run))
+        .filter(|a| a["run"] == run_number)
         .collect();
     let Some(artifact) = of_run.iter().find(|a| a["kind"] == kind) else {
         return Err(missing(id, run, kind, &artifacts, of_run.is_empty()));
@@ -70,9 +73,7 @@ async fn stored(env: &Env, key: &str, headers: Vec<(&str, &str)>) -> Result<Resp
         return Err(ApiError::new(
             410,
             "gone",
-            format!(
-                "the artifact's object {key} is gone: its bucket expires objects after 180 days"
-            ),
+            format!("the artifact's object {key} is gone: its bucket's lifecycle rule expired it"),
         ));
     }
     respond::with_headers(web_sys::Response::from(answer).into(), &headers)

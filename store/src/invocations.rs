@@ -19,16 +19,19 @@ pub fn invocation_insert(
         .bind(&[id.into(), json(details)])
 }
 
-/// Retention: up to `limit` invocations begun before `before_ms`, once no job can name them.
-/// Only a succeeded job names one, the invocation that ran it, which began after the job was
-/// created and before it finished. This statement comes right after the jobs' own retention
-/// delete (`jobs::job_delete_finished`, cutoff `succeeded_before_ms`) in the same batch and
-/// reads its count of rows deleted (`changes()`; D1 runs a batch's statements in order on one
-/// connection): fewer than `limit` means no succeeded job it deletes is left, so every job kept
-/// was created or finished after that cutoff, and ran in an invocation begun less than a
-/// consumer's wall time (15 min) before it; `before_ms` is a day before it. Otherwise the next
-/// tick tries again. A dead or delayed job holds back nothing (ids are ULIDs, compared as text).
-pub fn invocation_delete_unnamed(
+/// A day, the margin past a consumer invocation's wall time.
+const DAY_MS: i64 = 86_400_000;
+
+/// Retention: up to `limit` invocations begun before a day before `succeeded_before_ms`, once
+/// no job can name them. Only a succeeded job names one, the invocation that ran it, which
+/// began after the job was created and at most a consumer's wall time (15 min) before it
+/// finished. The last of `jobs::job_delete_finished`'s statements, right after its delete of
+/// jobs (cutoff `succeeded_before_ms`, at most `limit`), whose count of rows deleted it reads
+/// (`changes()`; D1 runs a batch's statements in order on one connection): fewer than `limit`
+/// means no succeeded job that delete takes is left, so every job kept was created or finished
+/// after the cutoff and names no invocation this deletes. Otherwise the next tick tries again.
+/// A dead or delayed job holds back nothing (ids are ULIDs, compared as text).
+pub(crate) fn invocation_delete_unnamed(
     db: &D1Database,
     succeeded_before_ms: i64,
     limit: u32,
@@ -40,6 +43,3 @@ pub fn invocation_delete_unnamed(
     )
     .bind(&[before.into(), num(limit.into())])
 }
-
-/// A day, the margin past a consumer invocation's wall time.
-const DAY_MS: i64 = 86_400_000;

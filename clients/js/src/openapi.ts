@@ -604,7 +604,16 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description D1 or R2 failed, or the producer lacks the bucket binding (`not_configured`); retry */
+                /** @description `run` is not a run number (`field` `run`) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description D1 or R2 failed (retry), or the producer lacks the bucket binding (`not_configured`: configure it) */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3723,6 +3732,7 @@ export interface components {
             family: components["schemas"]["Family"];
             status: components["schemas"]["Status"];
             priority: number;
+            /** @description as enqueued, but the values of its credential headers (a name with auth, token, secret, password, key, cookie, session, signature or credential in it) read `[redacted]` */
             payload: unknown;
             dedup_key?: string | null;
             attempts: number;

@@ -7,7 +7,6 @@
 //! each.
 
 use jobs_shared::observe::last_hour::WINDOW_MS;
-use jobs_store::invocations::invocation_delete_unnamed;
 use jobs_store::job_minutes::job_minute_delete_before;
 use jobs_store::jobs::job_delete_finished;
 use jobs_store::schedules::schedule_run_delete_before;
@@ -26,8 +25,6 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         dead_before,
         batch,
     )?);
-    // Right after the jobs' delete, whose count it reads.
-    statements.push(invocation_delete_unnamed(tick.db, succeeded_before, batch)?);
     statements.push(schedule_run_delete_before(
         tick.db,
         succeeded_before,

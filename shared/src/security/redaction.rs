@@ -7,9 +7,18 @@ use serde_json::Value;
 /// What a credential's value reads in a view.
 pub const REDACTED: &str = "[redacted]";
 
-/// Parts of a header name (compared lowercase) that mark its value a credential.
-const CREDENTIAL_MARKS: [&str; 7] = [
-    "auth", "token", "secret", "password", "api-key", "apikey", "cookie",
+/// Parts of a header name (compared lowercase) that mark its value a credential; a harmless
+/// header caught by them (`Idempotency-Key`) only reads redacted.
+const CREDENTIAL_MARKS: [&str; 9] = [
+    "auth",
+    "token",
+    "secret",
+    "password",
+    "key",
+    "cookie",
+    "session",
+    "signature",
+    "credential",
 ];
 
 /// Whether a header named `name` carries a credential.
@@ -42,6 +51,8 @@ mod tests {
             "headers": {
                 "Authorization": "Bearer s3cret", "X-Api-Key": "k", "Cookie": "sid=1",
                 "X-Auth-Token": "t", "X-Client-Secret": "c", "Proxy-Authorization": "p",
+                "Ocp-Apim-Subscription-Key": "o", "api_key": "a", "X-Signature": "s",
+                "Session": "q",
                 "Content-Type": "application/json", "X-Request-Source": "billing",
             },
         });
@@ -52,7 +63,8 @@ mod tests {
                 "headers": {
                     "Authorization": REDACTED, "X-Api-Key": REDACTED, "Cookie": REDACTED,
                     "X-Auth-Token": REDACTED, "X-Client-Secret": REDACTED,
-                    "Proxy-Authorization": REDACTED,
+                    "Proxy-Authorization": REDACTED, "Ocp-Apim-Subscription-Key": REDACTED,
+                    "api_key": REDACTED, "X-Signature": REDACTED, "Session": REDACTED,
                     "Content-Type": "application/json", "X-Request-Source": "billing",
                 },
             })

@@ -10,6 +10,7 @@ use worker::{D1Database, D1PreparedStatement};
 use super::indexes::{ENDED, UNFINISHED, WAITING};
 use super::{Unsent, UNSENT_COLUMNS};
 use crate::d1::{json, num};
+use crate::invocations::invocation_delete_unnamed;
 use crate::pauses::PAUSED_JOB_SQL;
 use crate::sql::{status_list, waiting};
 use serde::Deserialize;
@@ -141,7 +142,9 @@ pub fn job_promote(
 
 /// Retention: up to `limit` finished jobs, succeeded (or cancelled, skipped) before
 /// `done_before_ms` or dead before `dead_before_ms`, deleted with their run records and DLQ
-/// arrivals: three statements, job_runs, dead_letters, then jobs. Succeeded jobs have no index
+/// arrivals, and then the invocations no job kept can name: four statements, job_runs,
+/// dead_letters, jobs, then invocations (which reads the jobs delete's count, so comes right
+/// after it: `invocations::invocation_delete_unnamed`). Succeeded jobs have no index
 /// of their own: they are read in id order (ULIDs sort by creation) among jobs created before
 /// `done_before_ms`, so the rows a delete reads are the oldest the table holds.
 pub fn job_delete_finished(
@@ -149,7 +152,7 @@ pub fn job_delete_finished(
     done_before_ms: i64,
     dead_before_ms: i64,
     limit: u32,
-) -> worker::Result<[D1PreparedStatement; 3]> {
+) -> worker::Result<[D1PreparedStatement; 4]> {
     let unrun = status_list(&[Cancelled, Skipped]);
     let ended = ENDED.rows();
     // The same rows for every statement: nothing else in the transaction changes `jobs`
@@ -176,5 +179,6 @@ pub fn job_delete_finished(
             .bind(&params)?,
         db.prepare(format!("DELETE FROM jobs WHERE id IN ({old})"))
             .bind(&params)?,
+        invocation_delete_unnamed(db, done_before_ms, limit)?,
     ])
 }
