@@ -6,7 +6,7 @@ use jobs_shared::{
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};
-use worker::{Env, Response};
+use worker::{D1Database, Env, Response};
 
 use crate::admin::d1;
 use crate::{chain_view, respond};
@@ -26,43 +26,42 @@ pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError>
     respond::json(200, &body)
 }
 
-/// The artifacts of job `id`'s runs, as its view lists them: newest run first, each naming
-/// its run (GET /v1/jobs/{id}/artifacts/..., crate::artifact_download).
+/// The artifacts of job `id`'s runs, as its view lists them (GET /v1/jobs/{id}/artifacts/...,
+/// crate::artifact_download): the job and its runs only, not the rest of the view.
 pub async fn artifacts(env: &Env, id: &str) -> Result<Vec<Value>, ApiError> {
-    match read(env, id).await?["artifacts"].take() {
-        Value::Array(artifacts) => Ok(artifacts),
-        _ => Ok(Vec::new()),
-    }
+    let db = d1::database(env)?;
+    let (_, runs) = job_and_runs(&db, id).await?;
+    Ok(artifacts_of(&runs.iter().map(run_view).collect::<Vec<_>>()))
 }
 
 /// The job's view. The job, its runs and its chain's steps are read concurrently (one round
 /// trip of latency).
 async fn read(env: &Env, id: &str) -> Result<Value, ApiError> {
     let db = d1::database(env)?;
-    let (job, runs, steps) = futures::join!(
-        job_get_by_id(&db, id),
-        job_run_list(&db, id),
-        job_list_chain_steps(&db, id)
-    );
+    let (job_and_runs, steps) =
+        futures::join!(job_and_runs(&db, id), job_list_chain_steps(&db, id));
+    let (job, runs) = job_and_runs?;
+    let steps = steps.map_err(|e| respond::internal(&e))?;
+    let mut body = view(&job, &runs);
+    if let Value::Object(fields) = &mut body {
+        fields.extend(chain_view::fields(&job, &steps));
+    }
+    Ok(body)
+}
+
+/// Job `id` and its runs' records, read concurrently; 404 when there is no such job.
+async fn job_and_runs(db: &D1Database, id: &str) -> Result<(JobRow, Vec<RunRow>), ApiError> {
+    let (job, runs) = futures::join!(job_get_by_id(db, id), job_run_list(db, id));
     let runs = runs.map_err(|e| respond::internal(&e))?;
     match job.map_err(|e| respond::internal(&e))? {
-        Some(job) => {
-            let steps = steps.map_err(|e| respond::internal(&e))?;
-            let mut body = view(&job, &runs);
-            if let Value::Object(fields) = &mut body {
-                fields.extend(chain_view::fields(&job, &steps));
-            }
-            Ok(body)
-        }
+        Some(job) => Ok((job, runs)),
         None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }
 }
 
-fn view(job: &JobRow, runs: &[RunRow]) -> Value {
-    let summary = &job.summary;
-    let runs: Vec<Value> = runs.iter().map(run_view).collect();
-    // Every run's artifacts, newest run first, each naming its run.
-    let artifacts: Vec<Value> = (runs.iter().rev())
+/// Every run's artifacts, newest run first, each naming its run.
+fn artifacts_of(runs: &[Value]) -> Vec<Value> {
+    (runs.iter().rev())
         .flat_map(|run| {
             let artifacts = run["artifacts"].as_array().cloned().unwrap_or_default();
             artifacts.into_iter().map(move |mut a| {
@@ -70,7 +69,13 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
                 a
             })
         })
-        .collect();
+        .collect()
+}
+
+fn view(job: &JobRow, runs: &[RunRow]) -> Value {
+    let summary = &job.summary;
+    let runs: Vec<Value> = runs.iter().map(run_view).collect();
+    let artifacts = artifacts_of(&runs);
     json!({
         "id": summary.id,
         "type": summary.job_type,

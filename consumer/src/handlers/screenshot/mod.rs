@@ -14,8 +14,8 @@ mod rest;
 use std::collections::HashMap;
 
 use jobs_shared::{
-    content_type, image_info, screenshot_key, screenshot_metadata, Artifact, Capture, CaptureMode, ErrorClass, JobError,
-    ScreenshotCapturePayload,
+    content_type, image_info, screenshot_key, screenshot_metadata, Artifact, Capture, CaptureMode,
+    ErrorClass, JobError, ScreenshotCapturePayload,
 };
 use serde_json::{json, Value};
 use worker::HttpMetadata;
