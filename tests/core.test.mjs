@@ -447,7 +447,7 @@ describe("messages delivered by the test", () => {
         status: "ok",
         d1: true,
         queues: true,
-        auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false },
+        auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false, enqueue_token_types: "ok" },
         // No channel configured: nothing is ever sent (tests/observability.test.mjs sets them).
         escalation: { pagerduty: false, slack: false, digest: false, dashboard_links: false },
       });

@@ -1,5 +1,5 @@
 // What a client chooses per job at enqueue (README "HTTP API"): its own retry policy, an expiry,
-// and (from its token) who enqueued it. The built producer and consumer on local workerd with
+// and (from its token) who enqueued it and which job types it may use. The built producer and consumer on local workerd with
 // real D1; messages are delivered by the test, so each decision is one batch it can read.
 import { after, before, describe, test } from "node:test";
 import { createHash } from "node:crypto";
@@ -12,7 +12,13 @@ import { tick } from "./support/sweep.mjs";
 const WEB = "tok-web-7f3a";
 const ANON = "tok-anon-91c2";
 const OPS = "tok-ops-5d0e";
-const producerBindings = { ENQUEUE_TOKENS: `webapp:${WEB},${ANON}`, ADMIN_TOKENS: `ops:${OPS}` };
+const SITE = "tok-site-4b8e";
+const producerBindings = {
+  ENQUEUE_TOKENS: `webapp:${WEB},${ANON},site:${SITE}`,
+  ADMIN_TOKENS: `ops:${OPS}`,
+  // As a TOML table under [vars] arrives: an object, not a string.
+  ENQUEUE_TOKEN_TYPES: { site: ["noop", "http"] },
+};
 const fingerprint = (token) => `token:${createHash("sha256").update(token).digest("hex").slice(0, 12)}`;
 
 let app;
@@ -230,5 +236,68 @@ describe("schedules", () => {
     assert.equal(job.enqueued_by, "schedule:opt_every_minute");
     assert.deepEqual([job.retry, job.max_attempts], [created.body.retry, 3]);
     assert.equal(job.correlation_id, job.id, "no request brought it: it goes by its own id, as in its logs");
+  });
+});
+
+describe("a token fenced to job types (ENQUEUE_TOKEN_TYPES)", () => {
+  const sites = async () => (await p.db.prepare("SELECT COUNT(*) AS n FROM jobs WHERE enqueued_by = 'site'").first()).n;
+
+  test("it enqueues its types only, steps and follow-ups included, and a refusal names the field and writes nothing", async () => {
+    const ok = await enqueue({ type: "noop", steps: [{ type: "http", payload: { url: app.url("/fenced") } }] }, SITE);
+    assert.equal(ok.status, 202, JSON.stringify(ok.body));
+    const before = await sites();
+    const url = app.url("/fenced");
+    for (const [path, json, field] of [
+      ["/v1/jobs", { type: "weather_refresh", payload: {} }, "type"],
+      ["/v1/jobs/batch", { jobs: [{ type: "noop" }, { type: "weather_refresh", payload: {} }] }, "jobs[1].type"],
+      ["/v1/jobs", { type: "noop", steps: [{ type: "noop" }, { type: "ai_tagging", payload: {} }] }, "steps[1].type"],
+      ["/v1/jobs", { type: "http", payload: { url, allow_follow_ups: true } }, "payload.allow_follow_ups"],
+      ["/v1/jobs/batch", { jobs: [{ type: "noop", steps: [{ type: "http", payload: { url, allow_follow_ups: true } }] }] },
+        "jobs[0].steps[0].payload.allow_follow_ups"],
+    ]) {
+      const res = await p.request("POST", path, { json, token: SITE });
+      assert.deepEqual([res.status, res.body.error?.code, res.body.error?.field], [403, "forbidden", field], JSON.stringify(res.body));
+      assert.match(res.body.error.message, /it may use: noop, http|cannot let a target add jobs/);
+    }
+    assert.equal(await sites(), before, "nothing written");
+    // Another token, and an admin token, are not fenced.
+    assert.equal((await enqueue({ type: "weather_refresh", payload: {} }, WEB)).status, 202);
+    assert.equal((await enqueue({ type: "http", payload: { url, allow_follow_ups: true } }, OPS)).status, 202);
+  });
+
+  test("it reads jobs of its types only: another type's job is not found, its artifacts neither", async () => {
+    const own = await enqueue({ type: "noop" }, SITE);
+    const other = await enqueue({ type: "weather_refresh", payload: {} }, WEB);
+    const read = (id, token) => p.request("GET", `/v1/jobs/${id}`, { token });
+    assert.equal((await read(own.body.id, SITE)).status, 200);
+    const hidden = await read(other.body.id, SITE);
+    assert.deepEqual([hidden.status, hidden.body.error.code, hidden.body.error.field], [404, "not_found", "id"]);
+    assert.equal((await read(other.body.id, WEB)).status, 200, "the unfenced token reads it");
+    const artifact = await p.request("GET", `/v1/jobs/${other.body.id}/artifacts/1/summary`, { token: SITE });
+    assert.deepEqual([artifact.status, artifact.body.error.field], [404, "id"]);
+  });
+
+  test("a var that does not hold (a misspelt name) refuses every enqueue token, says why, and shows in /healthz", async () => {
+    const broken = await startPlatform({
+      manualDelivery: true,
+      producerBindings: { ...producerBindings, ENQUEUE_TOKEN_TYPES: JSON.stringify({ sight: ["noop"] }) },
+    });
+    try {
+      for (const token of [SITE, WEB]) {
+        const res = await broken.request("POST", "/v1/jobs", { json: { type: "noop" }, token });
+        assert.deepEqual([res.status, res.body.error.code], [503, "not_configured"]);
+        assert.match(res.body.error.message, /ENQUEUE_TOKEN_TYPES.*"sight" names no ENQUEUE_TOKENS entry/);
+      }
+      const jobs = await broken.db.prepare("SELECT COUNT(*) AS n FROM jobs").first();
+      assert.equal(jobs.n, 0);
+      assert.equal((await broken.request("GET", "/v1/admin/stats", { token: OPS })).status, 200, "admin tokens still work");
+      const health = await broken.request("GET", "/healthz");
+      assert.equal(health.status, 503);
+      assert.equal(health.body.auth.enqueue_token_types, "refused");
+      assert.ok(!JSON.stringify(health.body).includes("sight"), "the public route names no token");
+      assert.equal((await p.request("GET", "/healthz")).body.auth.enqueue_token_types, "ok");
+    } finally {
+      await broken.dispose();
+    }
   });
 });

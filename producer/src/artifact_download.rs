@@ -3,7 +3,7 @@
 //! Only an artifact a run record of the job names is served: a stored one from the bucket its
 //! key names (shared `artifact_bucket`), an inline one as kept.
 
-use jobs_shared::{artifact_bucket, ApiError};
+use jobs_shared::{artifact_bucket, ApiError, Caller};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use worker::js_sys::Promise;
@@ -21,11 +21,16 @@ const HEADERS: [(&str, &str); 2] = [
 ];
 
 /// GET /v1/jobs/{id}/artifacts/{run}/{kind}.
-pub async fn get(env: &Env, id: &str, run: &str, kind: &str) -> Result<Response, ApiError> {
+pub async fn get(
+    (env, caller): (&Env, &Caller),
+    id: &str,
+    run: &str,
+    kind: &str,
+) -> Result<Response, ApiError> {
     let run_number = (run.parse::<u32>().ok().filter(|&n| n > 0)).ok_or_else(|| {
         ApiError::new(422, "invalid_field", "run must be a run number: 1, 2, ...").with_field("run")
     })?;
-    let artifacts = job_view::artifacts(env, id).await?;
+    let artifacts = job_view::artifacts(env, id, caller).await?;
     let of_run: Vec<&Value> = (artifacts.iter())
         .filter(|a| a["run"] == run_number)
         .collect();

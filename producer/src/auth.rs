@@ -1,6 +1,7 @@
 //! Bearer tokens from the ENQUEUE_TOKENS, ADMIN_TOKENS and METRICS_TOKENS secrets
 //! (comma-separated, so a token can be rotated without downtime; an entry may name its token,
-//! `webapp:<token>`); the comparison itself lives in the shared crate.
+//! `webapp:<token>`), and the ENQUEUE_TOKEN_TYPES var that fences named enqueue tokens to some
+//! job types; the comparison and the fence live in the shared crate.
 
 use std::sync::OnceLock;
 
@@ -21,12 +22,19 @@ fn tokens(env: &Env) -> &'static Tokens {
     TOKENS.get_or_init(|| {
         let [enqueue, admin, metrics] = ["ENQUEUE_TOKENS", "ADMIN_TOKENS", "METRICS_TOKENS"]
             .map(|name| env_config::string(env, name));
+        let enqueue_types = env_config::json_text(env, "ENQUEUE_TOKEN_TYPES");
         Tokens::from_secrets(TokenSecrets {
             enqueue: enqueue.as_deref(),
             admin: admin.as_deref(),
             metrics: metrics.as_deref(),
+            enqueue_types: enqueue_types.as_deref(),
         })
     })
+}
+
+/// Why ENQUEUE_TOKEN_TYPES is refused, if it is (GET /healthz).
+pub fn fence_error(env: &Env) -> Option<&'static str> {
+    tokens(env).fence_error()
 }
 
 /// Who calls with `req`: its token's name, or the token's fingerprint (never the token). For a

@@ -6,7 +6,9 @@
 use std::rc::Rc;
 
 use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, NewJob};
+use jobs_shared::{
+    check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, Caller, NewJob,
+};
 use jobs_store::jobs::{self, Accepted, Written};
 use serde::Serialize;
 use worker::{Context, Env, Response};
@@ -33,11 +35,11 @@ struct BatchAccepted<'a> {
     jobs: Vec<Answered<'a>>,
 }
 
-/// `by`: the caller's name, recorded on each job.
+/// `by`: the caller, whose name each job records and whose fence its types must be inside.
 pub async fn one(
     req: &mut Request,
     envs: (&Env, &Context),
-    by: String,
+    by: Caller,
 ) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
     with_request_id(one_as(req, envs, by, &cid).await, &cid)
@@ -46,7 +48,7 @@ pub async fn one(
 pub async fn batch(
     req: &mut Request,
     envs: (&Env, &Context),
-    by: String,
+    by: Caller,
 ) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
     with_request_id(batch_as(req, envs, by, &cid).await, &cid)
@@ -66,20 +68,21 @@ fn with_request_id(answer: Result<Response, ApiError>, cid: &str) -> Result<Resp
 async fn one_as(
     req: &mut Request,
     (env, ctx): (&Env, &Context),
-    by: String,
+    by: Caller,
     cid: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let now = now_ms();
     let limit = queue_delay_limit(env);
     let job = validate_enqueue(&body, job_id(now, random_u128()?), now, limit)?;
+    by.may_enqueue(std::slice::from_ref(&job), false)?;
     let field = if job.steps.as_ref().map_or(0, String::len) > job.payload.len() {
         "steps"
     } else {
         "payload"
     };
     let (entry, written, write) =
-        write_and_send((env, ctx), vec![job], field, (cid, &by), now).await?;
+        write_and_send((env, ctx), vec![job], field, (cid, &by.name), now).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], cid))?;
     timed(response, &write.server_timing(1))
@@ -89,7 +92,7 @@ async fn one_as(
 async fn batch_as(
     req: &mut Request,
     (env, ctx): (&Env, &Context),
-    by: String,
+    by: Caller,
     cid: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
@@ -103,7 +106,9 @@ async fn batch_as(
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    let (entry, written, write) = write_and_send((env, ctx), jobs, "jobs", (cid, &by), now).await?;
+    by.may_enqueue(&jobs, true)?;
+    let (entry, written, write) =
+        write_and_send((env, ctx), jobs, "jobs", (cid, &by.name), now).await?;
     let jobs = entry
         .jobs
         .iter()

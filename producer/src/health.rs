@@ -1,12 +1,13 @@
 //! GET /healthz: liveness plus what is configured, so a missing secret shows before a job fails.
-//! `escalation` says which notification channels are set: an unset one sends nothing.
+//! `escalation` says which notification channels are set: an unset one sends nothing. A refused
+//! ENQUEUE_TOKEN_TYPES shows as such; why is in an enqueue token's 503 (this route is public).
 
 use jobs_shared::observe::escalation::EscalationConfig;
 use jobs_shared::{ApiError, Family, Lane};
 use serde_json::json;
 use worker::{Env, Response};
 
-use crate::{env_config, respond};
+use crate::{auth, env_config, respond};
 
 pub async fn get(env: &Env) -> Result<Response, ApiError> {
     let d1 = match env.d1("DB") {
@@ -19,14 +20,18 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
             .all(|lane| env.queue(f.lane_binding(lane)).is_ok())
     });
     let escalation = EscalationConfig::from_vars(|name| env_config::string(env, name));
+    // A refused ENQUEUE_TOKEN_TYPES refuses every enqueue token: as down as a missing queue.
+    let fence_error = auth::fence_error(env);
+    let ok = d1 && queues && fence_error.is_none();
     let body = json!({
-        "status": if d1 && queues { "ok" } else { "degraded" },
+        "status": if ok { "ok" } else { "degraded" },
         "d1": d1,
         "queues": queues,
         "auth": {
             "enqueue_tokens": env_config::string(env, "ENQUEUE_TOKENS").is_some(),
             "admin_tokens": env_config::string(env, "ADMIN_TOKENS").is_some(),
             "metrics_tokens": env_config::string(env, "METRICS_TOKENS").is_some(),
+            "enqueue_token_types": if fence_error.is_some() { "refused" } else { "ok" },
         },
         "escalation": {
             "pagerduty": escalation.pagerduty_routing_key.is_some(),
@@ -35,5 +40,5 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
             "dashboard_links": escalation.dashboard_url.is_some(),
         },
     });
-    respond::json(if d1 && queues { 200 } else { 503 }, &body)
+    respond::json(if ok { 200 } else { 503 }, &body)
 }

@@ -1,7 +1,7 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
 use jobs_shared::{
-    operator_actions, redact_credentials, rfc3339, show_omitted, ApiError, JobStatus,
+    operator_actions, redact_credentials, rfc3339, show_omitted, ApiError, Caller, JobStatus,
 };
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
@@ -11,15 +11,15 @@ use worker::{D1Database, Env, Response};
 use crate::admin::d1;
 use crate::{chain_view, respond};
 
-/// GET /v1/jobs/{id}.
-pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
-    respond::json(200, &read(env, id).await?)
+/// GET /v1/jobs/{id}, for `caller` (a token fenced to some job types sees only jobs of those).
+pub async fn get(env: &Env, id: &str, caller: &Caller) -> Result<Response, ApiError> {
+    respond::json(200, &read(env, id, caller).await?)
 }
 
 /// GET /v1/admin/jobs/{id}: the same view, with the `actions` its status allows an operator
 /// (shared `operator_actions`), so the dashboard offers only those.
-pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError> {
-    let mut body = read(env, id).await?;
+pub async fn get_for_operator(env: &Env, id: &str, caller: &Caller) -> Result<Response, ApiError> {
+    let mut body = read(env, id, caller).await?;
     let status = body["status"].as_str().and_then(JobStatus::parse);
     let actions = status.map_or_else(Vec::new, operator_actions);
     body["actions"] = json!(actions);
@@ -28,18 +28,18 @@ pub async fn get_for_operator(env: &Env, id: &str) -> Result<Response, ApiError>
 
 /// The artifacts of job `id`'s runs, as its view lists them (GET /v1/jobs/{id}/artifacts/...,
 /// crate::artifact_download): the job and its runs only, not the rest of the view.
-pub async fn artifacts(env: &Env, id: &str) -> Result<Vec<Value>, ApiError> {
+pub async fn artifacts(env: &Env, id: &str, caller: &Caller) -> Result<Vec<Value>, ApiError> {
     let db = d1::database(env)?;
-    let (_, runs) = job_and_runs(&db, id).await?;
+    let (_, runs) = job_and_runs(&db, id, caller).await?;
     Ok(artifacts_of(&runs.iter().map(run_view).collect::<Vec<_>>()))
 }
 
 /// The job's view. The job, its runs and its chain's steps are read concurrently (one round
 /// trip of latency).
-async fn read(env: &Env, id: &str) -> Result<Value, ApiError> {
+async fn read(env: &Env, id: &str, caller: &Caller) -> Result<Value, ApiError> {
     let db = d1::database(env)?;
     let (job_and_runs, steps) =
-        futures::join!(job_and_runs(&db, id), job_list_chain_steps(&db, id));
+        futures::join!(job_and_runs(&db, id, caller), job_list_chain_steps(&db, id));
     let (job, runs) = job_and_runs?;
     let steps = steps.map_err(|e| respond::internal(&e))?;
     let mut body = view(&job, &runs);
@@ -49,13 +49,18 @@ async fn read(env: &Env, id: &str) -> Result<Value, ApiError> {
     Ok(body)
 }
 
-/// Job `id` and its runs' records, read concurrently; 404 when there is no such job.
-async fn job_and_runs(db: &D1Database, id: &str) -> Result<(JobRow, Vec<RunRow>), ApiError> {
+/// Job `id` and its runs' records, read concurrently; 404 when there is no such job, or none
+/// `caller` may see (a fenced token is not told a job of another type exists).
+async fn job_and_runs(
+    db: &D1Database,
+    id: &str,
+    caller: &Caller,
+) -> Result<(JobRow, Vec<RunRow>), ApiError> {
     let (job, runs) = futures::join!(job_get_by_id(db, id), job_run_list(db, id));
     let runs = runs.map_err(|e| respond::internal(&e))?;
     match job.map_err(|e| respond::internal(&e))? {
-        Some(job) => Ok((job, runs)),
-        None => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
+        Some(job) if caller.may_read(&job.summary.job_type) => Ok((job, runs)),
+        _ => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }
 }
 

@@ -55,20 +55,21 @@ impl<'a> Call<'a> {
         self.params.get(name)
     }
 
-    /// Who calls, by its token's name (never the token): from the access check already made,
-    /// not a second one.
-    pub fn caller_name(&self) -> String {
-        self.caller.as_ref().map_or_else(
-            || auth::caller_name(self.req, self.env),
-            |caller| caller.name.clone(),
-        )
+    /// Who calls: its token's name (never the token) and the job types it may use, from the
+    /// access check already made, not a second one.
+    pub fn caller(&self) -> Caller {
+        self.caller.clone().unwrap_or_else(|| Caller {
+            scope: Scope::Enqueue,
+            name: auth::caller_name(self.req, self.env),
+            types: None,
+        })
     }
 
     /// The caller, for an admin route's audit entries.
     pub fn admin(&self) -> Admin<'a> {
         Admin {
             env: self.env,
-            actor: self.caller_name(),
+            actor: self.caller().name,
         }
     }
 }

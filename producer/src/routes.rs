@@ -34,11 +34,11 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/dashboard", Public => |c| dashboard::get(c.env, "");
     Get "/dashboard/{file}", Public => |c| dashboard::get(c.env, c.param("file"));
 
-    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, (c.env, c.ctx), c.caller_name());
-    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, (c.env, c.ctx), c.caller_name());
-    Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"));
-    Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue =>
-        |c| artifact_download::get(c.env, c.param("id"), c.param("run"), c.param("kind"));
+    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, (c.env, c.ctx), c.caller());
+    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, (c.env, c.ctx), c.caller());
+    Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"), &c.caller());
+    Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue => |c| artifact_download::get(
+        (c.env, &c.caller()), c.param("id"), c.param("run"), c.param("kind"));
 
     Get "/v1/admin/stats", Admin => |c| stats::get(&c.admin());
     Get "/v1/admin/history", Admin => |c| history::get(c.req, c.env);
@@ -48,7 +48,8 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/admin/jobs/cancel", Admin =>
         |c| job_actions::bulk(&c.admin(), c.req, Move::to(Cancelled, "jobs.cancel"));
     Post "/v1/admin/jobs/status", Admin => |c| job_actions::bulk_set_status(&c.admin(), c.req);
-    Get "/v1/admin/jobs/{id}", Admin => |c| job_view::get_for_operator(c.env, c.param("id"));
+    Get "/v1/admin/jobs/{id}", Admin =>
+        |c| job_view::get_for_operator(c.env, c.param("id"), &c.caller());
     Post "/v1/admin/jobs/{id}/status", Admin =>
         |c| job_actions::set_status(&c.admin(), c.req, c.param("id"));
     Post "/v1/admin/jobs/{id}/priority", Admin =>

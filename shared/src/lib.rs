@@ -85,5 +85,6 @@ pub use security::actor::actor_of;
 pub use security::auth::{Caller, Scope, TokenSecrets, Tokens};
 pub use security::redaction::redact_credentials;
 pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
+pub use security::type_fence::TypeFence;
 pub use util::body_cap::CappedBody;
 pub use util::time_fmt::rfc3339;

@@ -1,7 +1,7 @@
 // Runs the built producer and consumer WASM on local workerd through Miniflare, configured from
 // the real wrangler.toml files (bindings, queues, consumer settings), with an in-memory D1 that
 // the real migrations create. Only secrets and endpoint URLs are supplied by the test.
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { after, before } from "node:test";
 import { Miniflare } from "miniflare";
@@ -52,6 +52,10 @@ export async function startPlatform({
   extraWorkers = [],
   standinBindings = {},
 } = {}) {
+  // Miniflare waits without a word for a script that is not there: say so instead.
+  for (const crate of ["producer", "consumer"]) {
+    if (!existsSync(join(ROOT, crate, "build", "index.js"))) throw new Error(`${crate} is not built: run node scripts/build.mjs (npm test builds it)`);
+  }
   const producer = workerFromConfig(join(ROOT, "wrangler.toml"), {
     bindings: { ...PRODUCER_SECRETS, ...producerBindings },
   });

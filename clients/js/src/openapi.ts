@@ -308,6 +308,17 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description a token fenced to job types (ENQUEUE_TOKEN_TYPES) asked for another type, in a job or a chain step, or let a target add jobs (`allow_follow_ups`); `field` names it, nothing is written */
+                403: {
+                    headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description body_too_large: the body is over 1 MiB (read with a hard cap, Content-Length or not); payload_too_large; stored_too_large: the jobs' stored rows are over 1,900,000 bytes */
                 413: {
                     headers: {
@@ -341,7 +352,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description D1 or a binding failed; retry */
+                /** @description D1 or a binding failed, retry; or `not_configured`: ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token */
                 503: {
                     headers: {
                         /** @description the request's correlation id */
@@ -423,6 +434,17 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description a token fenced to job types (ENQUEUE_TOKEN_TYPES) asked for another type, in a job or a chain step, or let a target add jobs (`allow_follow_ups`); `field` names it, nothing is written */
+                403: {
+                    headers: {
+                        /** @description the request's correlation id */
+                        "X-Request-Id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description body_too_large: the body is over 1 MiB (read with a hard cap, Content-Length or not); payload_too_large; stored_too_large: the jobs' stored rows are over 1,900,000 bytes */
                 413: {
                     headers: {
@@ -456,7 +478,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description D1 or a binding failed; retry */
+                /** @description D1 or a binding failed, retry; or `not_configured`: ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token */
                 503: {
                     headers: {
                         /** @description the request's correlation id */
@@ -512,7 +534,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description no such job or route */
+                /** @description no such job or route, or a job of a type the token is fenced from (ENQUEUE_TOKEN_TYPES) */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -586,7 +608,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description no such job, or no artifact of that kind in that run (`field` is `run` when the run has none; the message lists those the job has) */
+                /** @description no such job (or one of a type the token is fenced from), or no artifact of that kind in that run (`field` is `run` when the run has none; the message lists those the job has) */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -3996,6 +4018,11 @@ export interface components {
                 enqueue_tokens: boolean;
                 admin_tokens: boolean;
                 metrics_tokens: boolean;
+                /**
+                 * @description whether the ENQUEUE_TOKEN_TYPES var holds; refused, it refuses every enqueue token (503 not_configured, saying why)
+                 * @enum {unknown}
+                 */
+                enqueue_token_types: "ok" | "refused";
             };
             /** @description which notification channels are configured; an unset one sends nothing */
             escalation: {

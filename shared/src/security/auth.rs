@@ -4,6 +4,8 @@
 //! "Configuration").
 
 use crate::api::api_error::ApiError;
+use crate::job::enqueue::NewJob;
+use crate::security::type_fence::{parse_fences, Fences, TypeFence};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use subtle::{Choice, ConstantTimeEq};
@@ -18,12 +20,35 @@ pub enum Scope {
     Admin,
 }
 
-/// The caller a token identifies: its scope, and its entry's name (or the token's short
-/// fingerprint when the entry has none: shared `actor_of`).
+/// The caller a token identifies: its scope, its entry's name (or the token's short
+/// fingerprint when the entry has none: shared `actor_of`), and for an enqueue token that
+/// `ENQUEUE_TOKEN_TYPES` names, the job types it may use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     pub scope: Scope,
     pub name: String,
+    /// `None`: every type.
+    pub types: Option<TypeFence>,
+}
+
+impl Caller {
+    /// Whether the caller sees a job of type `name`: a fenced token sees only its types.
+    pub fn may_read(&self, name: &str) -> bool {
+        self.types.as_ref().is_none_or(|fence| fence.allows(name))
+    }
+
+    /// Every job of an enqueue request inside the caller's fence (`batch`: a job's fields are
+    /// named `jobs[i].type`, else `type`). 403 naming the first field outside it.
+    pub fn may_enqueue(&self, jobs: &[NewJob], batch: bool) -> Result<(), ApiError> {
+        let Some(fence) = &self.types else {
+            return Ok(());
+        };
+        let at = |i| match batch {
+            true => format!("jobs[{i}]."),
+            false => String::new(),
+        };
+        (jobs.iter().enumerate()).try_for_each(|(i, job)| fence.check(job, &at(i)))
+    }
 }
 
 /// One entry of a token list: the token and who it is, the name it was given or else its
@@ -42,24 +67,38 @@ pub struct Tokens {
     enqueue: Vec<Entry>,
     admin: Vec<Entry>,
     metrics: Vec<Entry>,
+    /// The enqueue tokens' fences by name, or why the var was refused (then every enqueue
+    /// token is refused too: a fence that does not parse must not open).
+    fences: Result<Fences, String>,
 }
 
-/// The secrets the token lists are read from (each unset or a comma-separated list).
+/// The secrets the token lists are read from (each unset or a comma-separated list), and the
+/// `ENQUEUE_TOKEN_TYPES` var (crate::security::type_fence).
 #[derive(Clone, Copy, Default)]
 pub struct TokenSecrets<'a> {
     pub enqueue: Option<&'a str>,
     pub admin: Option<&'a str>,
     pub metrics: Option<&'a str>,
+    pub enqueue_types: Option<&'a str>,
 }
 
 impl Tokens {
     /// Builds from the secrets; unset secrets and blank entries grant nothing.
     pub fn from_secrets(secrets: TokenSecrets<'_>) -> Tokens {
+        let enqueue = split_tokens(secrets.enqueue, fingerprint);
+        let names: Vec<&str> = enqueue.iter().map(|e| e.name.as_str()).collect();
+        let fences = parse_fences(secrets.enqueue_types, &names);
         Tokens {
-            enqueue: split_tokens(secrets.enqueue, fingerprint),
             admin: split_tokens(secrets.admin, fingerprint),
             metrics: split_tokens(secrets.metrics, fingerprint),
+            enqueue,
+            fences,
         }
+    }
+
+    /// Why `ENQUEUE_TOKEN_TYPES` was refused, if it was (GET /healthz).
+    pub fn fence_error(&self) -> Option<&str> {
+        self.fences.as_ref().err().map(String::as_str)
     }
 
     /// Checks `Authorization: Bearer <token>` against `required`, returning the
@@ -85,9 +124,20 @@ impl Tokens {
             Scope::Metrics => metrics.map(|entry| (Scope::Metrics, entry)),
         };
         if let Some((scope, entry)) = admin.map(|entry| (Scope::Admin, entry)).or(granted) {
+            let types = match (scope, &self.fences) {
+                (Scope::Enqueue, Ok(fences)) => fences.get(&entry.name).cloned(),
+                (Scope::Enqueue, Err(why)) => {
+                    let message = format!(
+                        "ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token: {why}"
+                    );
+                    return Err(ApiError::new(503, "not_configured", message));
+                }
+                _ => None,
+            };
             return Ok(Caller {
                 scope,
                 name: entry.name.clone(),
+                types,
             });
         }
         // Known, but not for this route: 403; unknown: 401.
@@ -181,6 +231,7 @@ mod tests {
             enqueue: Some("enq-old, enq-new,,"),
             admin: Some("adm"),
             metrics: Some("m1, scraper:m2"),
+            ..TokenSecrets::default()
         })
     }
 
@@ -196,7 +247,7 @@ mod tests {
         let tokens = Tokens::from_secrets(TokenSecrets {
             enqueue: Some("webapp:tok-web, tok-anon, bad name:tok-x, x:y:z"),
             admin: Some("ops:tok-ops"),
-            metrics: None,
+            ..TokenSecrets::default()
         });
         let name = |token: &str| {
             tokens
@@ -254,6 +305,46 @@ mod tests {
         assert_eq!(scope(Metrics), Ok(Metrics));
         assert_eq!(scope(Enqueue), Ok(Enqueue));
         assert_eq!(scope(Admin).map_err(|e| e.status), Err(403));
+    }
+
+    #[test]
+    fn an_enqueue_token_the_var_names_is_fenced_and_a_bad_var_refuses_every_one() {
+        let with = |types: &str| {
+            Tokens::from_secrets(TokenSecrets {
+                enqueue: Some("site:tok-site, app:tok-app"),
+                admin: Some("site:tok-ops"),
+                enqueue_types: Some(types),
+                ..TokenSecrets::default()
+            })
+        };
+        let tokens = with(r#"{"site": ["noop"]}"#);
+        let call = |tokens: &Tokens, token: &str, scope| {
+            tokens.authorize(Some(&format!("Bearer {token}")), scope)
+        };
+        let site = call(&tokens, "tok-site", Scope::Enqueue).unwrap();
+        assert!(site
+            .types
+            .is_some_and(|t| t.allows("noop") && !t.allows("http")));
+        assert_eq!(
+            call(&tokens, "tok-app", Scope::Enqueue).unwrap().types,
+            None
+        );
+        // An admin token of the same name is not fenced.
+        assert_eq!(
+            call(&tokens, "tok-ops", Scope::Enqueue).unwrap().types,
+            None
+        );
+        assert_eq!(tokens.fence_error(), None);
+        let bad = with(r#"{"sight": ["noop"]}"#);
+        assert!(bad.fence_error().is_some_and(|e| e.contains("sight")));
+        for token in ["tok-site", "tok-app"] {
+            let e = call(&bad, token, Scope::Enqueue).unwrap_err();
+            assert_eq!((e.status, e.code), (503, "not_configured"));
+        }
+        assert_eq!(
+            call(&bad, "tok-ops", Scope::Admin).unwrap().scope,
+            Scope::Admin
+        );
     }
 
     #[test]
