@@ -65,14 +65,21 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         &[
             ("month", json!(month)),
             ("budget_action", action.clone()),
-            ("percent_used", json!(percent_used(budget.spent_cents, budget.limit_cents))),
+            (
+                "percent_used",
+                json!(percent_used(budget.spent_cents, budget.limit_cents)),
+            ),
             ("trigger", json!(payload.trigger)),
         ],
     );
     if !budget.action().proceeds() {
         events.once("budget.throttle", "info", &[("budget_action", action)]);
         if let Err(e) = budgets::budget_count_throttle(&db, TYPE, &month).await {
-            fault(LogLevel::Warn, "ai_tagging", format_args!("the throttle was not counted ({e})"));
+            fault(
+                LogLevel::Warn,
+                "ai_tagging",
+                format_args!("the throttle was not counted ({e})"),
+            );
         }
         if budget.action() == BudgetAction::HardStop {
             return Err(hard_stop(&budget, now_ms));
