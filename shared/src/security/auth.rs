@@ -5,7 +5,7 @@
 
 use crate::api::api_error::ApiError;
 use crate::job::enqueue::NewJob;
-use crate::security::type_fence::{parse_fences, Fences, TypeFence};
+use crate::security::type_fence::{parse_fences, TypeFence};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use subtle::{Choice, ConstantTimeEq};
@@ -57,6 +57,9 @@ impl Caller {
 struct Entry {
     name: String,
     token: String,
+    /// An enqueue token's fence, from `ENQUEUE_TOKEN_TYPES` by its name (worked out once, with
+    /// the list); `None`: every type.
+    types: Option<TypeFence>,
 }
 
 /// The longest name an entry may give its token.
@@ -67,9 +70,9 @@ pub struct Tokens {
     enqueue: Vec<Entry>,
     admin: Vec<Entry>,
     metrics: Vec<Entry>,
-    /// The enqueue tokens' fences by name, or why the var was refused (then every enqueue
-    /// token is refused too: a fence that does not parse must not open).
-    fences: Result<Fences, String>,
+    /// Why `ENQUEUE_TOKEN_TYPES` was refused, if it was: then every enqueue token is refused
+    /// too (a fence that does not parse must not open).
+    fence_error: Option<String>,
 }
 
 /// The secrets the token lists are read from (each unset or a comma-separated list), and the
@@ -85,20 +88,28 @@ pub struct TokenSecrets<'a> {
 impl Tokens {
     /// Builds from the secrets; unset secrets and blank entries grant nothing.
     pub fn from_secrets(secrets: TokenSecrets<'_>) -> Tokens {
-        let enqueue = split_tokens(secrets.enqueue, fingerprint);
+        let mut enqueue = split_tokens(secrets.enqueue, fingerprint);
         let names: Vec<&str> = enqueue.iter().map(|e| e.name.as_str()).collect();
-        let fences = parse_fences(secrets.enqueue_types, &names);
+        let fence_error = match parse_fences(secrets.enqueue_types, &names) {
+            Ok(fences) => {
+                for entry in &mut enqueue {
+                    entry.types = fences.get(&entry.name).cloned();
+                }
+                None
+            }
+            Err(why) => Some(why),
+        };
         Tokens {
             admin: split_tokens(secrets.admin, fingerprint),
             metrics: split_tokens(secrets.metrics, fingerprint),
             enqueue,
-            fences,
+            fence_error,
         }
     }
 
     /// Why `ENQUEUE_TOKEN_TYPES` was refused, if it was (GET /healthz).
     pub fn fence_error(&self) -> Option<&str> {
-        self.fences.as_ref().err().map(String::as_str)
+        self.fence_error.as_deref()
     }
 
     /// Checks `Authorization: Bearer <token>` against `required`, returning the
@@ -124,20 +135,17 @@ impl Tokens {
             Scope::Metrics => metrics.map(|entry| (Scope::Metrics, entry)),
         };
         if let Some((scope, entry)) = admin.map(|entry| (Scope::Admin, entry)).or(granted) {
-            let types = match (scope, &self.fences) {
-                (Scope::Enqueue, Ok(fences)) => fences.get(&entry.name).cloned(),
-                (Scope::Enqueue, Err(why)) => {
-                    let message = format!(
-                        "ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token: {why}"
-                    );
-                    return Err(ApiError::new(503, "not_configured", message));
-                }
-                _ => None,
-            };
+            if let (Scope::Enqueue, Some(why)) = (scope, &self.fence_error) {
+                let message = format!(
+                    "ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token: {why}"
+                );
+                return Err(ApiError::new(503, "not_configured", message));
+            }
             return Ok(Caller {
                 scope,
                 name: entry.name.clone(),
-                types,
+                // Only an enqueue entry carries a fence: an admin token is never fenced.
+                types: entry.types.clone(),
             });
         }
         // Known, but not for this route: 403; unknown: 401.
@@ -175,10 +183,12 @@ fn split_tokens(secret: Option<&str>, unnamed: fn(&str) -> String) -> Vec<Entry>
             Some((name, token)) if is_name(name) && !token.trim().is_empty() => Entry {
                 name: name.to_string(),
                 token: token.trim().to_string(),
+                types: None,
             },
             _ => Entry {
                 name: unnamed(entry),
                 token: entry.to_string(),
+                types: None,
             },
         })
         .collect()
