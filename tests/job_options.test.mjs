@@ -277,17 +277,43 @@ describe("a token fenced to job types (ENQUEUE_TOKEN_TYPES)", () => {
     assert.deepEqual([artifact.status, artifact.body.error.field], [404, "id"]);
   });
 
-  test("a var that does not hold (a misspelt name) refuses every enqueue token, says why, and shows in /healthz", async () => {
+  test("in a chain another token made, it sees a step of another type by number and status only, and no chain error", async () => {
+    const chain = await enqueue({ type: "noop", steps: [{ type: "weather_refresh", payload: {} }] }, WEB);
+    assert.equal(chain.status, 202, JSON.stringify(chain.body));
+    const read = async (token) => (await p.request("GET", `/v1/jobs/${chain.body.id}`, { token })).body.chain;
+    assert.deepEqual((await read(SITE)).steps[1], { step: 1, id: null, type: null, status: "pending" });
+    await deliver({ id: chain.body.id, type: "noop" });
+    const step = await p.db.prepare("SELECT id FROM jobs WHERE parent_id = ?").bind(chain.body.id).first();
+    // No endpoint is set for weather_refresh: the step is dead at once, and the chain failed.
+    await deliver({ id: step.id, type: "weather_refresh" });
+    const full = await read(WEB);
+    assert.deepEqual([full.status, full.steps[1].id, full.steps[1].type], ["failed", step.id, "weather_refresh"]);
+    assert.match(full.error, /weather_refresh|not_configured/);
+    const fenced = await read(SITE);
+    assert.deepEqual(fenced.steps, [
+      { step: 0, id: chain.body.id, type: "noop", status: "succeeded" },
+      { step: 1, id: null, type: null, status: "dead" },
+    ]);
+    assert.deepEqual([fenced.status, fenced.outcome, fenced.error], ["failed", full.outcome, null]);
+    assert.equal((await p.request("GET", `/v1/jobs/${step.id}`, { token: SITE })).status, 404);
+  });
+
+  test("a var that does not hold (a misspelt name) refuses every enqueue token, logs why, and shows in /healthz", async () => {
+    const brokenLogs = logCollector();
     const broken = await startPlatform({
       manualDelivery: true,
+      onLog: brokenLogs.onLog,
       producerBindings: { ...producerBindings, ENQUEUE_TOKEN_TYPES: JSON.stringify({ sight: ["noop"] }) },
     });
     try {
       for (const token of [SITE, WEB]) {
         const res = await broken.request("POST", "/v1/jobs", { json: { type: "noop" }, token });
         assert.deepEqual([res.status, res.body.error.code], [503, "not_configured"]);
-        assert.match(res.body.error.message, /ENQUEUE_TOKEN_TYPES.*"sight" names no ENQUEUE_TOKENS entry/);
+        assert.match(res.body.error.message, /ENQUEUE_TOKEN_TYPES is refused.*log/);
+        assert.ok(!res.body.error.message.includes("sight"), "an enqueue token is not told the var's names");
       }
+      const [why] = brokenLogs.events("worker.error").filter((l) => l.source === "config");
+      assert.match(why?.message ?? "", /"sight" names no ENQUEUE_TOKENS entry/, "the log says why");
       const jobs = await broken.db.prepare("SELECT COUNT(*) AS n FROM jobs").first();
       assert.equal(jobs.n, 0);
       assert.equal((await broken.request("GET", "/v1/admin/stats", { token: OPS })).status, 200, "admin tokens still work");

@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{actor_of, ApiError, Caller, Scope, TokenSecrets, Tokens};
 use worker::Env;
 
@@ -16,25 +17,31 @@ pub fn require(req: &Request, env: &Env, scope: Scope) -> Result<Caller, ApiErro
 }
 
 /// The lists, read once per isolate: a secret changes only with a new deployment, which starts
-/// new isolates.
+/// new isolates. A refused ENQUEUE_TOKEN_TYPES is logged then, with why (once per isolate).
 fn tokens(env: &Env) -> &'static Tokens {
     static TOKENS: OnceLock<Tokens> = OnceLock::new();
     TOKENS.get_or_init(|| {
         let [enqueue, admin, metrics] = ["ENQUEUE_TOKENS", "ADMIN_TOKENS", "METRICS_TOKENS"]
             .map(|name| env_config::string(env, name));
         let enqueue_types = env_config::json_text(env, "ENQUEUE_TOKEN_TYPES");
-        Tokens::from_secrets(TokenSecrets {
+        let tokens = Tokens::from_secrets(TokenSecrets {
             enqueue: enqueue.as_deref(),
             admin: admin.as_deref(),
             metrics: metrics.as_deref(),
             enqueue_types: enqueue_types.as_deref(),
-        })
+        });
+        if let Some(why) = tokens.fence_error() {
+            let message =
+                format!("ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token: {why}");
+            fault(LogLevel::Error, "config", message);
+        }
+        tokens
     })
 }
 
-/// Why ENQUEUE_TOKEN_TYPES is refused, if it is (GET /healthz).
-pub fn fence_error(env: &Env) -> Option<&'static str> {
-    tokens(env).fence_error()
+/// Whether ENQUEUE_TOKEN_TYPES is refused (GET /healthz).
+pub fn fence_refused(env: &Env) -> bool {
+    tokens(env).fence_error().is_some()
 }
 
 /// Who calls with `req`: its token's name, or the token's fingerprint (never the token). For a

@@ -1,13 +1,16 @@
 //! A job's place in a chain, for GET /v1/jobs/{id}: a step shows its parent; a parent shows the
 //! chain's status, why it failed, every step (run, running, or still pending), which phases
 //! succeeded, failed or did not run, and the outcome (`partial` when it failed part way).
+//! A token fenced to some job types (README "Scoped tokens") sees a step of another type by
+//! its number and status only, and no chain error when the chain has such a step.
 
-use jobs_shared::ChainPhases;
+use jobs_shared::{Caller, ChainPhases};
 use jobs_store::jobs::{ChainStep, JobRow};
 use serde_json::{json, Map, Value};
 
-/// The chain fields of `job` (none when it is in no chain), given its `children` steps.
-pub fn fields(job: &JobRow, children: &[ChainStep]) -> Map<String, Value> {
+/// The chain fields of `job` (none when it is in no chain), given its `children` steps, as
+/// `caller` may see them.
+pub fn fields(job: &JobRow, children: &[ChainStep], caller: &Caller) -> Map<String, Value> {
     let mut out = Map::new();
     if let Some(parent) = &job.parent_id {
         out.insert("parent_id".into(), json!(parent));
@@ -38,11 +41,20 @@ pub fn fields(job: &JobRow, children: &[ChainStep]) -> Map<String, Value> {
             .iter()
             .filter_map(|s| Some((s["step"].as_u64()? as u32, s["status"].as_str()?))),
     );
+    let mut error = job.chain_error.as_deref();
+    for step in &mut steps {
+        if !step["type"].as_str().is_none_or(|t| caller.may_read(t)) {
+            step["id"] = Value::Null;
+            step["type"] = Value::Null;
+            // The error may be that step's, and name its type.
+            error = None;
+        }
+    }
     out.insert(
         "chain".into(),
         json!({
             "status": chain_status, "outcome": phases.outcome(chain_status),
-            "error": job.chain_error, "steps": steps, "phases": phases,
+            "error": error, "steps": steps, "phases": phases,
         }),
     );
     out

@@ -1,6 +1,7 @@
 //! GET /healthz: liveness plus what is configured, so a missing secret shows before a job fails.
 //! `escalation` says which notification channels are set: an unset one sends nothing. A refused
-//! ENQUEUE_TOKEN_TYPES shows as such; why is in an enqueue token's 503 (this route is public).
+//! ENQUEUE_TOKEN_TYPES shows as such; why is in the producer's log (crate::auth), not here: this
+//! route is public.
 
 use jobs_shared::observe::escalation::EscalationConfig;
 use jobs_shared::{ApiError, Family, Lane};
@@ -21,8 +22,8 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
     });
     let escalation = EscalationConfig::from_vars(|name| env_config::string(env, name));
     // A refused ENQUEUE_TOKEN_TYPES refuses every enqueue token: as down as a missing queue.
-    let fence_error = auth::fence_error(env);
-    let ok = d1 && queues && fence_error.is_none();
+    let fence_refused = auth::fence_refused(env);
+    let ok = d1 && queues && !fence_refused;
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
         "d1": d1,
@@ -31,7 +32,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
             "enqueue_tokens": env_config::string(env, "ENQUEUE_TOKENS").is_some(),
             "admin_tokens": env_config::string(env, "ADMIN_TOKENS").is_some(),
             "metrics_tokens": env_config::string(env, "METRICS_TOKENS").is_some(),
-            "enqueue_token_types": if fence_error.is_some() { "refused" } else { "ok" },
+            "enqueue_token_types": if fence_refused { "refused" } else { "ok" },
         },
         "escalation": {
             "pagerduty": escalation.pagerduty_routing_key.is_some(),

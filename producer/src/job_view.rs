@@ -44,7 +44,7 @@ async fn read(env: &Env, id: &str, caller: &Caller) -> Result<Value, ApiError> {
     let steps = steps.map_err(|e| respond::internal(&e))?;
     let mut body = view(&job, &runs);
     if let Value::Object(fields) = &mut body {
-        fields.extend(chain_view::fields(&job, &steps));
+        fields.extend(chain_view::fields(&job, &steps, caller));
     }
     Ok(body)
 }

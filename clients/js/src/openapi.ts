@@ -543,7 +543,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description D1 or a binding failed; retry */
+                /** @description D1 or a binding failed, retry; or `not_configured`: ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -635,7 +635,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description D1 or R2 failed (retry), or the producer lacks the bucket binding (`not_configured`: configure it) */
+                /** @description D1 or R2 failed (retry), or `not_configured`: the producer lacks the bucket binding (configure it), or ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3792,9 +3792,15 @@ export interface components {
                 status: "running" | "succeeded" | "failed";
                 /** @enum {string} */
                 outcome: "running" | "succeeded" | "failed" | "partial";
+                /** @description null while it has not failed, and for a token fenced to job types when a step is of another type (README "Scoped tokens") */
                 error: string | null;
                 steps: {
-                    [key: string]: unknown;
+                    step: number;
+                    /** @description null while pending, and for a step of a type the token may not read */
+                    id: string | null;
+                    /** @description null for a step of a type the token may not read */
+                    type: string | null;
+                    status: string;
                 }[];
                 phases: {
                     succeeded: number[];
@@ -4019,7 +4025,7 @@ export interface components {
                 admin_tokens: boolean;
                 metrics_tokens: boolean;
                 /**
-                 * @description whether the ENQUEUE_TOKEN_TYPES var holds; refused, it refuses every enqueue token (503 not_configured, saying why)
+                 * @description whether the ENQUEUE_TOKEN_TYPES var holds; refused, it refuses every enqueue token (503 not_configured) and the producer's log says why
                  * @enum {unknown}
                  */
                 enqueue_token_types: "ok" | "refused";

@@ -107,7 +107,8 @@ impl Tokens {
         }
     }
 
-    /// Why `ENQUEUE_TOKEN_TYPES` was refused, if it was (GET /healthz).
+    /// Why `ENQUEUE_TOKEN_TYPES` was refused, if it was (for the log; GET /healthz says only
+    /// that it was).
     pub fn fence_error(&self) -> Option<&str> {
         self.fence_error.as_deref()
     }
@@ -135,10 +136,10 @@ impl Tokens {
             Scope::Metrics => metrics.map(|entry| (Scope::Metrics, entry)),
         };
         if let Some((scope, entry)) = admin.map(|entry| (Scope::Admin, entry)).or(granted) {
-            if let (Scope::Enqueue, Some(why)) = (scope, &self.fence_error) {
-                let message = format!(
-                    "ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token: {why}"
-                );
+            // Why stays in the producer's log: it names other tokens and their types.
+            if let (Scope::Enqueue, Some(_)) = (scope, &self.fence_error) {
+                let message = "ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token; \
+                               the producer's log (worker.error, source config) says why";
                 return Err(ApiError::new(503, "not_configured", message));
             }
             return Ok(Caller {
@@ -350,6 +351,7 @@ mod tests {
         for token in ["tok-site", "tok-app"] {
             let e = call(&bad, token, Scope::Enqueue).unwrap_err();
             assert_eq!((e.status, e.code), (503, "not_configured"));
+            assert!(!e.message.contains("sight"), "another token's name stays in the log");
         }
         assert_eq!(
             call(&bad, "tok-ops", Scope::Admin).unwrap().scope,
