@@ -1,13 +1,15 @@
 // Migrations over data already in D1 (every other test file starts from an empty database):
 // 0010 rebuilds job_runs to let a run end `skipped`, and must keep every row, column and index;
-// 0016 carries the successes still read by the windows and the roll-up into success_batches.
+// 0016 carries the successes still read by the windows and the roll-up into success_batches;
+// 0017-0019 add columns and a table the built Workers must read old rows without.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { unstable_splitSqlQuery } from "wrangler";
-import { ROOT } from "./support/platform.mjs";
+import { ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { tick, DAY } from "./support/sweep.mjs";
 
 let mf, db;
 before(async () => {
@@ -88,4 +90,38 @@ test("0016 carries the successes the windows and the roll-up still read into suc
   const indexes = (await db.prepare("SELECT name FROM pragma_index_list('job_runs') WHERE origin = 'c'").all()).results;
   assert.deepEqual(indexes.map((i) => i.name), ["job_runs_failed"], "job_runs_finished is gone");
   assert.equal((await db.prepare("SELECT COUNT(*) AS n FROM job_runs").first()).n, 3, "run records stay");
+});
+
+test("0017-0019 over data: a job that succeeded before them shows its run, stats count its minute, and retention deletes it", async () => {
+  const now = Date.now();
+  const minute = now - (now % 60_000) - 5 * 60_000;
+  const p = await startPlatform({
+    manualDelivery: true,
+    migrateOver: {
+      before: "0017",
+      // As 0016's consumer wrote them: the success's details whole on its row (no invocation row),
+      // and a minute's tally with no duration buckets.
+      seed: (db) =>
+        db.batch([
+          db.prepare(
+            "INSERT INTO jobs (id, type, family, status, payload, max_attempts, attempts, runs, run_at, created_at, " +
+              "updated_at, started_at, finished_at, run_cost_cents, run_details) VALUES ('01JBEFORE0017', 'noop', 'default', " +
+              "'succeeded', '{}', 5, 1, 1, ?1, ?1, ?2, ?1, ?2, 0, ?3)",
+          ).bind(minute, minute + 7, JSON.stringify({ version: "v-before", invocation: "01JINVBEFORE", handler: "noop", lease_until: minute + 60_000 })),
+          db.prepare("INSERT INTO job_minutes (family, minute, succeeded, sum_ms, max_ms) VALUES ('default', ?1, 1, 7, 7)").bind(minute),
+        ]),
+    },
+  });
+  try {
+    const job = await p.request("GET", "/v1/jobs/01JBEFORE0017");
+    assert.equal(job.status, 200, JSON.stringify(job.body));
+    assert.deepEqual(job.body.runs.map((r) => [r.outcome, r.duration_ms, r.version, r.invocation, r.handler]), [["succeeded", 7, "v-before", "01JINVBEFORE", "noop"]]);
+    const stats = await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin });
+    assert.equal(stats.status, 200, JSON.stringify(stats.body));
+    assert.equal(stats.body.families.default.last_hour.succeeded, 1, "the minute from before 0017 counts");
+    await tick(p, now + 91 * DAY);
+    assert.equal(await p.count("SELECT COUNT(*) AS n FROM jobs"), 0, "retention deletes a success with no invocation row");
+  } finally {
+    await p.dispose();
+  }
 });

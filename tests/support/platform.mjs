@@ -42,7 +42,8 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
  * (e.g. a producer variant) sharing the same D1 and queues. The consumer runs its local config
  * (scripts/local-config.mjs): BROWSER is the stand-in worker, configured by `standinBindings`
  * (e.g. CHROMIUM_URL of a Chromium the test started). The producer's STATIC binding is the
- * static files' Worker, as deployed.
+ * static files' Worker, as deployed. `migrateOver` ({before, seed}) writes the rows an older
+ * schema held: `seed(db)` runs after the migrations named before `before`, and the rest after it.
  */
 export async function startPlatform({
   consumerBindings = {},
@@ -51,6 +52,7 @@ export async function startPlatform({
   onLog,
   extraWorkers = [],
   standinBindings = {},
+  migrateOver,
 } = {}) {
   // Miniflare waits without a word for a script that is not there: say so instead.
   for (const crate of ["producer", "consumer"]) {
@@ -68,7 +70,12 @@ export async function startPlatform({
   const mf = new Miniflare({ workers: [producer, consumer, standin, files, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
   await mf.ready;
   const db = await mf.getD1Database("DB", producer.name);
+  let seeded = !migrateOver;
   for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+    if (!seeded && file >= migrateOver.before) {
+      await migrateOver.seed(db);
+      seeded = true;
+    }
     const sql = readFileSync(join(ROOT, "migrations", file), "utf8");
     await db.batch(unstable_splitSqlQuery(sql).map((statement) => db.prepare(statement)));
   }
