@@ -4,7 +4,8 @@
 // it creates only what is missing (the D1 database, every queue, DLQ and bucket the consumer
 // config names, each bucket's expiry rule), applies the D1 migrations not yet applied, deploys
 // the three Workers (the producer's static files' first), then asks for the secrets that are not
-// set (or takes them from the environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS). Each
+// set (or takes them from the environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS), and
+// last asks the producer's GET /healthz whether it has what it needs (exit 1 if not). Each
 // environment's wrangler configs are generated from the committed ones (wrangler.<env>.toml
 // beside each, git-ignored), with every resource name carrying the environment: database
 // jobs-<env>, queues jobs-<env>-<family>..., bucket jobs-<env>-screenshots, Workers
@@ -267,6 +268,7 @@ export async function main(argv) {
   const configs = writeConfigs(env, PLACEHOLDER_ID);
   const steps = plan(env, inventory(configs, resources(env).buckets), configs);
   printPlan(env, steps, false);
+  let producerUrl = null;
   for (const step of steps.filter((s) => !s.done)) {
     if (step.what === "migrations") {
       // Everything exists by now: the configs get the database's id before it is used.
@@ -292,14 +294,61 @@ export async function main(argv) {
       if (!wrangler(step.args, { input: value }).ok) return 1;
       continue;
     }
-    const run = wrangler(step.args, { quiet: step.args.includes("create") });
+    // A deploy's output is kept to find the producer's address in.
+    const deploys = step.what === "deploy";
+    const run = wrangler(step.args, { quiet: deploys || step.args.includes("create") });
+    if (deploys) process.stdout.write(run.out);
+    if (deploys && step.name.startsWith("jobs-producer")) producerUrl = workersDevUrl(run.out);
     // Created meanwhile (or the list could not be read): what exists is what was wanted.
     if (!run.ok && !/already (exists|taken)|already own/i.test(run.out)) {
-      console.error(run.out);
+      if (!deploys) console.error(run.out);
       return 1;
     }
   }
   console.log(`\n"${env}" is deployed. Run this again at any time: it only does what is missing.`);
+  return checkHealth(producerUrl);
+}
+
+/** The workers.dev address `wrangler deploy` printed, if any (none with workers_dev off). */
+export const workersDevUrl = (out) => out.match(/https:\/\/[\w.-]+\.workers\.dev\b/)?.[0] ?? null;
+
+/** What a `GET /healthz` answer says is wrong with a deployment (empty: nothing). */
+export function healthProblems(body) {
+  const problems = [];
+  if (body?.d1 !== true) problems.push("D1 does not answer");
+  if (body?.queues !== true) problems.push("a queue binding is missing");
+  for (const secret of ["ENQUEUE_TOKENS", "ADMIN_TOKENS"]) {
+    if (body?.auth?.[secret.toLowerCase()] !== true) problems.push(`${secret} is not set`);
+  }
+  if (body?.auth?.enqueue_token_types !== "ok") {
+    problems.push("ENQUEUE_TOKEN_TYPES is refused, and with it every enqueue token (`npx wrangler tail` on the producer shows why)");
+  }
+  return problems;
+}
+
+/**
+ * Asks the deployed producer's /healthz whether what it needs is there: 1 if it says something
+ * is not. A new workers.dev address can take a few seconds to answer; one that never does is
+ * only reported (0), since the deploy itself went through.
+ */
+async function checkHealth(url) {
+  if (!url) {
+    console.log("No workers.dev address was printed: check GET /healthz on the producer's route.");
+    return 0;
+  }
+  for (let attempt = 1; attempt <= 6; attempt++) {
+    const body = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(10_000) })
+      .then((res) => res.json())
+      .catch(() => null);
+    if (body) {
+      const problems = healthProblems(body);
+      if (!problems.length) console.log(`${url}/healthz: ok`);
+      for (const problem of problems) console.error(`${url}/healthz: ${problem}`);
+      return problems.length ? 1 : 0;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+  }
+  console.log(`${url}/healthz did not answer yet: check it in a minute.`);
   return 0;
 }
 

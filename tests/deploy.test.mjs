@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT } from "./support/platform.mjs";
-import { envConfig, expiryRule, generateSecret, plan, resources, secretProblem } from "../scripts/deploy.mjs";
+import { envConfig, expiryRule, generateSecret, healthProblems, plan, resources, secretProblem, workersDevUrl } from "../scripts/deploy.mjs";
 
 const CONFIGS = {
   static: "producer/static/wrangler.staging.toml",
@@ -110,4 +110,25 @@ test("a secret deploy sets is at least 24 characters an entry: a placeholder nev
   assert.equal(secretProblem("SIGNING_SECRETS", `${generateSecret()},${generateSecret()}`), null);
   assert.equal(generateSecret().length, 32);
   assert.notEqual(generateSecret(), generateSecret());
+});
+
+test("after deploying, the producer's /healthz says what the deployment lacks", () => {
+  // As wrangler 4 prints a deploy.
+  const out = [
+    "Total Upload: 1421.35 KiB / gzip: 451.02 KiB",
+    "Uploaded jobs-producer-staging (4.10 sec)",
+    "Deployed jobs-producer-staging triggers (0.91 sec)",
+    "  https://jobs-producer-staging.acme.workers.dev",
+    "  schedule: * * * * *",
+    "Current Version ID: 0b5c1c7e-0000-4000-8000-000000000000",
+  ].join("\n");
+  assert.equal(workersDevUrl(out), "https://jobs-producer-staging.acme.workers.dev");
+  assert.equal(workersDevUrl("Deployed jobs-producer-staging triggers\n  jobs.example.com/*"), null, "a route only");
+  const healthy = { status: "ok", d1: true, queues: true, auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false, enqueue_token_types: "ok" } };
+  assert.deepEqual(healthProblems(healthy), [], "an unset METRICS_TOKENS is optional");
+  const sick = { ...healthy, d1: false, auth: { ...healthy.auth, admin_tokens: false, enqueue_token_types: "refused" } };
+  const problems = healthProblems(sick);
+  assert.equal(problems.length, 3);
+  assert.match(problems.join("\n"), /D1 does not answer[^]*ADMIN_TOKENS is not set[^]*ENQUEUE_TOKEN_TYPES is refused/);
+  assert.ok(healthProblems({ error: { code: "not_found" } }).length > 0, "an answer that is not the health report is no all-clear");
 });
