@@ -452,6 +452,39 @@ describe("admin API (messages delivered by the test)", () => {
   });
 });
 
+describe("an operator skips a running job (its attempt still in flight)", () => {
+  let p, api;
+  before(async () => {
+    p = await startPlatform({ manualDelivery: true });
+    api = await adminApi(p);
+  });
+  after(() => p.dispose());
+
+  test("skipping a running job, one or in bulk, ends its attempt's run record then; its late outcome writes nothing", async () => {
+    for (const [route, json] of [
+      ["/v1/admin/jobs/{id}/status", () => ({ status: "skipped" })],
+      ["/v1/admin/jobs/status", (job) => ({ status: "skipped", ids: [job.id] })],
+    ]) {
+      const path = `/slow-${route.length}`;
+      app.script(path, [{ status: 200, body: { done: true }, delayMs: 1500 }]);
+      const job = await p.enqueue({ type: "http", payload: { url: app.url(path) } }).then((res) => ({ id: res.body.id, type: "http" }));
+      const delivery = p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
+      await p.waitFor(async () => (await p.getJob(job.id)).body.status === "running");
+      const skipped = await api.call("POST", route, { params: job, json: json(job) });
+      assert.equal(skipped.status, 200, JSON.stringify(skipped.body));
+      await delivery;
+      const shown = (await p.getJob(job.id)).body;
+      assert.deepEqual([shown.status, shown.result], ["skipped", null], "the late success changes nothing");
+      assert.equal(shown.runs.length, 1, JSON.stringify(shown.runs));
+      const [run] = shown.runs;
+      assert.deepEqual([run.run, run.outcome, run.error?.class], [1, "skipped", "operator"]);
+      assert.match(run.skipped_by, /^token:[0-9a-f]{12}$/, "who skipped it, as the audit log names them");
+      assert.match(run.error.message, /skipped the job while this attempt ran/);
+      assert.ok(run.duration_ms >= 0 && run.duration_ms < 1500, `ended at the skip: ${run.duration_ms} ms`);
+    }
+  });
+});
+
 describe("pause holds jobs without spending attempts; resume runs them (real queues)", () => {
   let p, api;
   before(async () => {

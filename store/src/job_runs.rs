@@ -4,7 +4,7 @@
 //! record is on its job's row instead (migration 0016).
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::LeaseExpired;
+use jobs_shared::ErrorClass::{self, LeaseExpired};
 use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
@@ -23,13 +23,27 @@ use jobs_shared::SqlValue;
 /// `found_by_consumer` or `FOUND_BY_SWEEP`) says which, and becomes the run's details with the
 /// lease the attempt held.
 pub(crate) fn record_lost_attempts_sql(now: &str, lost: &str, found_by: &str) -> String {
+    let outcome = format!("CASE WHEN attempts >= max_attempts THEN '{Dead}' ELSE '{Retrying}' END");
+    record_ended_attempts_sql(now, lost, (&outcome, LeaseExpired, LOST_ATTEMPT), found_by)
+}
+
+/// The statement that ends, at `now`, the running attempt of every job `ended` selects (a
+/// WHERE clause over `jobs`, its jobs `running`) with `outcome` (an SQL expression), the
+/// error's class and message, and `details` (JSON text) with the lease the attempt held.
+/// The attempt's own outcome, should it come, finds its job no longer running and writes
+/// nothing (`jobs::job_set_outcome_many`).
+pub(crate) fn record_ended_attempts_sql(
+    now: &str,
+    ended: &str,
+    (outcome, class, message): (&str, ErrorClass, &str),
+    details: &str,
+) -> String {
     format!(
         "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, error_class, \
          error_message, duration_ms, details) \
-         SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, \
-         CASE WHEN attempts >= max_attempts THEN '{Dead}' ELSE '{Retrying}' END, '{LeaseExpired}', \
-         '{LOST_ATTEMPT}', {now} - COALESCE(started_at, {now}), \
-         json_set({found_by}, '$.lease_until', lease_until) FROM jobs WHERE {lost} \
+         SELECT id, runs, attempts, COALESCE(started_at, {now}), {now}, {outcome}, '{class}', \
+         '{message}', {now} - COALESCE(started_at, {now}), \
+         json_set({details}, '$.lease_until', lease_until) FROM jobs WHERE {ended} \
          ON CONFLICT DO NOTHING"
     )
 }

@@ -16,6 +16,10 @@ use crate::util::config_var::int_var;
 pub const LOST_ATTEMPT: &str =
     "the lease expired before an outcome was recorded (the worker died or hung)";
 
+/// The run record of an attempt an operator's skip ended while it ran.
+pub const SKIPPED_ATTEMPT: &str =
+    "an operator skipped the job while this attempt ran; what it did after is not recorded";
+
 /// What follows a lost attempt (attempt `attempts` of `max_attempts`): decided by [`decide`],
 /// as every failed attempt is, with the lost attempt's error. It is due again at once (the
 /// lease already waited), so only its attempts left matter: the policy's backoff never applies.

@@ -44,6 +44,9 @@ pub enum ErrorClass {
     SourceDisabled,
     /// The job's `expires_at` passed before it ran: skipped, never run (README "Lifecycle").
     Expired,
+    /// An operator skipped the job while this attempt ran: the attempt's record ends there,
+    /// and what it did after is not recorded (README "Lifecycle").
+    Operator,
 }
 
 impl ErrorClass {
@@ -66,6 +69,7 @@ impl ErrorClass {
             ErrorClass::Gone => "gone",
             ErrorClass::SourceDisabled => "source_disabled",
             ErrorClass::Expired => "expired",
+            ErrorClass::Operator => "operator",
         }
     }
 
@@ -89,7 +93,8 @@ impl ErrorClass {
             | ErrorClass::Dns
             | ErrorClass::BudgetHardStop
             | ErrorClass::SourceDisabled
-            | ErrorClass::Expired => false,
+            | ErrorClass::Expired
+            | ErrorClass::Operator => false,
         }
     }
 

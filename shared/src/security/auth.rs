@@ -351,7 +351,10 @@ mod tests {
         for token in ["tok-site", "tok-app"] {
             let e = call(&bad, token, Scope::Enqueue).unwrap_err();
             assert_eq!((e.status, e.code), (503, "not_configured"));
-            assert!(!e.message.contains("sight"), "another token's name stays in the log");
+            assert!(
+                !e.message.contains("sight"),
+                "another token's name stays in the log"
+            );
         }
         assert_eq!(
             call(&bad, "tok-ops", Scope::Admin).unwrap().scope,

@@ -2,8 +2,9 @@
 //! `status IN (...)` guard comes from the state machine), what the caller needs to answer, and
 //! the audit row, so a refused or failed action writes nothing at all.
 
-use jobs_shared::JobStatus::{self, Queued};
-use jobs_shared::{Selection, SqlValue, MAX_BULK};
+use jobs_shared::job::lease::SKIPPED_ATTEMPT;
+use jobs_shared::JobStatus::{self, Queued, Running, Skipped};
+use jobs_shared::{ErrorClass, Selection, SqlValue, MAX_BULK};
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -11,6 +12,7 @@ use super::chain::job_set_chain_failed_by_operator;
 use super::read::{filtered, SummaryRow, SUMMARY_COLUMNS};
 use crate::audit::{self, Entry};
 use crate::d1::{statement, text};
+use crate::job_runs::record_ended_attempts_sql;
 use crate::sql::status_list;
 
 /// The `SET` clause of a move to `to`. A requeue starts a fresh retry cycle (attempts 0, due
@@ -140,39 +142,71 @@ pub async fn job_move_many(
     entry: &Entry<'_>,
 ) -> worker::Result<Moved> {
     let (held, held_values) = held_cte(selection, sources);
-    let limit = SqlValue::Int(MAX_BULK as i64);
-    let mut values = held_values.clone();
-    values.extend(set_values(to, entry.now_ms));
-    values.push(limit.clone());
+    let limit = [SqlValue::Int(MAX_BULK as i64)];
+    // The jobs that move: the first MAX_BULK free to, in the stable order.
+    let moved =
+        "id IN (SELECT id FROM held WHERE held_by IS NULL ORDER BY priority DESC, id LIMIT ?)";
+    let values = [&held_values[..], &set_values(to, entry.now_ms), &limit].concat();
     let update = format!(
-        "{held}UPDATE jobs SET {} WHERE id IN (SELECT id FROM held WHERE held_by IS NULL \
-         ORDER BY priority DESC, id LIMIT ?) RETURNING {SUMMARY_COLUMNS}",
+        "{held}UPDATE jobs SET {} WHERE {moved} RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
-    let mut conflict_values = held_values.clone();
-    conflict_values.push(limit);
+    let conflict_values = [&held_values[..], &limit].concat();
     // Read before the update, in the same transaction: the conflicts it leaves behind.
     let conflicts = format!(
         "{held}SELECT id, held_by FROM held WHERE held_by IS NOT NULL \
          ORDER BY priority DESC, id LIMIT ?"
     );
     let remaining = format!("{held}SELECT COUNT(*) AS count FROM held WHERE held_by IS NULL");
-    let mut statements = vec![
-        statement(db, &conflicts, &conflict_values)?,
+    let ended = attempts_ended(db, to, (&held, &held_values), (moved, &limit), entry)?;
+    let mut statements = vec![statement(db, &conflicts, &conflict_values)?];
+    let at = statements.len() + usize::from(ended.is_some());
+    statements.extend(ended);
+    statements.extend([
         statement(db, &update, &values)?,
         audit::audit_insert_after_write(db, entry, false)?,
         statement(db, &remaining, &held_values)?,
-    ];
+    ]);
     statements.extend(chains_ended(db, to, entry.now_ms)?);
     let results = db.batch(statements).await?;
     Ok(Moved {
         conflicts: results[0].results()?,
-        jobs: results[1].results()?,
-        remaining: results[3]
+        jobs: results[at].results()?,
+        remaining: results[at + 2]
             .results::<Count>()?
             .first()
             .map_or(0, |c| c.count),
     })
+}
+
+/// A move to `skipped` ends the attempt each running job it moves is in: that attempt's run
+/// record (outcome `skipped`, class `operator`, who skipped it in its details), written just
+/// before the move, while the jobs are still running. `moved` is the WHERE clause over `jobs`
+/// the move's jobs satisfy, after `prefix` (a `WITH` clause or nothing); each with its values.
+fn attempts_ended(
+    db: &D1Database,
+    to: JobStatus,
+    (prefix, prefix_values): (&str, &[SqlValue]),
+    (moved, moved_values): (&str, &[SqlValue]),
+    entry: &Entry<'_>,
+) -> worker::Result<Option<D1PreparedStatement>> {
+    if to != Skipped {
+        return Ok(None);
+    }
+    let record = record_ended_attempts_sql(
+        &entry.now_ms.to_string(),
+        &format!("+status = '{Running}' AND {moved}"),
+        (
+            &format!("'{Skipped}'"),
+            ErrorClass::Operator,
+            SKIPPED_ATTEMPT,
+        ),
+        "json_object('skipped_by', ?)",
+    );
+    let mut values = prefix_values.to_vec();
+    values.push(text(entry.actor));
+    values.extend_from_slice(moved_values);
+    Ok(Some(statement(db, &format!("{prefix}{record}"), &values)?))
 }
 
 #[derive(Deserialize)]
@@ -215,8 +249,9 @@ pub async fn job_move_one(
          RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
+    let ended = attempts_ended(db, to, ("", &[]), ("id = ?", &[text(id)]), entry)?;
     let chains = chains_ended(db, to, entry.now_ms)?;
-    change_one(db, id, &update, &values, entry, chains).await
+    change_one(db, id, (ended, &update, &values), entry, chains).await
 }
 
 /// A move that ends jobs unrun (cancelled, skipped) fails the chains they are steps of, in the
@@ -246,16 +281,16 @@ pub async fn job_set_priority(
          RETURNING {SUMMARY_COLUMNS}"
     );
     let values = [SqlValue::Int(value), SqlValue::Int(entry.now_ms), text(id)];
-    change_one(db, id, &update, &values, entry, None).await
+    change_one(db, id, (None, &update, &values), entry, None).await
 }
 
-/// One job's change in one batch: its prior state, the guarded `update`, the audit row, and
-/// `then` (a statement that follows from the change).
+/// One job's change in one batch: its prior state, `before` (a statement that must see the job
+/// as it was), the guarded `update`, the audit row, and `then` (a statement that follows from
+/// the change).
 async fn change_one(
     db: &D1Database,
     id: &str,
-    update: &str,
-    values: &[SqlValue],
+    (before, update, values): (Option<D1PreparedStatement>, &str, &[SqlValue]),
     entry: &Entry<'_>,
     then: Option<D1PreparedStatement>,
 ) -> worker::Result<Changed> {
@@ -267,11 +302,13 @@ async fn change_one(
         ),
         &[text(id)],
     )?;
-    let mut statements = vec![
-        prior,
+    let at = 1 + usize::from(before.is_some());
+    let mut statements = vec![prior];
+    statements.extend(before);
+    statements.extend([
         statement(db, update, values)?,
         audit::audit_insert_after_write(db, entry, true)?,
-    ];
+    ]);
     statements.extend(then);
     let results = db.batch(statements).await?;
     let prior = results[0].results::<Prior>()?.into_iter().next();
@@ -279,6 +316,6 @@ async fn change_one(
         held_by: prior.as_ref().and_then(|p| p.held_by.clone()),
         prior_priority: prior.as_ref().map(|p| p.priority),
         prior: prior.and_then(|p| JobStatus::parse(&p.status)),
-        job: results[1].results()?.into_iter().next(),
+        job: results[at].results()?.into_iter().next(),
     })
 }
