@@ -99,7 +99,7 @@ describe("admin API (messages delivered by the test)", () => {
     assert.equal(moved.status, 200);
     assert.equal(moved.body.job.status, "skipped");
     const again = await api.call("POST", "/v1/admin/jobs/{id}/status", { params: queued, json: { status: "queued" } });
-    assert.equal(again.status, 409);
+    assert.deepEqual([again.status, again.body.error.field], [409, "status"], "the job's status keeps it from moving");
     assert.equal(again.body.error.message, "cannot move a job from skipped to queued");
 
     for (const [json, code, field] of [
@@ -120,7 +120,7 @@ describe("admin API (messages delivered by the test)", () => {
     assert.deepEqual([range.status, range.body.error.code, range.body.error.field], [422, "out_of_range", "priority"]);
     assert.equal((await api.call("POST", "/v1/admin/jobs/{id}/boost", { params: live, json: { by: 0 } })).status, 422);
     const terminal = await api.call("POST", "/v1/admin/jobs/{id}/priority", { params: queued, json: { priority: 1 } });
-    assert.equal(terminal.status, 409);
+    assert.deepEqual([terminal.status, terminal.body.error.code, terminal.body.error.field], [409, "not_live", "status"]);
     assert.match(terminal.body.error.message, /skipped/);
 
     const cancelled = await api.call("POST", "/v1/admin/jobs/{id}/cancel", { params: live });
@@ -169,7 +169,7 @@ describe("admin API (messages delivered by the test)", () => {
     for (const j of http) assert.deepEqual([(await status(j.id)).status, (await status(j.id)).attempts], ["queued", 0]);
     assert.equal((await status(other.id)).status, "dead", "the non-matching dead job stays");
 
-    for (const [json, field] of [[{}, "ids"], [{ ids: ["a"], filter: {} }, "filter"], [{ filter: { status: "nope" } }, "filter.status"], [{ ids: [] }, "ids"], [{ filter: {}, dry_run: 1 }, "dry_run"]]) {
+    for (const [json, field] of [[{}, "ids"], [{ ids: ["a"], filter: {} }, "filter"], [{ filter: { status: "nope" } }, "filter.status"], [{ ids: [] }, "ids"], [{ filter: {}, dry_run: 1 }, "dry_run"], [{ filter: {} }, "filter"]]) {
       const res = await api.call("POST", "/v1/admin/jobs/retry", { json });
       assert.equal(res.status, 422, JSON.stringify(json));
       assert.equal(res.body.error.field, field);
@@ -248,7 +248,17 @@ describe("admin API (messages delivered by the test)", () => {
     assert.ok(list.body.dead_letters.every((j) => j.status === "dead" && j.type === "http" && j.dlq));
     assert.equal((await api.call("GET", "/v1/admin/dead-letters", { query: "?family=nope" })).status, 422);
 
-    const replayed = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: one });
+    // One job's routes take no body: an option they lack is refused, not dropped while the move runs.
+    for (const [route, json, field] of [
+      ["/v1/admin/dead-letters/{id}/replay", { dry_run: true }, "dry_run"],
+      ["/v1/admin/jobs/{id}/retry", { foo: 1 }, "foo"],
+      ["/v1/admin/jobs/{id}/cancel", [], "body"],
+    ]) {
+      const res = await api.call("POST", route, { params: one, json });
+      assert.deepEqual([res.status, res.body.error?.code, res.body.error?.field], [422, "unknown_field", field], route);
+    }
+    assert.equal((await status(one.id)).status, "dead", "nothing moved");
+    const replayed = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: one, json: {} });
     assert.equal(replayed.body.job.status, "queued");
     const notDead = await api.call("POST", "/v1/admin/dead-letters/{id}/replay", { params: one });
     assert.equal(notDead.status, 409);

@@ -51,6 +51,26 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
     })
 }
 
+/// For a route that takes no body (one job's retry, cancel or replay): none, or `{}`, passes;
+/// anything else is a 422 naming its first field, so an option the route lacks (`dry_run`) is
+/// never silently dropped while the action runs for real.
+pub async fn none(req: &mut Request) -> Result<(), ApiError> {
+    let bytes = read_capped(req, false).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let field = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(fields)) => match fields.keys().next() {
+            None => return Ok(()),
+            Some(key) => key.clone(),
+        },
+        _ => "body".into(),
+    };
+    let message = "this route takes no body; a dry run is the bulk route's \
+                   ({\"ids\": [...], \"dry_run\": true})";
+    Err(ApiError::new(422, "unknown_field", message).with_field(&field))
+}
+
 /// Reads the body into one cap. `whole`: a Content-Length within the cap holds it to that
 /// length (HTTP framing), so it is read in one call; a body without one (chunked) is read chunk
 /// by chunk and refused as soon as it passes the cap, never buffered whole.

@@ -57,14 +57,14 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/admin/jobs/{id}/boost", Admin =>
         |c| job_actions::boost(&c.admin(), c.req, c.param("id"));
     Post "/v1/admin/jobs/{id}/retry", Admin =>
-        |c| job_actions::move_one(&c.admin(), c.param("id"), Move::to(Queued, "job.retry"));
+        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::to(Queued, "job.retry"));
     Post "/v1/admin/jobs/{id}/cancel", Admin =>
-        |c| job_actions::move_one(&c.admin(), c.param("id"), Move::to(Cancelled, "job.cancel"));
+        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::to(Cancelled, "job.cancel"));
     Get "/v1/admin/failures", Admin => |c| jobs::failures(c.req, c.env);
     Get "/v1/admin/dead-letters", Admin => |c| dead_letters::list(c.req, c.env);
     Post "/v1/admin/dead-letters/replay", Admin => |c| dead_letters::replay(&c.admin(), c.req);
     Post "/v1/admin/dead-letters/{id}/replay", Admin =>
-        |c| dead_letters::replay_one(&c.admin(), c.param("id"));
+        |c| dead_letters::replay_one(&c.admin(), c.req, c.param("id"));
     Get "/v1/admin/pauses", Admin => |c| pauses::list(&c.admin());
     Post "/v1/admin/pauses", Admin => |c| pauses::pause(&c.admin(), c.req);
     Delete "/v1/admin/pauses/{kind}/{name}", Admin =>

@@ -1301,6 +1301,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description the route takes no body: a body other than none or {} is refused, naming its first field (unknown_field); a dry run is the bulk route's */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description D1 or a binding failed; retry */
                 503: {
                     headers: {
@@ -1377,6 +1386,15 @@ export interface paths {
                 };
                 /** @description the state machine forbids the move (names both states) */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description the route takes no body: a body other than none or {} is refused, naming its first field (unknown_field); a dry run is the bulk route's */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1469,7 +1487,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description invalid field (see error.field) */
+                /** @description invalid field (see error.field); a filter that names no criterion (field filter) */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1563,7 +1581,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description invalid field (see error.field) */
+                /** @description invalid field (see error.field); a filter that names no criterion (field filter) */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1657,7 +1675,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description invalid field (see error.field) */
+                /** @description invalid field (see error.field); a filter that names no criterion (field filter) */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1921,6 +1939,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description the route takes no body: a body other than none or {} is refused, naming its first field (unknown_field); a dry run is the bulk route's */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description D1 or a binding failed; retry */
                 503: {
                     headers: {
@@ -2006,7 +2033,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description invalid field (see error.field) */
+                /** @description invalid field (see error.field); a filter that names no criterion (field filter) */
                 422: {
                     headers: {
                         [name: string]: unknown;

@@ -23,8 +23,12 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
 }
 
 /// POST /v1/admin/dead-letters/{id}/replay
-pub async fn replay_one(admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
-    job_actions::move_one(admin, id, Move::replay("dead_letter.replay")).await
+pub async fn replay_one(
+    admin: &Admin<'_>,
+    req: &mut Request,
+    id: &str,
+) -> Result<Response, ApiError> {
+    job_actions::move_one(admin, req, id, Move::replay("dead_letter.replay")).await
 }
 
 /// POST /v1/admin/dead-letters/replay `{"ids" | "filter", "dry_run"?}`

@@ -60,7 +60,8 @@ impl Move {
                 self.action,
                 sources.join(", ")
             ),
-        ))
+        )
+        .with_field("status"))
     }
 }
 
@@ -73,11 +74,23 @@ pub async fn set_status(
     let body = body::json(req).await?;
     jobs_shared::only_fields(&body, &["status"])?;
     let to = parse_target(&body)?;
-    move_one(admin, id, Move::to(to, "job.set_status")).await
+    move_job(admin, id, Move::to(to, "job.set_status")).await
 }
 
-/// One job's move (retry, cancel, replay).
-pub async fn move_one(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
+/// POST /v1/admin/jobs/{id}/retry or /cancel, POST /v1/admin/dead-letters/{id}/replay: one
+/// job's move, by a route that takes no body.
+pub async fn move_one(
+    admin: &Admin<'_>,
+    req: &mut Request,
+    id: &str,
+    mv: Move,
+) -> Result<Response, ApiError> {
+    body::none(req).await?;
+    move_job(admin, id, mv).await
+}
+
+/// One job's move, once its request is read.
+async fn move_job(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
     let changed = jobs::job_move_one(&db, id, (&mv.sources, mv.to), &entry)
@@ -146,7 +159,8 @@ async fn change_priority(
             409,
             "not_live",
             format!("the job is {from}: only a live job's priority can change"),
-        ))
+        )
+        .with_field("status"))
     })
 }
 

@@ -62,7 +62,19 @@ impl BulkRequest {
                 .with_field("ids"))
             }
             (Some(ids), None) => Selection::Ids(parse_ids(ids)?),
-            (None, Some(filter)) => Selection::Filter(JobFilter::from_json(filter, "filter")?),
+            (None, Some(filter)) => match JobFilter::from_json(filter, "filter")? {
+                // As the CLI: a move of every job is never one keystroke away.
+                filter if filter == JobFilter::default() => {
+                    return Err(ApiError::new(
+                        422,
+                        "invalid_field",
+                        "the filter names no criterion, so it would select every job: name at \
+                         least one (status, type, family...)",
+                    )
+                    .with_field("filter"))
+                }
+                filter => Selection::Filter(filter),
+            },
         };
         Ok(BulkRequest { selection, dry_run })
     }
@@ -88,8 +100,12 @@ fn parse_ids(value: &Value) -> Result<Vec<String>, ApiError> {
                 .filter(|s| !s.is_empty() && s.len() <= 64)
                 .map(str::to_string)
                 .ok_or_else(|| {
-                    ApiError::new(422, "invalid_field", "a job id is a non-empty string")
-                        .with_field(format!("ids[{i}]"))
+                    ApiError::new(
+                        422,
+                        "invalid_field",
+                        "a job id is a string of 1-64 characters",
+                    )
+                    .with_field(format!("ids[{i}]"))
                 })
         })
         .collect()
@@ -123,6 +139,7 @@ mod tests {
         let field = |body: Value| BulkRequest::parse(&body).unwrap_err().field.unwrap();
         assert_eq!(field(json!({})), "ids");
         assert_eq!(field(json!({"ids": [], "filter": {}})), "filter");
+        assert_eq!(field(json!({"filter": {}})), "filter");
         assert_eq!(field(json!({"ids": []})), "ids");
         assert_eq!(field(json!({"ids": [1]})), "ids[0]");
         assert_eq!(field(json!({"ids": vec!["x"; MAX_BULK + 1]})), "ids");

@@ -69,6 +69,10 @@ impl JobFilter {
         let mut filter = JobFilter::default();
         for (key, v) in object {
             let field = format!("{at}.{key}");
+            // An unknown key is named as such, whatever its value.
+            if !FILTER_KEYS.contains(&key.as_str()) {
+                filter.set(key, "", &field)?;
+            }
             let text = match v {
                 Value::String(s) => s.clone(),
                 Value::Array(items) if key == "status" => items
@@ -257,6 +261,12 @@ mod tests {
         assert_eq!(
             err(&[("enqueued_by", "")]),
             ("invalid_field", "enqueued_by".into())
+        );
+        // In JSON, an unknown key is unknown whatever its value's type.
+        let e = JobFilter::from_json(&json!({"limit": 5}), "filter").unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("unknown_field", Some("filter.limit"))
         );
     }
 

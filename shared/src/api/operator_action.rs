@@ -39,7 +39,9 @@ pub fn operator_actions(status: JobStatus) -> Vec<&'static str> {
 
 /// 409 naming both states when the move is not allowed.
 pub fn check_move(from: JobStatus, to: JobStatus) -> Result<(), ApiError> {
-    let illegal = |message: String| ApiError::new(409, "illegal_transition", message);
+    // The field is the job's own status: what keeps it from moving.
+    let illegal =
+        |message: String| ApiError::new(409, "illegal_transition", message).with_field("status");
     transition(from, to).map_err(|e| illegal(e.to_string()))?;
     if operator_sources(to).contains(&from) {
         Ok(())

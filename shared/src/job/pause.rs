@@ -28,8 +28,11 @@ impl PauseTarget {
             }
         };
         let (kind, name) = known.ok_or_else(|| {
-            ApiError::new(422, "invalid_field", format!("no {kind} named {name:?}"))
-                .with_field("name")
+            let message = match name {
+                "" => format!("name is required: the {kind} to pause"),
+                _ => format!("no {kind} named {name:?}"),
+            };
+            ApiError::new(422, "invalid_field", message).with_field("name")
         })?;
         Ok(PauseTarget {
             kind,
