@@ -149,6 +149,25 @@ describe("admin API (messages delivered by the test)", () => {
     assert.deepEqual(after.runs.map((r) => [r.run, r.attempt, r.outcome]), [[1, 1, "dead"], [2, 1, "succeeded"]]);
   });
 
+  test("retry of a retrying job runs it now, not after its backoff; the message its backoff held then runs nothing", async () => {
+    app.script("/backoff", [{ status: 503 }, { status: 200, body: { ok: 1 } }]);
+    const job = await enqueue({ type: "http", payload: { url: app.url("/backoff") }, retry: { policy: "fixed", table: [3600] } });
+    const first = await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
+    assert.equal(first.retryMessages[0]?.delaySeconds, 3600, "an hour's backoff");
+    assert.equal((await status(job.id)).status, "retrying");
+    const res = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: job });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.job.status, res.body.job.attempts], ["queued", 0]);
+    await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
+    // The hour-late message of the backoff: the job is finished, so it is acked and runs nothing.
+    const late = await p.deliver("jobs-default", [{ id: "late", attempts: 2, ...jobMessage(job.id, job.type) }]);
+    assert.deepEqual([late.retryMessages.length, late.explicitAcks.length], [0, 1]);
+    const after = await status(job.id);
+    assert.deepEqual([after.status, after.attempts], ["succeeded", 1]);
+    assert.deepEqual(after.runs.map((r) => [r.run, r.outcome]), [[1, "retrying"], [2, "succeeded"]]);
+    assert.equal(app.requests("/backoff").length, 2, "the target was called once per attempt");
+  });
+
   test("bulk retry by filter moves exactly the matching jobs; the dry run only counts them", async () => {
     const http = [await deadHttpJob(), await deadHttpJob()];
     const other = await enqueue({ type: "weather_refresh", payload: { kind: "alerts" } }); // no endpoint: dead, not_configured

@@ -122,8 +122,8 @@ mod tests {
     use JobStatus::*;
 
     #[test]
-    fn operators_requeue_dead_and_scheduled_but_not_running_jobs() {
-        assert_eq!(operator_sources(Queued), [Scheduled, Dead]);
+    fn operators_requeue_dead_scheduled_and_retrying_but_not_running_jobs() {
+        assert_eq!(operator_sources(Queued), [Scheduled, Dead, Retrying]);
         assert_eq!(operator_sources(Cancelled), [Scheduled, Queued, Retrying]);
         assert!(check_move(Dead, Queued).is_ok());
         let e = check_move(Running, Queued).unwrap_err();
@@ -136,6 +136,10 @@ mod tests {
     #[test]
     fn a_job_lists_the_actions_its_status_allows() {
         assert_eq!(operator_actions(Dead), ["retry"]);
+        assert_eq!(
+            operator_actions(Retrying),
+            ["retry", "cancel", "skip", "priority", "boost"]
+        );
         assert!(operator_actions(Succeeded).is_empty());
         assert_eq!(operator_actions(Running), ["skip", "priority", "boost"]);
         let queued = operator_actions(Queued);

@@ -37,6 +37,7 @@ const TRANSITIONS: &[(JobStatus, JobStatus)] = &[
     (Retrying, Scheduled), // next delivery beyond the queue delay limit: held in D1
     (Queued, Scheduled),   // likewise, e.g. an operator postpones it
     (Dead, Queued),        // operator retry or replay, never automatic
+    (Retrying, Queued),    // operator retry: run it now, not after its backoff
     (Scheduled, Cancelled),
     (Queued, Cancelled),
     (Retrying, Cancelled),
@@ -196,7 +197,7 @@ mod tests {
     #[test]
     fn sources_of_lists_the_guard_states() {
         assert_eq!(sources_of(Running), [Queued, Retrying]);
-        assert_eq!(sources_of(Queued), [Scheduled, Running, Dead]);
+        assert_eq!(sources_of(Queued), [Scheduled, Running, Dead, Retrying]);
         assert_eq!(sources_of(Cancelled), [Scheduled, Queued, Retrying]);
         assert_eq!(sources_of(Scheduled), [Retrying, Queued]);
         assert!(sources_of(Succeeded) == [Running]);
