@@ -14,7 +14,7 @@
 // --dry-run needs no account: it prints the plan, writes the configs (with a placeholder
 // database id) and has wrangler validate and bundle every Worker (`wrangler deploy --dry-run`).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -108,10 +108,11 @@ export function plan(env, inventory, configs) {
   return steps;
 }
 
-function wrangler(args, { input, quiet = false } = {}) {
+function wrangler(args, { input, quiet = false, env } = {}) {
   const run = spawnSync(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
     cwd: ROOT,
     input,
+    env: env && { ...process.env, ...env },
     encoding: "utf8",
     stdio: [input === undefined ? "inherit" : "pipe", quiet ? "pipe" : "inherit", quiet ? "pipe" : "inherit"],
   });
@@ -294,14 +295,18 @@ export async function main(argv) {
       if (!wrangler(step.args, { input: value }).ok) return 1;
       continue;
     }
-    // A deploy's output is kept to find the producer's address in.
-    const deploys = step.what === "deploy";
-    const run = wrangler(step.args, { quiet: deploys || step.args.includes("create") });
-    if (deploys) process.stdout.write(run.out);
-    if (deploys && step.name.startsWith("jobs-producer")) producerUrl = workersDevUrl(run.out);
+    // The producer's deploy writes its address to wrangler's output file; its terminal output
+    // stays the user's (wrangler may ask, e.g. to register a workers.dev subdomain).
+    const outputFile = step.name.startsWith("jobs-producer") && join(tmpdir(), `deploy-${process.pid}.ndjson`);
+    const env = outputFile ? { WRANGLER_OUTPUT_FILE_PATH: outputFile } : undefined;
+    const run = wrangler(step.args, { quiet: step.args.includes("create"), env });
+    if (outputFile) {
+      producerUrl = workersDevUrl(existsSync(outputFile) ? readFileSync(outputFile, "utf8") : "");
+      rmSync(outputFile, { force: true });
+    }
     // Created meanwhile (or the list could not be read): what exists is what was wanted.
     if (!run.ok && !/already (exists|taken)|already own/i.test(run.out)) {
-      if (!deploys) console.error(run.out);
+      console.error(run.out);
       return 1;
     }
   }
@@ -309,7 +314,7 @@ export async function main(argv) {
   return checkHealth(producerUrl);
 }
 
-/** The workers.dev address `wrangler deploy` printed, if any (none with workers_dev off). */
+/** The workers.dev address in `wrangler deploy`'s output file, if any (none with workers_dev off). */
 export const workersDevUrl = (out) => out.match(/https:\/\/[\w.-]+\.workers\.dev\b/)?.[0] ?? null;
 
 /** What a `GET /healthz` answer says is wrong with a deployment (empty: nothing). */
@@ -327,29 +332,34 @@ export function healthProblems(body) {
 }
 
 /**
- * Asks the deployed producer's /healthz whether what it needs is there: 1 if it says something
- * is not. A new workers.dev address can take a few seconds to answer; one that never does is
- * only reported (0), since the deploy itself went through.
+ * Asks the deployed producer's /healthz whether what it needs is there: 1 if it still says
+ * something is not after half a minute (a new address, or a secret just put, takes seconds to
+ * reach every request). An address that never answers is only reported (0): the deploy itself
+ * went through.
  */
 async function checkHealth(url) {
   if (!url) {
-    console.log("No workers.dev address was printed: check GET /healthz on the producer's route.");
+    console.log("No workers.dev address was deployed: check GET /healthz on the producer's route.");
     return 0;
   }
+  let problems = null;
   for (let attempt = 1; attempt <= 6; attempt++) {
+    if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, 5_000));
     const body = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(10_000) })
       .then((res) => res.json())
       .catch(() => null);
-    if (body) {
-      const problems = healthProblems(body);
-      if (!problems.length) console.log(`${url}/healthz: ok`);
-      for (const problem of problems) console.error(`${url}/healthz: ${problem}`);
-      return problems.length ? 1 : 0;
+    problems = body && healthProblems(body);
+    if (problems?.length === 0) {
+      console.log(`${url}/healthz: ok`);
+      return 0;
     }
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
   }
-  console.log(`${url}/healthz did not answer yet: check it in a minute.`);
-  return 0;
+  if (!problems) {
+    console.log(`${url}/healthz did not answer yet: check it in a minute.`);
+    return 0;
+  }
+  for (const problem of problems) console.error(`${url}/healthz: ${problem}`);
+  return 1;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -113,17 +113,16 @@ test("a secret deploy sets is at least 24 characters an entry: a placeholder nev
 });
 
 test("after deploying, the producer's /healthz says what the deployment lacks", () => {
-  // As wrangler 4 prints a deploy.
+  // As wrangler 4 writes a deploy to WRANGLER_OUTPUT_FILE_PATH (one JSON object a line).
   const out = [
-    "Total Upload: 1421.35 KiB / gzip: 451.02 KiB",
-    "Uploaded jobs-producer-staging (4.10 sec)",
-    "Deployed jobs-producer-staging triggers (0.91 sec)",
-    "  https://jobs-producer-staging.acme.workers.dev",
-    "  schedule: * * * * *",
-    "Current Version ID: 0b5c1c7e-0000-4000-8000-000000000000",
+    JSON.stringify({ version: 1, type: "wrangler-session", wrangler_version: "4.86.0", command_line_args: ["deploy"] }),
+    JSON.stringify({
+      version: 1, type: "deploy", worker_name: "jobs-producer-staging", version_id: "0b5c1c7e-0000-4000-8000-000000000000",
+      targets: ["https://jobs-producer-staging.acme.workers.dev", "schedule: * * * * *"],
+    }),
   ].join("\n");
   assert.equal(workersDevUrl(out), "https://jobs-producer-staging.acme.workers.dev");
-  assert.equal(workersDevUrl("Deployed jobs-producer-staging triggers\n  jobs.example.com/*"), null, "a route only");
+  assert.equal(workersDevUrl(JSON.stringify({ type: "deploy", targets: ["jobs.example.com/*"] })), null, "a route only");
   const healthy = { status: "ok", d1: true, queues: true, auth: { enqueue_tokens: true, admin_tokens: true, metrics_tokens: false, enqueue_token_types: "ok" } };
   assert.deepEqual(healthProblems(healthy), [], "an unset METRICS_TOKENS is optional");
   const sick = { ...healthy, d1: false, auth: { ...healthy.auth, admin_tokens: false, enqueue_token_types: "refused" } };

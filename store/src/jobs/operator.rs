@@ -70,14 +70,18 @@ fn key_holder(alias: &str) -> String {
 }
 
 /// `WITH held AS (...)`: every selected job with `held_by`, the job whose hold on its dedup key
-/// keeps it from moving (NULL: it may move). Of two selected jobs with one key, the first in the
-/// stable order moves and holds the key against the second. The selection's values bind first.
+/// keeps it from moving (NULL: it may move). Of two selected jobs with one key, the first moves
+/// and holds the key against the second: a live one first (it holds the key already; a
+/// retried `retrying` job beside a dead one), then in the stable order. The selection's values
+/// bind first.
 fn held_cte(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
     let (rows, values) = selection_sql(selection, sources);
     let holder = key_holder("p");
+    let live = status_list(&JobStatus::live());
     let sql = format!(
         "WITH picked AS (SELECT id, type, dedup_key, priority, \
-         ROW_NUMBER() OVER (PARTITION BY type, dedup_key ORDER BY priority DESC, id) AS nth \
+         ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
+           ORDER BY status IN ({live}) DESC, priority DESC, id) AS nth \
          FROM {rows}), \
          held AS (SELECT p.id, p.priority, COALESCE({holder}, CASE WHEN p.dedup_key IS NOT NULL \
          AND p.nth > 1 THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
@@ -180,9 +184,10 @@ pub async fn job_move_many(
 }
 
 /// A move to `skipped` ends the attempt each running job it moves is in: that attempt's run
-/// record (outcome `skipped`, class `operator`, who skipped it in its details), written just
-/// before the move, while the jobs are still running. `moved` is the WHERE clause over `jobs`
-/// the move's jobs satisfy, after `prefix` (a `WITH` clause or nothing); each with its values.
+/// record (outcome `skipped`, class `operator`; who skipped it is in the audit log, which
+/// enqueue tokens do not read), written just before the move, while the jobs are still
+/// running. `moved` is the WHERE clause over `jobs` the move's jobs satisfy, after `prefix` (a
+/// `WITH` clause or nothing); each with its values.
 fn attempts_ended(
     db: &D1Database,
     to: JobStatus,
@@ -201,11 +206,9 @@ fn attempts_ended(
             ErrorClass::Operator,
             SKIPPED_ATTEMPT,
         ),
-        "json_object('skipped_by', ?)",
+        "'{}'",
     );
-    let mut values = prefix_values.to_vec();
-    values.push(text(entry.actor));
-    values.extend_from_slice(moved_values);
+    let values = [prefix_values, moved_values].concat();
     Ok(Some(statement(db, &format!("{prefix}{record}"), &values)?))
 }
 
