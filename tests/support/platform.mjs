@@ -67,9 +67,28 @@ export async function startPlatform({
   });
   const standin = workerFromConfig(STANDIN_CONFIG, { bindings: standinBindings });
   const files = workerFromConfig(STATIC_CONFIG);
-  const mf = new Miniflare({ workers: [producer, consumer, standin, files, ...extraWorkers], ...(onLog && { handleStructuredLogs: onLog }) });
-  await mf.ready;
-  const db = await mf.getD1Database("DB", producer.name);
+  const workers = [producer, consumer, standin, files, ...extraWorkers];
+  for (let tries = 1; ; tries++) {
+    const mf = new Miniflare({ workers, ...(onLog && { handleStructuredLogs: onLog }) });
+    try {
+      await mf.ready;
+      const db = await mf.getD1Database("DB", producer.name);
+      await migrate(db, migrateOver);
+      return new Platform(mf, db, producer.name, consumer.name);
+    } catch (e) {
+      // A Miniflare left running would keep the test file's process alive until CI times out.
+      await mf.dispose().catch(() => {});
+      // Miniflare's synchronous proxy (db.prepare) can pair a reply with the wrong call, and
+      // every call after it then fails: a fault of the harness, not of the platform. A fresh
+      // instance starts clean; it is retried once, saying so.
+      if (tries > 1 || !String(e?.stack).includes("SynchronousFetcher")) throw e;
+      console.error(`startPlatform: Miniflare's synchronous proxy failed (${e.message}); starting a fresh instance`);
+    }
+  }
+}
+
+/** Applies every migration, in name order as wrangler does; `migrateOver.seed` runs first at its own. */
+async function migrate(db, migrateOver) {
   let seeded = !migrateOver;
   for (const file of readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
     if (!seeded && file >= migrateOver.before) {
@@ -79,7 +98,6 @@ export async function startPlatform({
     const sql = readFileSync(join(ROOT, "migrations", file), "utf8");
     await db.batch(unstable_splitSqlQuery(sql).map((statement) => db.prepare(statement)));
   }
-  return new Platform(mf, db, producer.name, consumer.name);
 }
 
 /**
