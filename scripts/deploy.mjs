@@ -298,8 +298,10 @@ export async function main(argv) {
     // The producer's deploy writes its address to wrangler's output file; its terminal output
     // stays the user's (wrangler may ask, e.g. to register a workers.dev subdomain).
     const outputFile = step.name.startsWith("jobs-producer") && join(tmpdir(), `deploy-${process.pid}.ndjson`);
-    const env = outputFile ? { WRANGLER_OUTPUT_FILE_PATH: outputFile } : undefined;
-    const run = wrangler(step.args, { quiet: step.args.includes("create"), env });
+    const run = wrangler(step.args, {
+      quiet: step.args.includes("create"),
+      env: outputFile ? { WRANGLER_OUTPUT_FILE_PATH: outputFile } : undefined,
+    });
     if (outputFile) {
       producerUrl = workersDevUrl(existsSync(outputFile) ? readFileSync(outputFile, "utf8") : "");
       rmSync(outputFile, { force: true });

@@ -14,28 +14,41 @@ before(async () => {
 });
 after(() => app.close());
 
-describe("admin API (messages delivered by the test)", () => {
-  let p, api;
+/**
+ * A describe block's own platform (messages delivered by the test) and admin API, checked
+ * against /openapi.json, with the helpers its tests share; `p` and `api` are set before its
+ * tests run.
+ */
+function operatorPlatform() {
+  const f = {
+    /** Enqueues and returns {id, type}. */
+    async enqueue(job) {
+      const res = await f.p.enqueue(job);
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      return { id: res.body.id, type: job.type };
+    },
+    /** An http job that the app answers 400: dead at once (client_error). */
+    async deadHttpJob(extra = {}) {
+      const job = await f.enqueue({ type: "http", payload: { url: app.url("/gone") }, ...extra });
+      await f.p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
+      assert.equal((await f.status(job.id)).status, "dead");
+      return job;
+    },
+    status: async (id) => (await f.p.getJob(id)).body,
+  };
   before(async () => {
-    p = await startPlatform({ manualDelivery: true });
-    api = await adminApi(p);
+    f.p = await startPlatform({ manualDelivery: true });
+    f.api = await adminApi(f.p);
   });
-  after(() => p.dispose());
+  after(() => f.p.dispose());
+  return f;
+}
 
-  /** Enqueues and returns {id, type}. */
-  async function enqueue(job) {
-    const res = await p.enqueue(job);
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    return { id: res.body.id, type: job.type };
-  }
-  /** An http job that the app answers 400: dead at once (client_error). */
-  async function deadHttpJob(extra = {}) {
-    const job = await enqueue({ type: "http", payload: { url: app.url("/gone") }, ...extra });
-    await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
-    assert.equal((await p.getJob(job.id)).body.status, "dead");
-    return job;
-  }
-  const status = async (id) => (await p.getJob(id)).body;
+describe("admin API (messages delivered by the test)", () => {
+  const f = operatorPlatform();
+  const { enqueue, deadHttpJob, status } = f;
+  let p, api;
+  before(() => ({ p, api } = f));
 
   test("every admin route refuses a missing token (401) and an enqueue token (403)", async () => {
     const routes = [
@@ -463,24 +476,10 @@ describe("admin API (messages delivered by the test)", () => {
 });
 
 describe("operator moves of a job whose attempt is in flight or backing off", () => {
+  const f = operatorPlatform();
+  const { enqueue, deadHttpJob, status } = f;
   let p, api;
-  before(async () => {
-    p = await startPlatform({ manualDelivery: true });
-    api = await adminApi(p);
-  });
-  after(() => p.dispose());
-  async function enqueue(job) {
-    const res = await p.enqueue(job);
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    return { id: res.body.id, type: job.type };
-  }
-  const status = async (id) => (await p.getJob(id)).body;
-  async function deadHttpJob(extra = {}) {
-    const job = await enqueue({ type: "http", payload: { url: app.url("/gone") }, ...extra });
-    await p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
-    assert.equal((await status(job.id)).status, "dead");
-    return job;
-  }
+  before(() => ({ p, api } = f));
 
   test("retry of a retrying job runs it now, not after its backoff; the message its backoff held then runs nothing", async () => {
     app.script("/backoff", [{ status: 503 }, { status: 200, body: { ok: 1 } }]);
@@ -524,13 +523,13 @@ describe("operator moves of a job whose attempt is in flight or backing off", ()
     ]) {
       const path = `/slow-${route.length}`;
       app.script(path, [{ status: 200, body: { done: true }, delayMs: 1500 }]);
-      const job = await p.enqueue({ type: "http", payload: { url: app.url(path) } }).then((res) => ({ id: res.body.id, type: "http" }));
+      const job = await enqueue({ type: "http", payload: { url: app.url(path) } });
       const delivery = p.deliver("jobs-default", [jobMessage(job.id, job.type)]);
-      await p.waitFor(async () => (await p.getJob(job.id)).body.status === "running");
+      await p.waitFor(async () => (await status(job.id)).status === "running");
       const skipped = await api.call("POST", route, { params: job, json: json(job) });
       assert.equal(skipped.status, 200, JSON.stringify(skipped.body));
       await delivery;
-      const shown = (await p.getJob(job.id)).body;
+      const shown = await status(job.id);
       assert.deepEqual([shown.status, shown.result], ["skipped", null], "the late success changes nothing");
       assert.equal(shown.runs.length, 1, JSON.stringify(shown.runs));
       const [run] = shown.runs;

@@ -162,7 +162,7 @@ pub async fn job_move_many(
          ORDER BY priority DESC, id LIMIT ?"
     );
     let remaining = format!("{held}SELECT COUNT(*) AS count FROM held WHERE held_by IS NULL");
-    let ended = attempts_ended(db, to, (&held, &held_values), (moved, &limit), entry)?;
+    let ended = attempts_ended(db, to, (&held, &held_values), (moved, &limit), entry.now_ms)?;
     let mut statements = vec![statement(db, &conflicts, &conflict_values)?];
     let at = statements.len() + usize::from(ended.is_some());
     statements.extend(ended);
@@ -193,13 +193,13 @@ fn attempts_ended(
     to: JobStatus,
     (prefix, prefix_values): (&str, &[SqlValue]),
     (moved, moved_values): (&str, &[SqlValue]),
-    entry: &Entry<'_>,
+    now_ms: i64,
 ) -> worker::Result<Option<D1PreparedStatement>> {
     if to != Skipped {
         return Ok(None);
     }
     let record = record_ended_attempts_sql(
-        &entry.now_ms.to_string(),
+        &now_ms.to_string(),
         &format!("+status = '{Running}' AND {moved}"),
         (
             &format!("'{Skipped}'"),
@@ -252,7 +252,7 @@ pub async fn job_move_one(
          RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
-    let ended = attempts_ended(db, to, ("", &[]), ("id = ?", &[text(id)]), entry)?;
+    let ended = attempts_ended(db, to, ("", &[]), ("id = ?", &[text(id)]), entry.now_ms)?;
     let chains = chains_ended(db, to, entry.now_ms)?;
     change_one(db, id, (ended, &update, &values), entry, chains).await
 }
