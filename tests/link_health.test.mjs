@@ -86,6 +86,21 @@ describe("link_health_check", () => {
     }
   });
 
+  test("more links refusing HEAD than the batch has connections: each GET gets one", async () => {
+    // 10 probes at once over 6 connections: a probe that kept its HEAD's connection while it
+    // waited for its GET's would hold every one, and the job would stop at its deadline with
+    // most links unchecked.
+    const paths = Array.from({ length: 10 }, (_, i) => `/l/nohead-${i}`);
+    for (const path of paths) app.script(path, [{ status: 405 }, { status: 200 }]);
+    const started = Date.now();
+    const result = await check({ urls: paths.map(app.url), concurrency: 10 });
+    assert.deepEqual([result.checked, result.ok, result.unchecked], [10, 10, 0]);
+    for (const path of paths) {
+      assert.deepEqual(app.requests(path).map((q) => q.method), ["HEAD", "GET"]);
+    }
+    assert.ok(Date.now() - started < 30_000, "the probes did not wait out the job's deadline");
+  });
+
   test("a bad payload is refused at enqueue", async () => {
     const res = await p.enqueue({ type: "link_health_check", payload: { urls: ["nope"], concurrency: 2 } });
     assert.equal(res.status, 422);

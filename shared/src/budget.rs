@@ -156,10 +156,25 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+/// The most tokens one call is taken to have used, each way: far past any model's context, so
+/// no real bill is cut, while a reply claiming 2^64 cannot overflow the month's counters (and
+/// still costs enough to stop any budget).
+pub const MAX_CALL_TOKENS: u64 = 1_000_000_000;
+
+impl Usage {
+    /// What a reply reported, each count cut at MAX_CALL_TOKENS: the API's answer is untrusted.
+    pub fn bounded(self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.min(MAX_CALL_TOKENS),
+            output_tokens: self.output_tokens.min(MAX_CALL_TOKENS),
+        }
+    }
+}
+
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
     }
 }
 
@@ -371,6 +386,11 @@ mod tests {
         total += article;
         total += article;
         assert_eq!(total.input_tokens, 2000);
+        total += Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 0,
+        };
+        assert_eq!(total.input_tokens, u64::MAX, "saturates, never wraps");
     }
 
     #[test]

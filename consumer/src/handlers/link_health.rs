@@ -155,10 +155,15 @@ async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Prob
 async fn follow(outbound: &Outbound<'_>, url: &str) -> Result<(u16, String), ProbeError> {
     let mut current = web_url::parse(url).map_err(|e| ProbeError::Link(None, e))?;
     for _ in 0..=MAX_REDIRECTS {
-        let mut response = request(outbound, &current, Method::Head).await?;
-        if head_refused(response.status_code()) {
-            response = request(outbound, &current, Method::Get).await?;
-        }
+        let head = request(outbound, &current, Method::Head).await?;
+        let response = if head_refused(head.status_code()) {
+            // The HEAD's connection goes back first: a probe holding one while it waits for
+            // another would deadlock the batch's gate once every connection is so held.
+            drop(head);
+            request(outbound, &current, Method::Get).await?
+        } else {
+            head
+        };
         let status = response.status_code();
         if !is_redirect(status) {
             return Ok((status, current.href()));

@@ -60,13 +60,14 @@ pub fn parse_reply(body: &str) -> Result<Reply, String> {
         .join("");
     Ok(Reply {
         text,
-        usage: wire.usage,
+        usage: wire.usage.bounded(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::MAX_CALL_TOKENS;
 
     #[test]
     fn url_and_request() {
@@ -107,5 +108,19 @@ mod tests {
             .unwrap_err()
             .contains("usage"));
         assert!(parse_reply("<html>").is_err());
+    }
+
+    #[test]
+    fn a_reply_cannot_claim_more_than_a_call_can_use() {
+        let body =
+            r#"{"content":[],"usage":{"input_tokens":18446744073709551615,"output_tokens":7}}"#;
+        let usage = parse_reply(body).unwrap().usage;
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens),
+            (MAX_CALL_TOKENS, 7)
+        );
+        assert!(
+            parse_reply(r#"{"content":[],"usage":{"input_tokens":-1,"output_tokens":0}}"#).is_err()
+        );
     }
 }
