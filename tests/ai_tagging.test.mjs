@@ -321,6 +321,33 @@ describe("ai_tagging under a monthly budget", () => {
     assert.ok(failed.some((e) => e.kind === "call_failed" && /HTTP 500/.test(e.error)));
   });
 
+  test("usage no budget can read is billed as the most the call could use; a claim past any call's is cut", async () => {
+    await reset({ limit: 10_000, titles: ["Odd [bad-usage]", "Plain"] });
+    const { job } = await runJob();
+    assert.deepEqual([job.result.tagged, job.result.invalid], [1, 1]);
+    // Claude Sonnet 4 prices: the request's bytes as input tokens at $3, max_tokens 400 at $15.
+    const odd = llm.requests().find((r) => r.title.includes("[bad-usage]"));
+    const most = ((odd.bytes * 3 + 400 * 15) / 1e6) * 100;
+    assert.ok(most > 0.5, `a tagging request is over a kilobyte: ${odd.bytes}`);
+    const budget = await budgetRow();
+    assert.ok(Math.abs(budget.spent_cents - (most + CENTS_PER_CALL)) < 0.001, `${budget.spent_cents} ~ ${most} + 6`);
+    assert.equal(budget.tokens_input, odd.bytes + USAGE.input_tokens);
+    assert.ok(events("item.failed").some((e) => /billed as the most the call could use/.test(e.error)));
+
+    // A reply claiming 2^64 - 1 tokens: billed as 1e9 (3,000 dollars, past the whole limit), and
+    // the month's counters stay integers the budget routes read.
+    await reset({ limit: 10_000, titles: ["Greedy [huge-usage]", "Next"] });
+    const greedy = await runJob();
+    assert.equal(greedy.job.status, "succeeded", JSON.stringify(greedy.job.error));
+    assert.equal(greedy.job.result.tagged, 2, "one batch: both calls were made before the spend was known");
+    const row = await budgetRow();
+    assert.equal(row.tokens_input, 1e9 + USAGE.input_tokens);
+    const status = await api.call("GET", "/v1/admin/budgets/{type}", { params: { type: "ai_tagging" } });
+    assert.equal(status.status, 200, JSON.stringify(status.body));
+    assert.equal(status.body.tokens.input, 1e9 + USAGE.input_tokens);
+    assert.equal(status.body.action, "hard_stop");
+  });
+
   test("a 429 from the LLM keeps what was tagged and retries the job after its Retry-After", async () => {
     await reset({ titles: ["One", "Two", "Three", "Busy [429]"] });
     const { job, decisions } = await runJob();

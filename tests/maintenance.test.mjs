@@ -124,7 +124,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     await tick(p, now);
     const parent = (await p.getJob(id)).body;
     assert.equal(parent.status, "dead");
-    assert.match(parent.error.message, /^the lease expired .* \(gave up after 1 attempts\)$/);
+    assert.match(parent.error.message, /^the lease expired .* \(gave up after 1 attempt\)$/);
     assert.equal(parent.chain.status, "failed");
     assert.match(parent.chain.error, /^step 0 \(noop\) went dead: the lease expired/);
     assert.equal(await p.count("SELECT count(*) FROM jobs"), before, "no next step");

@@ -40,8 +40,8 @@ pub use handlers::link_health::{
     DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
 };
 pub use handlers::llm_messages::{
-    messages_url, parse_reply, request_body, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL,
-    DEFAULT_LLM_MODEL,
+    messages_url, most_a_call_uses, parse_reply, request_body, ANTHROPIC_VERSION,
+    DEFAULT_LLM_BASE_URL, DEFAULT_LLM_MODEL,
 };
 pub use handlers::screenshot::{
     classify_navigation_error, content_type, screenshot_key, screenshot_metadata, BrowserSlots,

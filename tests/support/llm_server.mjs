@@ -32,6 +32,17 @@ function replyText(title) {
   }
 }
 
+/** JSON has integers past JavaScript's: this string is written as 2^64 - 1 unquoted. */
+const U64_MAX = "<u64-max>";
+
+/** The usage a reply reports: USAGE, unless the marker asks for one no budget can read
+ * ("[bad-usage]") or one past any call's ("[huge-usage]", 2^64 - 1 tokens). */
+function usageFor(title) {
+  if (title.includes("[bad-usage]")) return { input_tokens: -5, output_tokens: "NaN" };
+  if (title.includes("[huge-usage]")) return { input_tokens: U64_MAX, output_tokens: 0 };
+  return USAGE;
+}
+
 export async function startLlmServer() {
   const received = [];
   const server = createServer((req, res) => {
@@ -41,10 +52,11 @@ export async function startLlmServer() {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
       // The item's title, pulled out of the prompt: its marker chooses the answer.
       const title = /^Title: (.*)$/m.exec(body?.messages?.[0]?.content ?? "")?.[1] ?? "";
-      received.push({ method: req.method, path: req.url, headers: req.headers, body, title });
+      const bytes = Buffer.concat(chunks).length;
+      received.push({ method: req.method, path: req.url, headers: req.headers, body, bytes, title });
       const send = (status, json, headers = {}) => {
         res.writeHead(status, { "content-type": "application/json", ...headers });
-        res.end(JSON.stringify(json));
+        res.end(JSON.stringify(json).replace(`"${U64_MAX}"`, "18446744073709551615"));
       };
       const error = (status, type, message) => send(status, { type: "error", error: { type, message } });
       if (req.method !== "POST" || req.url !== "/v1/messages") return error(404, "not_found_error", "no such route");
@@ -61,7 +73,7 @@ export async function startLlmServer() {
         content: [{ type: "text", text: replyText(title) }],
         stop_reason: "end_turn",
         stop_sequence: null,
-        usage: USAGE,
+        usage: usageFor(title),
       });
     });
   });

@@ -47,6 +47,18 @@ struct Block {
     text: String,
 }
 
+/// What a call whose reply gave no readable `usage` is billed: the most it could have used. A
+/// tokenizer makes at most one token per byte of the request, and the reply is cut at
+/// `max_tokens`; so a reply the budget cannot read still spends it (README "AI tagging and
+/// budgets").
+pub fn most_a_call_uses(request_bytes: usize, max_tokens: u32) -> Usage {
+    Usage {
+        input_tokens: request_bytes as u64,
+        output_tokens: max_tokens.into(),
+    }
+    .bounded()
+}
+
 /// Parses a 2xx reply body; `Err` says what is missing (no usage means nothing to bill by).
 pub fn parse_reply(body: &str) -> Result<Reply, String> {
     let wire: Wire =
@@ -122,5 +134,7 @@ mod tests {
         assert!(
             parse_reply(r#"{"content":[],"usage":{"input_tokens":-1,"output_tokens":0}}"#).is_err()
         );
+        let most = most_a_call_uses(1_500, 400);
+        assert_eq!((most.input_tokens, most.output_tokens), (1_500, 400));
     }
 }

@@ -58,7 +58,8 @@ pub fn decide(
         };
     }
     if attempt >= max_attempts {
-        let message = format!("{} (gave up after {attempt} attempts)", error.message);
+        let attempts = if attempt == 1 { "attempt" } else { "attempts" };
+        let message = format!("{} (gave up after {attempt} {attempts})", error.message);
         return Decision::Dead {
             error: JobError {
                 message,
@@ -165,6 +166,11 @@ mod tests {
                 error: JobError::new(ErrorClass::Timeout, "boom (gave up after 5 attempts)")
             }
         );
+        let d = decide_now(&outcome, 1, 1, RetryPolicy::DEFAULT, LIMIT);
+        let Decision::Dead { error } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(error.message, "boom (gave up after 1 attempt)");
     }
 
     #[test]

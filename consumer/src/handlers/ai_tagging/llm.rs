@@ -4,7 +4,7 @@
 //! One call tags one item and reports what it cost.
 
 use jobs_shared::{
-    messages_url, parse_reply, parse_tags, request_body, tagging_prompt, AiTags, ErrorClass,
+    messages_url, most_a_call_uses, parse_reply, parse_tags, request_body, tagging_prompt, AiTags, ErrorClass,
     JobError, TokenPrices, Usage, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL, DEFAULT_LLM_MODEL,
     TAGGING_SYSTEM_PROMPT,
 };
@@ -111,8 +111,8 @@ impl Llm {
         let text = response.body_capped(MAX_RESPONSE_BYTES).await?.text;
         Ok(match parse_reply(&text) {
             Err(reason) => Call::Invalid {
-                reason,
-                usage: Usage::default(),
+                reason: format!("{reason}; billed as the most the call could use"),
+                usage: most_a_call_uses(body.len(), MAX_TOKENS),
                 reply: text,
             },
             Ok(reply) => match parse_tags(&reply.text) {
