@@ -161,6 +161,20 @@ describe("rss_feed_refresh", () => {
     assert.match(s.last_error_message, /unreadable feed: invalid XML/);
   });
 
+  test("a feed redirecting forever through long URLs: the runtime's error, which lists them all, is kept cut", async () => {
+    const src = await addSource("Loop", "/feeds/loop.xml");
+    const long = `/feeds/loop.xml?pad=${"x".repeat(4_000)}`;
+    app.script("/feeds/loop.xml", [{ status: 302, headers: { location: long } }]);
+    app.script(long, [{ status: 302, headers: { location: long } }]);
+    const job = await refresh({ source_id: src.id }, { max_attempts: 1 });
+    assert.equal(job.status, "dead");
+    assert.match(job.error.message, /redirects/i);
+    // 1,000 characters and "...", then " (gave up after 1 attempt)": not the ~80 KB list.
+    assert.ok(job.error.message.length < 1_100, `${job.error.message.length} characters`);
+    assert.ok(job.runs[0].error.message.length < 1_100);
+    assert.ok((await source(src.id)).last_error_message.length < 1_100);
+  });
+
   test("429 with Retry-After: the job retries after that delay, then succeeds and resets errors", async () => {
     const limited = await addSource("Limited", "/feeds/limited.xml");
     app.script("/feeds/limited.xml", [{ status: 429, headers: { "retry-after": "2" } }, feed(RSS.replaceAll("rss-", "lim-").replaceAll("n.io", "l.io"))]);

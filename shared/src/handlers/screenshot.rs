@@ -284,11 +284,13 @@ impl DocumentResponse {
         if self.status == 304 {
             return Ok(());
         }
+        // The URL is where the target's redirects led: JobError::new bounds it.
         classify_http_status(self.status, self.retry_after.as_deref(), now_ms).map_err(|e| {
-            JobError {
-                message: format!("target {} answered {}", self.url, e.message),
-                ..e
-            }
+            JobError::new(
+                e.class,
+                format!("target {} answered {}", self.url, e.message),
+            )
+            .with_retry_after(e.retry_after_secs)
         })
     }
 }

@@ -121,11 +121,17 @@ pub struct JobError {
     pub retry_after_secs: Option<u64>,
 }
 
+/// The most of a message an error keeps: messages carry remote text (a runtime's list of the
+/// redirects a server sent, a parser's complaint), and each is stored on the job, its run
+/// record and its log line.
+pub const MAX_ERROR_MESSAGE_CHARS: usize = 1_000;
+
 impl JobError {
+    /// An error whose message is cut at MAX_ERROR_MESSAGE_CHARS.
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         JobError {
             class,
-            message: message.into(),
+            message: cut(message.into(), MAX_ERROR_MESSAGE_CHARS),
             retry_after_secs: None,
         }
     }
@@ -177,20 +183,23 @@ const MAX_LOCATION_CHARS: usize = 200;
 /// following would carry it (and the job's headers) to wherever the answer points. Final, like
 /// any 4xx: the endpoint is configured wrong, and every retry would be answered the same.
 pub fn delivery_redirected(status: u16, location: Option<&str>) -> JobError {
-    let to = match location {
-        Some(location) if location.chars().count() > MAX_LOCATION_CHARS => {
-            let cut: String = location.chars().take(MAX_LOCATION_CHARS).collect();
-            format!(" to {cut}...")
-        }
-        Some(location) => format!(" to {location}"),
-        None => String::new(),
-    };
+    let to = location.map_or(String::new(), |location| {
+        format!(" to {}", cut(location.into(), MAX_LOCATION_CHARS))
+    });
     JobError::new(
         ErrorClass::ClientError,
         format!(
             "HTTP {status}: a redirect{to}; deliveries do not follow redirects, so configure the final URL"
         ),
     )
+}
+
+/// `text`'s first `max` characters and `...` when it is longer.
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text,
+    }
 }
 
 /// Seconds to wait from a `Retry-After` value: delta-seconds or an HTTP-date
@@ -236,6 +245,15 @@ mod tests {
         assert!(delivery_redirected(307, None)
             .message
             .starts_with("HTTP 307: a redirect;"));
+    }
+
+    #[test]
+    fn an_error_keeps_a_bounded_message() {
+        let short = JobError::new(ErrorClass::Network, "request failed");
+        assert_eq!(short.message, "request failed");
+        let long = JobError::new(ErrorClass::Network, "ü".repeat(5_000));
+        assert_eq!(long.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 3);
+        assert!(long.message.ends_with("ü..."));
     }
 
     #[test]
