@@ -3,6 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startPlatform, withPlatformAndApp } from "./support/platform.mjs";
+import { startHostileServer } from "./support/hostile_server.mjs";
 
 let app;
 let p;
@@ -125,5 +126,21 @@ describe("link_health_check within an invocation's subrequests", () => {
     assert.deepEqual([job.result.checked, job.result.ok, job.result.failing, job.result.unchecked], [3, 3, 0, 2]);
     const saved = await limited.count("SELECT count(*) FROM links");
     assert.equal(saved, 3, "only checked links are written");
+  });
+});
+
+describe("link_health_check against bodies that never end", () => {
+  let hostile;
+  before(async () => (hostile = await startHostileServer()));
+  after(() => hostile.close());
+
+  test("a GET whose body never ends gives its connection back once its status is known", async () => {
+    // As many such links as the batch has connections, then quick ones: a body left open
+    // would keep its connection, and the quick links would wait out their timeouts.
+    const endless = Array.from({ length: 6 }, (_, i) => hostile.url(`/trickle?head=405&i=${i}`));
+    const quick = Array.from({ length: 6 }, (_, i) => hostile.url(`/slow?ms=10&i=${i}`));
+    const result = await check({ urls: [...endless, ...quick], concurrency: 6 });
+    assert.deepEqual([result.checked, result.ok, result.unchecked], [12, 12, 0]);
+    for (const l of result.links) assert.ok(l.latency_ms < 5_000, `${l.url}: ${l.latency_ms} ms`);
   });
 });

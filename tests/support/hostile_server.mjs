@@ -34,8 +34,12 @@ export async function startHostileServer() {
         return res.end(body);
       }
       // 200 and a body that trickles forever, one byte every 100 ms; with `length`, under a
-      // Content-Length it never reaches.
+      // Content-Length it never reaches; with `head=405`, HEAD is refused (a link check's GET).
       case "/trickle": {
+        if (req.method === "HEAD" && url.searchParams.get("head") === "405") {
+          res.writeHead(405);
+          return res.end();
+        }
         const length = url.searchParams.get("length");
         res.writeHead(200, { "content-type": "text/plain", ...(length && { "content-length": length }) });
         const timer = setInterval(() => res.write("x"), 100);
