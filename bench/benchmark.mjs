@@ -254,12 +254,15 @@ async function handwrittenEndToEnd(N) {
 }
 
 /**
- * `sides` (name -> a started side) run side by side, each phase's passes alternating between
- * them (measure.mjs `alternate`), then stopped; a side that was warmed up has its warm-up
- * latency as each phase's cold start.
+ * `starters` (name -> what starts a side) started in order, run side by side, each phase's
+ * passes alternating between them (measure.mjs `alternate`), then stopped, even when one fails
+ * to start (its runtimes would keep the process alive); a side that was warmed up has its
+ * warm-up latency as each phase's cold start.
  */
-async function sideBySide(sides, phases, rounds, log) {
+async function sideBySide(starters, phases, rounds, log) {
+  const sides = {};
   try {
+    for (const [name, start] of Object.entries(starters)) sides[name] = await start();
     const measured = await alternate(sides, phases, rounds, log);
     for (const [name, side] of Object.entries(sides)) {
       if (side.coldStartMs === undefined) continue;
@@ -295,52 +298,60 @@ export async function runBenchmark({
   const HTTP = { type: "http", payload: { url: app.url("/noop"), method: "POST" } };
   const pricedJobs = Math.min(N, 1000);
   const runs = [];
-  for (let i = 0; i < REPEATS; i++) {
-    log(`run ${i + 1}/${REPEATS}: ${N} jobs`);
-    const inRun = (line) => log(`run ${i + 1}/${REPEATS}, ${line}`);
-    const enqueue = await sideBySide(
-      { floor: floorEnqueue(N), floorD1: floorEnqueue(N, { d1: true }), handwritten: await handwrittenEnqueue(N), platform: await platformEnqueue(N) },
-      ["single", "batch"],
-      rounds,
-      inRun,
-    );
-    const noop = await sideBySide(
-      {
-        floor: await floorEndToEnd(N),
-        floorD1: await floorEndToEnd(N, { d1: true }),
-        handwritten: await handwrittenEndToEnd(N),
-        platform: await platformEndToEnd(NOOP, N),
-      },
-      ["e2e"],
-      rounds,
-      inRun,
-    );
-    const http = await sideBySide(
-      { floor: await floorEndToEnd(N, { httpUrl: app.url("/noop") }), platform: await platformEndToEnd(HTTP, N) },
-      ["e2e"],
-      rounds,
-      inRun,
-    );
-    // Priced, not compared: one pass each after an untimed one.
-    const retried = await sideBySide({ platform: await platformEndToEnd(RETRIED, pricedJobs) }, ["e2e"], 1, inRun);
-    const delayed = await sideBySide({ platform: await platformEndToEnd(DELAYED, pricedJobs) }, ["e2e"], 1, inRun);
-    runs.push({
-      floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: noop.floor.e2e },
-      floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
-      floorHttp: { e2e: http.floor.e2e },
-      handwrittenSingle: enqueue.handwritten.single,
-      handwrittenE2e: noop.handwritten.e2e,
-      platform: {
-        single: enqueue.platform.single,
-        batch: enqueue.platform.batch,
-        noop: noop.platform.e2e,
-        http: http.platform.e2e,
-        retried: retried.platform.e2e,
-        delayed: delayed.platform.e2e,
-      },
-    });
+  try {
+    for (let i = 0; i < REPEATS; i++) {
+      log(`run ${i + 1}/${REPEATS}: ${N} jobs`);
+      const inRun = (line) => log(`run ${i + 1}/${REPEATS}, ${line}`);
+      const enqueue = await sideBySide(
+        {
+          floor: () => floorEnqueue(N),
+          floorD1: () => floorEnqueue(N, { d1: true }),
+          handwritten: () => handwrittenEnqueue(N),
+          platform: () => platformEnqueue(N),
+        },
+        ["single", "batch"],
+        rounds,
+        inRun,
+      );
+      const noop = await sideBySide(
+        {
+          floor: () => floorEndToEnd(N),
+          floorD1: () => floorEndToEnd(N, { d1: true }),
+          handwritten: () => handwrittenEndToEnd(N),
+          platform: () => platformEndToEnd(NOOP, N),
+        },
+        ["e2e"],
+        rounds,
+        inRun,
+      );
+      const http = await sideBySide(
+        { floor: () => floorEndToEnd(N, { httpUrl: app.url("/noop") }), platform: () => platformEndToEnd(HTTP, N) },
+        ["e2e"],
+        rounds,
+        inRun,
+      );
+      // Priced, not compared: one pass each after an untimed one.
+      const retried = await sideBySide({ platform: () => platformEndToEnd(RETRIED, pricedJobs) }, ["e2e"], 1, inRun);
+      const delayed = await sideBySide({ platform: () => platformEndToEnd(DELAYED, pricedJobs) }, ["e2e"], 1, inRun);
+      runs.push({
+        floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: noop.floor.e2e },
+        floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
+        floorHttp: { e2e: http.floor.e2e },
+        handwrittenSingle: enqueue.handwritten.single,
+        handwrittenE2e: noop.handwritten.e2e,
+        platform: {
+          single: enqueue.platform.single,
+          batch: enqueue.platform.batch,
+          noop: noop.platform.e2e,
+          http: http.platform.e2e,
+          retried: retried.platform.e2e,
+          delayed: delayed.platform.e2e,
+        },
+      });
+    }
+  } finally {
+    await app.close();
   }
-  await app.close();
   const blackBox = await runBlackBox({ jobs: blackBoxJobs, rounds, log });
   const scalePoints = [];
   for (const preexisting of scale) {

@@ -73,6 +73,16 @@ async function latency(request, n = 5) {
 export async function scalePoint(preexisting, jobs) {
   const logs = logCollector();
   const p = await startPlatform({ onLog: logs.onLog });
+  try {
+    return await measureScale(p, logs, preexisting, jobs);
+  } finally {
+    // Even when a measurement fails: a running Miniflare keeps the process alive.
+    await p.dispose();
+  }
+}
+
+/** `scalePoint`'s measurements on its started platform `p`, whose logs `logs` collects. */
+async function measureScale(p, logs, preexisting, jobs) {
   const empty = await dbBytes(p.db);
   const now = Date.now();
   const seedMs = await seed(p.db, preexisting, now);
@@ -122,6 +132,5 @@ export async function scalePoint(preexisting, jobs) {
       failures: await latency(admin("/v1/admin/failures")),
     },
   };
-  await p.dispose();
   return result;
 }
