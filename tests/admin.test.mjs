@@ -500,6 +500,39 @@ describe("operator moves of a job whose attempt is in flight or backing off", ()
     assert.equal(app.requests("/backoff").length, 2, "the target was called once per attempt");
   });
 
+  test("retry of a job delayed at enqueue makes it due now; a queued job already due is a 409; the delayed message then runs nothing", async () => {
+    app.script("/later", [{ status: 200, body: { ok: 1 } }]);
+    const later = () => enqueue({ type: "http", payload: { url: app.url("/later") }, delay_seconds: 3600 });
+    const delayed = await later();
+    const due = await enqueue({ type: "http", payload: { url: app.url("/later") } });
+    const view = async (job) => (await api.call("GET", "/v1/admin/jobs/{id}", { params: job })).body;
+    assert.deepEqual([(await view(delayed)).status, (await view(delayed)).actions.includes("retry")], ["queued", true]);
+    assert.equal((await view(due)).actions.includes("retry"), false, "a due job has nothing to hurry");
+
+    const refused = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: due });
+    assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.match(refused.body.error.message, /queued and due/);
+    const before = Date.now();
+    const res = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: delayed });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.job.status, "queued");
+    assert.ok(Date.parse((await status(delayed.id)).run_at) <= Date.now() && Date.parse((await status(delayed.id)).run_at) >= before - 1000, "due now");
+    await p.deliver("jobs-default", [jobMessage(delayed.id, delayed.type)]);
+    assert.equal((await status(delayed.id)).status, "succeeded");
+    // The message sent with the hour's delay at enqueue: the job is finished, so it runs nothing.
+    const late = await p.deliver("jobs-default", [{ id: "delayed-late", ...jobMessage(delayed.id, delayed.type) }]);
+    assert.deepEqual([late.retryMessages.length, late.explicitAcks.length], [0, 1]);
+    assert.equal((await status(delayed.id)).runs.length, 1);
+
+    // In bulk, likewise: of a delayed job and a due one, only the delayed one moves.
+    const delayed2 = await later();
+    const dry = await api.call("POST", "/v1/admin/jobs/retry", { json: { ids: [delayed2.id, due.id], dry_run: true } });
+    assert.deepEqual(dry.body, { dry_run: true, count: 1, conflicts: 0 });
+    const bulk = await api.call("POST", "/v1/admin/jobs/retry", { json: { ids: [delayed2.id, due.id] } });
+    assert.deepEqual([bulk.body.count, bulk.body.ids], [1, [delayed2.id]]);
+    assert.ok(Date.parse((await status(delayed2.id)).run_at) <= Date.now());
+  });
+
   test("bulk retry of a retrying job and a dead one with its dedup_key: the live one moves, the dead one is its conflict", async () => {
     const dead = await deadHttpJob({ dedup_key: "retry-both" });
     app.script("/backoff-both", [{ status: 503 }]);

@@ -13,15 +13,16 @@ use crate::{chain_view, respond};
 
 /// GET /v1/jobs/{id}, for `caller` (a token fenced to some job types sees only jobs of those).
 pub async fn get(env: &Env, id: &str, caller: &Caller) -> Result<Response, ApiError> {
-    respond::json(200, &read(env, id, caller).await?)
+    respond::json(200, &read(env, id, caller).await?.0)
 }
 
 /// GET /v1/admin/jobs/{id}: the same view, with the `actions` its status allows an operator
 /// (shared `operator_actions`), so the dashboard offers only those.
 pub async fn get_for_operator(env: &Env, id: &str, caller: &Caller) -> Result<Response, ApiError> {
-    let mut body = read(env, id, caller).await?;
+    let (mut body, run_at) = read(env, id, caller).await?;
     let status = body["status"].as_str().and_then(JobStatus::parse);
-    let actions = status.map_or_else(Vec::new, operator_actions);
+    let due_later = run_at > crate::env_config::now_ms();
+    let actions = status.map_or_else(Vec::new, |status| operator_actions(status, due_later));
     body["actions"] = json!(actions);
     respond::json(200, &body)
 }
@@ -34,9 +35,9 @@ pub async fn artifacts(env: &Env, id: &str, caller: &Caller) -> Result<Vec<Value
     Ok(artifacts_of(&runs.iter().map(run_view).collect::<Vec<_>>()))
 }
 
-/// The job's view. The job, its runs and its chain's steps are read concurrently (one round
-/// trip of latency).
-async fn read(env: &Env, id: &str, caller: &Caller) -> Result<Value, ApiError> {
+/// The job's view, and its `run_at` in ms. The job, its runs and its chain's steps are read
+/// concurrently (one round trip of latency).
+async fn read(env: &Env, id: &str, caller: &Caller) -> Result<(Value, i64), ApiError> {
     let db = d1::database(env)?;
     let (job_and_runs, steps) =
         futures::join!(job_and_runs(&db, id, caller), job_list_chain_steps(&db, id));
@@ -46,7 +47,7 @@ async fn read(env: &Env, id: &str, caller: &Caller) -> Result<Value, ApiError> {
     if let Value::Object(fields) = &mut body {
         fields.extend(chain_view::fields(&job, &steps, caller));
     }
-    Ok(body)
+    Ok((body, job.summary.run_at))
 }
 
 /// Job `id` and its runs' records, read concurrently; 404 when there is no such job, or none

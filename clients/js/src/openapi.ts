@@ -1244,7 +1244,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Requeue a dead, scheduled or retrying job now, attempts reset (history kept) */
+        /** Requeue a dead, scheduled or retrying job now, attempts reset (history kept); a queued job whose run_at is ahead (delayed at enqueue) is made due now */
         post: {
             parameters: {
                 query?: never;
@@ -1428,7 +1428,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Bulk retry by ids or filter (dead, scheduled and retrying jobs); dry_run counts only */
+        /** Bulk retry by ids or filter (dead, scheduled and retrying jobs, and queued ones whose run_at is ahead); dry_run counts only */
         post: {
             parameters: {
                 query?: never;

@@ -5,8 +5,8 @@
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{
-    check_move, operator_sources, parse_int, parse_target, plan_delivery_at, ApiError, BulkRequest,
-    DeliveryPlan, Family, JobStatus, Selection,
+    check_move, operator_sources, parse_int, parse_target, plan_delivery_at, requeue_sources,
+    ApiError, BulkRequest, DeliveryPlan, Family, JobStatus, Selection,
 };
 use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
@@ -29,10 +29,16 @@ pub struct Move {
 }
 
 impl Move {
-    /// Any move the operator may make, as the state machine allows it.
+    /// Any move the operator may make, as the state machine allows it; a requeue also makes a
+    /// queued job delayed at enqueue due now.
     pub fn to(to: JobStatus, action: &'static str) -> Move {
+        let sources = if to == JobStatus::Queued {
+            requeue_sources()
+        } else {
+            operator_sources(to)
+        };
         Move {
-            sources: operator_sources(to),
+            sources,
             to,
             action,
         }
@@ -49,6 +55,15 @@ impl Move {
 
     /// 409 naming both states.
     fn refusal(&self, from: JobStatus) -> Result<(), ApiError> {
+        if from == JobStatus::Queued && self.sources.contains(&from) {
+            return Err(ApiError::new(
+                409,
+                "illegal_transition",
+                "the job is queued and due: it runs when a consumer takes its message (a retry \
+                 makes only a queued job whose run_at is ahead due now)",
+            )
+            .with_field("status"));
+        }
         check_move(from, self.to)?;
         let sources: Vec<&str> = self.sources.iter().map(|s| s.as_str()).collect();
         Err(ApiError::new(
@@ -214,9 +229,11 @@ async fn bulk_move(
 ) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     if request.dry_run {
-        let (count, conflicts) = jobs::job_count_movable(&db, &request.selection, &mv.sources)
-            .await
-            .map_err(|e| respond::internal(&e))?;
+        let now_ms = env_config::now_ms();
+        let (count, conflicts) =
+            jobs::job_count_movable(&db, &request.selection, (&mv.sources, mv.to), now_ms)
+                .await
+                .map_err(|e| respond::internal(&e))?;
         return respond::json(
             200,
             &json!({ "dry_run": true, "count": count, "conflicts": conflicts }),

@@ -18,17 +18,28 @@ pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
         .collect()
 }
 
-/// What an operator may do to a job in `status`, as the admin job view lists it (the dashboard
-/// offers only these): `retry`, `cancel` and `skip` where the state machine allows the move,
-/// `priority` and `boost` while the job is live (README "Operating it").
-pub fn operator_actions(status: JobStatus) -> Vec<&'static str> {
+/// The states an operator's requeue (retry, or set status `queued`) takes jobs from: the state
+/// machine's, and `queued` itself while a job's `run_at` is ahead (delayed at enqueue), which
+/// the requeue makes due now without a transition (README "Lifecycle").
+pub fn requeue_sources() -> Vec<JobStatus> {
+    let mut sources = operator_sources(JobStatus::Queued);
+    sources.push(JobStatus::Queued);
+    sources
+}
+
+/// What an operator may do to a job in `status` (`due_later`: its `run_at` is ahead), as the
+/// admin job view lists it (the dashboard offers only these): `retry`, `cancel` and `skip` where
+/// the state machine allows the move (`retry` too for a queued job not yet due), `priority` and
+/// `boost` while the job is live (README "Operating it").
+pub fn operator_actions(status: JobStatus, due_later: bool) -> Vec<&'static str> {
     let moves = [
         ("retry", JobStatus::Queued),
         ("cancel", JobStatus::Cancelled),
         ("skip", JobStatus::Skipped),
     ];
+    let hurried = |to: JobStatus| to == JobStatus::Queued && status == to && due_later;
     let mut actions: Vec<&'static str> = (moves.into_iter())
-        .filter(|&(_, to)| operator_sources(to).contains(&status))
+        .filter(|&(_, to)| operator_sources(to).contains(&status) || hurried(to))
         .map(|(action, _)| action)
         .collect();
     if status.is_live() {
@@ -135,19 +146,29 @@ mod tests {
 
     #[test]
     fn a_job_lists_the_actions_its_status_allows() {
-        assert_eq!(operator_actions(Dead), ["retry"]);
+        assert_eq!(operator_actions(Dead, false), ["retry"]);
         assert_eq!(
-            operator_actions(Retrying),
+            operator_actions(Retrying, false),
             ["retry", "cancel", "skip", "priority", "boost"]
         );
-        assert!(operator_actions(Succeeded).is_empty());
-        assert_eq!(operator_actions(Running), ["skip", "priority", "boost"]);
-        let queued = operator_actions(Queued);
+        assert!(operator_actions(Succeeded, false).is_empty());
+        assert_eq!(
+            operator_actions(Running, false),
+            ["skip", "priority", "boost"]
+        );
+        let queued = operator_actions(Queued, false);
         assert_eq!(queued, ["cancel", "skip", "priority", "boost"]);
-        // Each listed move is one check_move allows.
+        // A queued job delayed at enqueue can be retried: made due now.
+        let delayed = operator_actions(Queued, true);
+        assert_eq!(delayed, ["retry", "cancel", "skip", "priority", "boost"]);
+        assert_eq!(
+            operator_actions(Running, true),
+            ["skip", "priority", "boost"]
+        );
+        // Each other listed move is one check_move allows.
         for status in JobStatus::ALL {
             for (action, to) in [("retry", Queued), ("cancel", Cancelled), ("skip", Skipped)] {
-                let listed = operator_actions(status).contains(&action);
+                let listed = operator_actions(status, false).contains(&action);
                 assert_eq!(
                     listed,
                     check_move(status, to).is_ok(),
@@ -155,6 +176,7 @@ mod tests {
                 );
             }
         }
+        assert_eq!(requeue_sources(), [Scheduled, Dead, Retrying, Queued]);
     }
 
     #[test]

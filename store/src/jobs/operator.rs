@@ -43,10 +43,25 @@ fn set_values(to: JobStatus, now_ms: i64) -> Vec<SqlValue> {
     }
 }
 
-/// The jobs a selection picks among those in `sources` (the states the move may start from),
-/// as what follows `FROM` (see `read::filtered`).
-fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
-    match selection {
+/// A move to `queued` from `queued` is no transition: it makes a job delayed at enqueue due now
+/// (README "Lifecycle"). So a queued job is among its sources only while its `run_at` is
+/// ahead; one already due is left to its message. The condition that says so, or nothing.
+fn due_later(sources: &[JobStatus], to: JobStatus, now_ms: i64) -> String {
+    if to == Queued && sources.contains(&Queued) {
+        format!(" AND (+status <> '{Queued}' OR run_at > {now_ms})")
+    } else {
+        String::new()
+    }
+}
+
+/// The jobs a selection picks among those in `sources` (the states the move to `to` may start
+/// from, at `now_ms`), as what follows `FROM` (see `read::filtered`).
+fn selection_sql(
+    selection: &Selection,
+    (sources, to): (&[JobStatus], JobStatus),
+    now_ms: i64,
+) -> (String, Vec<SqlValue>) {
+    let (rows, values) = match selection {
         Selection::Ids(ids) => (
             format!(
                 "jobs WHERE id IN (SELECT value FROM json_each(?)) AND +status IN ({})",
@@ -55,7 +70,8 @@ fn selection_sql(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<S
             vec![text(serde_json::to_string(ids).unwrap_or_default())],
         ),
         Selection::Filter(filter) => filtered(filter, Some(sources)),
-    }
+    };
+    (rows + &due_later(sources, to, now_ms), values)
 }
 
 /// The live job, other than `alias` itself, holding `alias`'s (type, dedup_key): a job moved
@@ -74,8 +90,12 @@ fn key_holder(alias: &str) -> String {
 /// and holds the key against the second: a live one first (it holds the key already; a
 /// retried `retrying` job beside a dead one), then in the stable order. The selection's values
 /// bind first.
-fn held_cte(selection: &Selection, sources: &[JobStatus]) -> (String, Vec<SqlValue>) {
-    let (rows, values) = selection_sql(selection, sources);
+fn held_cte(
+    selection: &Selection,
+    mv: (&[JobStatus], JobStatus),
+    now_ms: i64,
+) -> (String, Vec<SqlValue>) {
+    let (rows, values) = selection_sql(selection, mv, now_ms);
     let holder = key_holder("p");
     let live = status_list(&JobStatus::live());
     let sql = format!(
@@ -107,9 +127,10 @@ pub struct Conflict {
 pub async fn job_count_movable(
     db: &D1Database,
     selection: &Selection,
-    sources: &[JobStatus],
+    mv: (&[JobStatus], JobStatus),
+    now_ms: i64,
 ) -> worker::Result<(i64, i64)> {
-    let (held, values) = held_cte(selection, sources);
+    let (held, values) = held_cte(selection, mv, now_ms);
     let sql = format!(
         "{held}SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS count, \
          COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS conflicts FROM held"
@@ -145,7 +166,7 @@ pub async fn job_move_many(
     (sources, to): (&[JobStatus], JobStatus),
     entry: &Entry<'_>,
 ) -> worker::Result<Moved> {
-    let (held, held_values) = held_cte(selection, sources);
+    let (held, held_values) = held_cte(selection, (sources, to), entry.now_ms);
     let limit = [SqlValue::Int(MAX_BULK as i64)];
     // The jobs that move: the first MAX_BULK free to, in the stable order.
     let moved =
@@ -238,6 +259,7 @@ pub async fn job_move_one(
     (sources, to): (&[JobStatus], JobStatus),
     entry: &Entry<'_>,
 ) -> worker::Result<Changed> {
+    let due_later = due_later(sources, to, entry.now_ms);
     let sources = status_list(sources);
     let mut values = set_values(to, entry.now_ms);
     values.push(text(id));
@@ -248,7 +270,7 @@ pub async fn job_move_one(
         String::new()
     };
     let update = format!(
-        "UPDATE jobs SET {} WHERE id = ? AND status IN ({sources}) {key_free} \
+        "UPDATE jobs SET {} WHERE id = ? AND status IN ({sources}){due_later} {key_free} \
          RETURNING {SUMMARY_COLUMNS}",
         set_clause(to)
     );
