@@ -511,6 +511,7 @@ describe("operator moves of a job whose attempt is in flight or backing off", ()
 
     const refused = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: due });
     assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, "already_due");
     assert.match(refused.body.error.message, /queued and due/);
     const before = Date.now();
     const res = await api.call("POST", "/v1/admin/jobs/{id}/retry", { params: delayed });

@@ -1244,7 +1244,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Requeue a dead, scheduled or retrying job now, attempts reset (history kept); a queued job whose run_at is ahead (delayed at enqueue) is made due now */
+        /** Requeue a dead, scheduled or retrying job now, attempts reset (history kept); a queued job whose run_at is ahead is made due now (409 already_due if it is due) */
         post: {
             parameters: {
                 query?: never;

@@ -30,7 +30,7 @@ pub struct Move {
 
 impl Move {
     /// Any move the operator may make, as the state machine allows it; a requeue also makes a
-    /// queued job delayed at enqueue due now.
+    /// queued job whose run_at is ahead due now.
     pub fn to(to: JobStatus, action: &'static str) -> Move {
         let sources = if to == JobStatus::Queued {
             requeue_sources()
@@ -58,7 +58,7 @@ impl Move {
         if from == JobStatus::Queued && self.sources.contains(&from) {
             return Err(ApiError::new(
                 409,
-                "illegal_transition",
+                "already_due",
                 "the job is queued and due: it runs when a consumer takes its message (a retry \
                  makes only a queued job whose run_at is ahead due now)",
             )

@@ -19,8 +19,9 @@ pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
 }
 
 /// The states an operator's requeue (retry, or set status `queued`) takes jobs from: the state
-/// machine's, and `queued` itself while a job's `run_at` is ahead (delayed at enqueue), which
-/// the requeue makes due now without a transition (README "Lifecycle").
+/// machine's, and `queued` itself while a job's `run_at` is ahead (delayed at enqueue, or a lost
+/// attempt's re-run waiting out its backoff), which the requeue makes due now, its status
+/// unchanged and its attempts reset as for any retry (README "Lifecycle").
 pub fn requeue_sources() -> Vec<JobStatus> {
     let mut sources = operator_sources(JobStatus::Queued);
     sources.push(JobStatus::Queued);

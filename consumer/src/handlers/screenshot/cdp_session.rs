@@ -122,9 +122,9 @@ fn check_status(response: &Response, what: &str) -> Result<(), JobError> {
     if status == 101 {
         return Ok(());
     }
-    fetch_timeout::check_status(response).map_err(|e| JobError {
-        message: format!("browser binding, {what}: {}", e.message),
-        ..e
+    fetch_timeout::check_status(response).map_err(|e| {
+        JobError::new(e.class, format!("browser binding, {what}: {}", e.message))
+            .with_retry_after(e.retry_after_secs)
     })
 }
 

@@ -3,6 +3,7 @@
 //! `CF_API_TOKEN`): the answer's body is the image. The endpoint does not report the target's
 //! own HTTP status, so failures are classified by the endpoint's status alone.
 
+use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
 use jobs_shared::{Capture, ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
@@ -54,11 +55,11 @@ pub async fn capture(
     let timeout = capture.timeout_ms.saturating_add(OVERHEAD_MS);
     let mut response = fetch_timeout::fetch(outbound, request, body.len(), timeout).await?;
     if let Err(e) = fetch_timeout::check_status(&response) {
-        let detail = api_errors(&response.text().await.unwrap_or_default());
-        return Err(JobError {
-            message: format!("browser rendering API: {}{detail}", e.message),
-            ..e
-        });
+        // An error's body, like any answer, is read only to the cap; its message is bounded.
+        let body = response.body_capped(MAX_RESPONSE_BYTES).await;
+        let detail = api_errors(&body.map(|b| b.text).unwrap_or_default());
+        let message = format!("browser rendering API: {}{detail}", e.message);
+        return Err(JobError::new(e.class, message).with_retry_after(e.retry_after_secs));
     }
     response
         .bytes()
