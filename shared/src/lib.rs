@@ -22,8 +22,7 @@ pub use api::api_error::ApiError;
 pub use api::bulk_request::{BulkRequest, Selection, MAX_BULK};
 pub use api::job_filter::{JobFilter, SqlValue};
 pub use api::operator_action::{
-    check_move, only_fields, operator_actions, operator_sources, parse_int, parse_target,
-    requeue_sources,
+    check_move, move_sources, only_fields, operator_actions, parse_int, parse_target,
 };
 pub use budget::{
     alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,

@@ -49,11 +49,11 @@ export async function startLlmServer() {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
+      const raw = Buffer.concat(chunks);
+      const body = JSON.parse(raw.toString("utf8") || "null");
       // The item's title, pulled out of the prompt: its marker chooses the answer.
       const title = /^Title: (.*)$/m.exec(body?.messages?.[0]?.content ?? "")?.[1] ?? "";
-      const bytes = Buffer.concat(chunks).length;
-      received.push({ method: req.method, path: req.url, headers: req.headers, body, bytes, title });
+      received.push({ method: req.method, path: req.url, headers: req.headers, body, bytes: raw.length, title });
       const send = (status, json, headers = {}) => {
         res.writeHead(status, { "content-type": "application/json", ...headers });
         res.end(JSON.stringify(json).replace(`"${U64_MAX}"`, "18446744073709551615"));

@@ -5,8 +5,8 @@
 
 use jobs_shared::util::queue_send::queue_delay_limit;
 use jobs_shared::{
-    check_move, operator_sources, parse_int, parse_target, plan_delivery_at, requeue_sources,
-    ApiError, BulkRequest, DeliveryPlan, Family, JobStatus, Selection,
+    check_move, move_sources, parse_int, parse_target, plan_delivery_at, ApiError, BulkRequest,
+    DeliveryPlan, Family, JobStatus, Selection,
 };
 use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
@@ -29,16 +29,11 @@ pub struct Move {
 }
 
 impl Move {
-    /// Any move the operator may make, as the state machine allows it; a requeue also makes a
-    /// queued job whose run_at is ahead due now.
+    /// Any move the operator may make (shared `move_sources`): as the state machine allows it,
+    /// and a requeue of a queued job whose run_at is ahead, which makes it due now.
     pub fn to(to: JobStatus, action: &'static str) -> Move {
-        let sources = if to == JobStatus::Queued {
-            requeue_sources()
-        } else {
-            operator_sources(to)
-        };
         Move {
-            sources,
+            sources: move_sources(to),
             to,
             action,
         }
@@ -55,7 +50,8 @@ impl Move {
 
     /// 409 naming both states.
     fn refusal(&self, from: JobStatus) -> Result<(), ApiError> {
-        if from == JobStatus::Queued && self.sources.contains(&from) {
+        // A move to the state it is in refused: the job is due already (store `due_later`).
+        if from == self.to && self.sources.contains(&from) {
             return Err(ApiError::new(
                 409,
                 "already_due",

@@ -18,29 +18,31 @@ pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
         .collect()
 }
 
-/// The states an operator's requeue (retry, or set status `queued`) takes jobs from: the state
-/// machine's, and `queued` itself while a job's `run_at` is ahead (delayed at enqueue, or a lost
-/// attempt's re-run waiting out its backoff), which the requeue makes due now, its status
-/// unchanged and its attempts reset as for any retry (README "Lifecycle").
-pub fn requeue_sources() -> Vec<JobStatus> {
-    let mut sources = operator_sources(JobStatus::Queued);
-    sources.push(JobStatus::Queued);
+/// The states an operator's move to `to` takes jobs from: the state machine's, and for a
+/// requeue (retry, or set status `queued`) `queued` itself while a job's `run_at` is ahead
+/// (delayed at enqueue, or a lost attempt's re-run waiting out its backoff). A move to the state
+/// a job is in is no transition: it makes the job due now, its attempts reset as for any retry
+/// (README "Lifecycle").
+pub fn move_sources(to: JobStatus) -> Vec<JobStatus> {
+    let mut sources = operator_sources(to);
+    if to == JobStatus::Queued {
+        sources.push(to);
+    }
     sources
 }
 
 /// What an operator may do to a job in `status` (`due_later`: its `run_at` is ahead), as the
 /// admin job view lists it (the dashboard offers only these): `retry`, `cancel` and `skip` where
-/// the state machine allows the move (`retry` too for a queued job not yet due), `priority` and
-/// `boost` while the job is live (README "Operating it").
+/// [`move_sources`] allows the move (a move to its own state only while the job is due later),
+/// `priority` and `boost` while the job is live (README "Operating it").
 pub fn operator_actions(status: JobStatus, due_later: bool) -> Vec<&'static str> {
     let moves = [
         ("retry", JobStatus::Queued),
         ("cancel", JobStatus::Cancelled),
         ("skip", JobStatus::Skipped),
     ];
-    let hurried = |to: JobStatus| to == JobStatus::Queued && status == to && due_later;
     let mut actions: Vec<&'static str> = (moves.into_iter())
-        .filter(|&(_, to)| operator_sources(to).contains(&status) || hurried(to))
+        .filter(|&(_, to)| move_sources(to).contains(&status) && (status != to || due_later))
         .map(|(action, _)| action)
         .collect();
     if status.is_live() {
@@ -177,7 +179,8 @@ mod tests {
                 );
             }
         }
-        assert_eq!(requeue_sources(), [Scheduled, Dead, Retrying, Queued]);
+        assert_eq!(move_sources(Queued), [Scheduled, Dead, Retrying, Queued]);
+        assert_eq!(move_sources(Cancelled), operator_sources(Cancelled));
     }
 
     #[test]

@@ -43,12 +43,13 @@ fn set_values(to: JobStatus, now_ms: i64) -> Vec<SqlValue> {
     }
 }
 
-/// A move to `queued` from `queued` is no transition: it makes a job whose `run_at` is ahead
-/// due now (README "Lifecycle"). So a queued job is among its sources only while its `run_at`
-/// is ahead; one already due is left to its message. The condition that says so, or nothing.
+/// A move to the state a job is in (`queued` to `queued`, shared `move_sources`) is no
+/// transition: it makes a job whose `run_at` is ahead due now (README "Lifecycle"). So such a
+/// job is among the sources only while its `run_at` is ahead; one already due is left to its
+/// message. The condition that says so, or nothing.
 fn due_later(sources: &[JobStatus], to: JobStatus, now_ms: i64) -> String {
-    if to == Queued && sources.contains(&Queued) {
-        format!(" AND (+status <> '{Queued}' OR run_at > {now_ms})")
+    if sources.contains(&to) {
+        format!(" AND (+status <> '{to}' OR run_at > {now_ms})")
     } else {
         String::new()
     }
