@@ -102,6 +102,23 @@ describe("link_health_check", () => {
     assert.ok(Date.now() - started < 30_000, "the probes did not wait out the job's deadline");
   });
 
+  test("a link's latency counts its requests, not its wait for a connection", async () => {
+    // 12 probes at once over the batch's 6 connections: the second six wait a second for
+    // one, which is no part of their links' latency. A redirect's two requests add up.
+    const paths = Array.from({ length: 12 }, (_, i) => `/l/lat-${i}`);
+    for (const path of paths) app.script(path, [{ status: 200, delayMs: 1_000 }]);
+    app.script("/l/lat-moved", [{ status: 302, delayMs: 500, headers: { location: "/l/lat-0" } }]);
+    const result = await check({ urls: [...paths, "/l/lat-moved"].map(app.url), concurrency: 13 });
+    assert.equal(result.ok, 13);
+    const r = byUrl(result);
+    for (const path of paths) {
+      const { latency_ms } = r[app.url(path)];
+      assert.ok(latency_ms >= 950 && latency_ms < 1_800, `${path}: ${latency_ms} ms`);
+    }
+    const moved = r[app.url("/l/lat-moved")].latency_ms;
+    assert.ok(moved >= 1_450 && moved < 2_500, `the redirect and its target: ${moved} ms`);
+  });
+
   test("a bad payload is refused at enqueue", async () => {
     const res = await p.enqueue({ type: "link_health_check", payload: { urls: ["nope"], concurrency: 2 } });
     assert.equal(res.status, 422);

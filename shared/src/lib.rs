@@ -67,8 +67,8 @@ pub use job::payloads::{
 };
 pub use job::registry::{Handler, ScheduleGate};
 pub use job::run_details::{
-    artifact_bucket, cut, found_by_consumer, show_omitted, Artifact, Bytes, InvocationDetails,
-    LlmUse, Placement, Ran, RunDetails, FOUND_BY_SWEEP,
+    artifact_bucket, found_by_consumer, show_omitted, Artifact, Bytes, InvocationDetails, LlmUse,
+    Placement, Ran, RunDetails, FOUND_BY_SWEEP,
 };
 pub use observe::d1_stats::D1Stats;
 pub use retry::d1_retry::d1_retry_secs;
@@ -87,4 +87,5 @@ pub use security::redaction::redact_credentials;
 pub use security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
 pub use security::type_fence::TypeFence;
 pub use util::body_cap::CappedBody;
+pub use util::text_prefix::{byte_prefix, char_prefix};
 pub use util::time_fmt::rfc3339;

@@ -131,11 +131,11 @@ fn link_error(e: JobError) -> ProbeError {
 /// One link's check; `None` when it could not be checked: no time left before `deadline`, or
 /// the platform's limits stopped it. A link is never marked failing for those.
 async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Probe> {
-    let started = crate::now_ms();
-    if started + PROBE_MS > deadline {
+    if crate::now_ms() + PROBE_MS > deadline {
         return None;
     }
-    let (status, error, final_url) = match follow(outbound, url).await {
+    let mut latency_ms = 0;
+    let (status, error, final_url) = match follow(outbound, url, &mut latency_ms).await {
         Ok((status, final_url)) => {
             let error = (!healthy(status)).then(|| format!("HTTP {status}"));
             (Some(status), error, Some(final_url))
@@ -147,20 +147,26 @@ async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Prob
         status,
         error,
         final_url,
-        latency_ms: crate::now_ms() - started,
+        latency_ms,
     })
 }
 
-/// The final answer's status and URL, following up to MAX_REDIRECTS redirects.
-async fn follow(outbound: &Outbound<'_>, url: &str) -> Result<(u16, String), ProbeError> {
+/// The final answer's status and URL, following up to MAX_REDIRECTS redirects; `latency_ms`
+/// adds up its requests' times, each from when it had a connection (a wait behind other links
+/// is the batch's, not the link's).
+async fn follow(
+    outbound: &Outbound<'_>,
+    url: &str,
+    latency_ms: &mut i64,
+) -> Result<(u16, String), ProbeError> {
     let mut current = web_url::parse(url).map_err(|e| ProbeError::Link(None, e))?;
     for _ in 0..=MAX_REDIRECTS {
-        let head = request(outbound, &current, Method::Head).await?;
+        let head = request(outbound, &current, Method::Head, latency_ms).await?;
         let response = if head_refused(head.status_code()) {
             // The HEAD's connection goes back first: a probe holding one while it waits for
             // another would deadlock the batch's gate once every connection is so held.
             drop(head);
-            request(outbound, &current, Method::Get).await?
+            request(outbound, &current, Method::Get, latency_ms).await?
         } else {
             head
         };
@@ -187,6 +193,7 @@ async fn request<'a>(
     outbound: &Outbound<'a>,
     url: &Url,
     method: Method,
+    latency_ms: &mut i64,
 ) -> Result<Fetched<'a>, ProbeError> {
     let headers = Headers::new();
     let _ = headers.set("user-agent", "cf-jobs-link-check/1");
@@ -196,7 +203,12 @@ async fn request<'a>(
         .with_redirect(RequestRedirect::Manual);
     let request = Request::new_with_init(&url.href(), &init)
         .map_err(|e| ProbeError::Link(None, e.to_string()))?;
-    fetch_timeout::fetch(outbound, request, 0, CHECK_TIMEOUT_MS)
+    let connection = outbound
+        .connection(CHECK_TIMEOUT_MS)
         .await
-        .map_err(link_error)
+        .map_err(link_error)?;
+    let sent_at = crate::now_ms();
+    let response = fetch_timeout::send(outbound, connection, request, 0).await;
+    *latency_ms += crate::now_ms() - sent_at;
+    response.map_err(link_error)
 }

@@ -128,7 +128,18 @@ pub async fn fetch<'a>(
     body_bytes: usize,
     timeout_ms: u32,
 ) -> Result<Fetched<'a>, JobError> {
-    let (connection, timeout_ms) = outbound.connection(timeout_ms).await?;
+    let connection = outbound.connection(timeout_ms).await?;
+    send(outbound, connection, request, body_bytes).await
+}
+
+/// [`fetch`] on a connection already taken (with the time its request may take, as
+/// `Outbound::connection` gives it): for a caller that times the request apart from the wait.
+pub async fn send<'a>(
+    outbound: &Outbound<'a>,
+    (connection, timeout_ms): (SemaphoreGuard<'a>, u32),
+    request: Request,
+    body_bytes: usize,
+) -> Result<Fetched<'a>, JobError> {
     count(&outbound.bytes, body_bytes, 0);
     let ends_at = crate::now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();

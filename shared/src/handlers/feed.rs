@@ -5,6 +5,7 @@
 
 use crate::api::api_error::ApiError;
 use crate::retry::error_class::JobError;
+use crate::util::text_prefix::char_prefix;
 use crate::util::time_fmt::parse_rfc3339;
 use chrono::DateTime;
 use md5::{Digest as _, Md5};
@@ -250,7 +251,7 @@ pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
         }
         let description = entry.description.unwrap_or_default();
         let content_hash = hex::encode(Md5::digest(format!("{title}{description}")));
-        let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
+        let description = char_prefix(&description, MAX_DESCRIPTION_CHARS).to_string();
         sorted.items.push(NewFeedItem {
             guid,
             published_at: entry.published.as_deref().and_then(parse_feed_date),

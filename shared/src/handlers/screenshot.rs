@@ -9,8 +9,8 @@ use crate::job::family::Family;
 use crate::job::payloads::{
     ImageFormat, ScreenshotCapturePayload, Viewport, WaitUntil, MAX_VIEWPORT_SIDE,
 };
-use crate::job::stored_result::prefix_at_char;
 use crate::retry::error_class::{classify_http_status, ErrorClass, JobError};
+use crate::util::text_prefix::byte_prefix;
 
 /// The viewport when the payload names none.
 pub const DEFAULT_VIEWPORT: Viewport = Viewport {
@@ -239,7 +239,7 @@ pub fn screenshot_metadata(job_id: &str, url: &str) -> [(String, String); 2] {
         ("job_id".to_string(), job_id.to_string()),
         (
             "url".to_string(),
-            prefix_at_char(url, MAX_METADATA_URL_BYTES).to_string(),
+            byte_prefix(url, MAX_METADATA_URL_BYTES).to_string(),
         ),
     ]
 }

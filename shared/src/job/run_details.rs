@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::budget::Usage;
+use crate::util::text_prefix::byte_prefix;
 
 /// A lost attempt's details when the sweep's rescuer found it (README "Run records and
 /// artifacts").
@@ -192,7 +193,7 @@ impl Artifact {
             Placement::Stored(artifact_key(job_id, run, kind))
         } else {
             Placement::Cut(Value::String(
-                cut(body, INLINE_ARTIFACT_MAX_BYTES).to_string(),
+                byte_prefix(body, INLINE_ARTIFACT_MAX_BYTES).to_string(),
             ))
         };
         let mut artifact = Artifact::bare(kind, content_type, size);
@@ -212,15 +213,6 @@ impl Artifact {
         self.extra.insert(name.to_string(), value.into());
         self
     }
-}
-
-/// At most `max` bytes of `text`, ending on a character boundary.
-pub fn cut(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The R2 key of an artifact: per job and run, so a retry never overwrites an earlier
@@ -306,8 +298,6 @@ mod tests {
             panic!("not cut")
         };
         assert!(cut.len() <= INLINE_ARTIFACT_MAX_BYTES && a.truncated && a.key.is_none());
-        assert_eq!(super::cut("aé", 2), "a");
-        assert_eq!(super::cut("ab", 9), "ab");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::ops::Range;
 
 use serde_json::{json, Value};
 
+use crate::util::text_prefix::byte_prefix;
+
 /// The largest result stored on a job, as compact JSON (bytes).
 pub const MAX_RESULT_BYTES: usize = 64 * 1024;
 
@@ -31,20 +33,8 @@ pub fn stored_result(result: &Value) -> String {
     }
     // The preview is escaped again inside the marker, which at most doubles it (every
     // character of JSON text that needs escaping there is a quote or a backslash).
-    let preview = prefix_at_char(&text, (MAX_RESULT_BYTES - 128) / 2);
+    let preview = byte_prefix(&text, (MAX_RESULT_BYTES - 128) / 2);
     json!({ "truncated": true, "bytes": text.len(), "preview": preview }).to_string()
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-pub fn prefix_at_char(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    &text[..cut]
 }
 
 /// Rows (each already JSON) grouped into JSON arrays of at most `max_bytes` each, with the
@@ -105,13 +95,6 @@ mod tests {
             serde_json::from_str::<Value>(&stored).unwrap()["truncated"],
             true
         );
-    }
-
-    #[test]
-    fn prefixes_end_on_a_character() {
-        assert_eq!(prefix_at_char("aé", 2), "a");
-        assert_eq!(prefix_at_char("aé", 3), "aé");
-        assert_eq!(prefix_at_char("", 3), "");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::retry::retry_policy::MAX_RETRY_DELAY_SECS;
+use crate::util::text_prefix::char_prefix;
 use std::time::{Duration, UNIX_EPOCH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,10 +197,11 @@ pub fn delivery_redirected(status: u16, location: Option<&str>) -> JobError {
 
 /// `text`'s first `max` characters and `...` when it is longer.
 fn cut(text: String, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text,
+    let kept = char_prefix(&text, max);
+    if kept.len() == text.len() {
+        return text;
     }
+    format!("{kept}...")
 }
 
 /// Seconds to wait from a `Retry-After` value: delta-seconds or an HTTP-date

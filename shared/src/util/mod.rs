@@ -1,4 +1,5 @@
-//! Small helpers without a domain of their own: time formats, capped bodies, numeric vars,
+//! Small helpers without a domain of their own: time formats, capped bodies, text prefixes,
+//! numeric vars,
 //! and the Workers' clock and ways onto a queue, into Analytics Engine and across the JS
 //! boundary.
 
@@ -12,4 +13,5 @@ pub(crate) mod config_var;
 pub mod js_json;
 #[cfg(feature = "workers")]
 pub mod queue_send;
+pub mod text_prefix;
 pub mod time_fmt;

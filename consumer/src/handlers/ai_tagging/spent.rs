@@ -2,7 +2,7 @@
 //! records and artifacts"): the cost, the model, its calls and tokens, and one JSON line per
 //! call, kept as the run's `llm_responses` artifact.
 
-use jobs_shared::{cut, JobError, LlmUse};
+use jobs_shared::{byte_prefix, JobError, LlmUse};
 use serde_json::{json, Value};
 
 use super::llm::{Call, Llm};
@@ -41,10 +41,10 @@ impl Spent {
                 "output_tokens": usage.output_tokens,
             });
             let (status, field, text) = match call {
-                Call::Tagged { reply, .. } => ("tagged", "reply", cut(reply, MAX_REPLY_BYTES)),
+                Call::Tagged { reply, .. } => ("tagged", "reply", byte_prefix(reply, MAX_REPLY_BYTES)),
                 Call::Invalid { reason, reply, .. } => {
                     line["reason"] = Value::from(reason.as_str());
-                    ("invalid", "reply", cut(reply, MAX_REPLY_BYTES))
+                    ("invalid", "reply", byte_prefix(reply, MAX_REPLY_BYTES))
                 }
                 Call::Failed(e) => ("failed", "error", e.message.as_str()),
             };
