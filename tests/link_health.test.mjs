@@ -119,6 +119,17 @@ describe("link_health_check", () => {
     assert.ok(moved >= 1_450 && moved < 2_500, `the redirect and its target: ${moved} ms`);
   });
 
+  test("a page's anchors are one request, each kept under its own URL", async () => {
+    app.script("/l/anchored", [{ status: 200 }]);
+    const page = app.url("/l/anchored");
+    const urls = [`${page}#intro`, `${page}#usage`, page, page.replace(/^http:/, "HTTP:")];
+    const result = await check({ urls });
+    assert.deepEqual([result.checked, result.ok], [4, 4]);
+    assert.deepEqual(app.requests("/l/anchored").map((q) => q.method), ["HEAD"]);
+    assert.deepEqual(result.links.map((l) => l.final_url), urls, "not redirected: each as listed");
+    for (const url of urls) assert.equal((await link(url)).status, "ok");
+  });
+
   test("a bad payload is refused at enqueue", async () => {
     const res = await p.enqueue({ type: "link_health_check", payload: { urls: ["nope"], concurrency: 2 } });
     assert.equal(res.status, 422);

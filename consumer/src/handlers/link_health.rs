@@ -1,7 +1,8 @@
 //! `link_health_check`: checks the payload's URLs, or the links table's, a bounded number at a
 //! time. Each check is a HEAD (a GET when HEAD is refused with 405/501), following redirects by
 //! hand up to a limit so the final URL is known; it records status, latency, final URL and the
-//! start of a failing streak, and marks a link dead after N consecutive failures.
+//! start of a failing streak, and marks a link dead after N consecutive failures. A page's
+//! anchors are fetched once (`fetch_targets`).
 //! D1: one read and one write per job. The job itself succeeds: broken links are its findings.
 //! No probe starts that could not end inside the job's deadline, and a request the platform
 //! had no subrequest or connection for (`capacity`) fails no link: those links are left
@@ -55,23 +56,27 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     };
     let dead_after = payload.dead_after.unwrap_or(DEFAULT_DEAD_AFTER);
     let concurrency = payload.concurrency.unwrap_or(DEFAULT_LINK_CONCURRENCY) as usize;
-    let probes: Vec<Option<Probe>> = stream::iter(urls.iter())
-        .map(|url| check(outbound, url, deadline))
+    let (targets, target_of) = fetch_targets(&urls);
+    let probes: Vec<Option<Probe>> = stream::iter(targets.iter())
+        .map(|target| check(outbound, target, deadline))
         .buffered(concurrency)
         .collect()
         .await;
-    let unchecked = probes.iter().filter(|p| p.is_none()).count();
+    let unchecked = target_of.iter().filter(|&&t| probes[t].is_none()).count();
 
     let now = crate::now_ms();
     let checked: Vec<Checked> = urls
         .into_iter()
-        .zip(probes)
-        .filter_map(|(url, probe)| Some((url, probe?)))
-        .map(|(url, probe)| {
+        .zip(target_of)
+        .filter_map(|(url, t)| Some((url, probes[t].clone()?, &targets[t])))
+        .map(|(url, probe, target)| {
             let prev = states.remove(&url).unwrap_or_default();
             let (state, status) = after_check(prev, probe.ok(), now, dead_after);
             Checked {
-                final_url: probe.final_url.unwrap_or_else(|| url.clone()),
+                // Not redirected: the link as listed, its fragment kept.
+                final_url: (probe.final_url)
+                    .filter(|end| end != target)
+                    .unwrap_or_else(|| url.clone()),
                 url,
                 status: status.as_str(),
                 status_code: probe.status,
@@ -98,7 +103,34 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     })))
 }
 
+/// What to fetch for `urls`, each once, and which of them each URL is: a fragment never
+/// reaches the server, so a page's anchors (`/docs#a`, `/docs#b`) are one request, and the
+/// parser's normal form makes `HTTP://Host/` and `http://host/` one too. An unparsable URL
+/// stays as it is, for its probe to report.
+fn fetch_targets(urls: &[String]) -> (Vec<String>, Vec<usize>) {
+    let mut targets: Vec<String> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut target_of = Vec::with_capacity(urls.len());
+    for url in urls {
+        let target = web_url::parse(url).map_or_else(
+            |_| url.clone(),
+            |parsed| {
+                parsed.set_hash("");
+                parsed.href()
+            },
+        );
+        let next = targets.len();
+        let t = *index.entry(target.clone()).or_insert(next);
+        if t == next {
+            targets.push(target);
+        }
+        target_of.push(t);
+    }
+    (targets, target_of)
+}
+
 /// One link's check.
+#[derive(Clone)]
 struct Probe {
     status: Option<u16>,
     error: Option<String>,
