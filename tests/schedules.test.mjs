@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
 import { startPlatform, TOKENS } from "./support/platform.mjs";
 import { tick, MINUTE, HOUR } from "./support/sweep.mjs";
+import { adminApi } from "./support/admin_api.mjs";
 
 const admin = { token: TOKENS.admin };
 
@@ -12,13 +13,21 @@ const admin = { token: TOKENS.admin };
 // migration wrote them (a PUT of an unchanged expression keeps the plan), which is what the
 // enqueuer's first test starts from.
 let p;
+let checked;
 before(async () => {
   p = await startPlatform();
+  checked = await adminApi(p);
 });
 after(() => p.dispose());
 
+/** A schedules route (`path` after /v1/admin/schedules), its answer checked against /openapi.json. */
+async function api(method, path, json, token = TOKENS.admin) {
+  const res = await p.request(method, `/v1/admin/schedules${path}`, { token, json });
+  const template = path.split("?")[0].replace(/^\/[^/]+/, "/{id}");
+  return checked.check(method, `/v1/admin/schedules${template}`, res);
+}
+
 describe("schedules API", () => {
-  const api = (method, path, json) => p.request(method, `/v1/admin/schedules${path}`, { ...admin, json });
 
   test("the migration's cadences are installed, valid, and listed page by page", async () => {
     const names = [];
@@ -71,7 +80,7 @@ describe("schedules API", () => {
       assert.match(res.body.error.message, message);
     }
     assert.equal(await p.count("SELECT count(*) FROM schedules"), before);
-    const forbidden = await p.request("GET", "/v1/admin/schedules", { token: TOKENS.enqueue });
+    const forbidden = await api("GET", "", undefined, TOKENS.enqueue);
     assert.equal(forbidden.status, 403);
   });
 
@@ -109,7 +118,7 @@ describe("schedules API", () => {
     assert.deepEqual([put.body.priority, put.body.description, put.body.max_attempts], [0, null, null], "PUT replaces");
     assert.equal(put.body.next_run_at, patched.body.next_run_at, "same expression: same plan");
 
-    const off = await p.request("POST", `/v1/admin/schedules/${s.id}/toggle`, admin);
+    const off = await api("POST", `/${s.id}/toggle`);
     assert.equal(off.status, 200);
     assert.equal(off.body.enabled, false);
     assert.equal(off.body.next_run_at, null, "a disabled schedule has no next run");
@@ -140,22 +149,28 @@ describe("schedules API", () => {
   });
 });
 
+test("every documented schedules operation was exercised against the OpenAPI document", () => {
+  const { documented, missing } = checked.coverage("/v1/admin/schedules");
+  assert.equal(documented.length, 7);
+  assert.deepEqual(missing, []);
+});
+
 describe("the periodic enqueuer", () => {
   const runsOf = (id) => p.count("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?", id);
   const jobsOf = (id) =>
     p.count("SELECT count(*) FROM jobs WHERE id IN (SELECT job_id FROM schedule_runs WHERE schedule_id = ?)", id);
 
   test("the migration's schedules: app-delivered ones start disabled; planned by the first tick, then run", async () => {
-    const get = async (name) => (await p.request("GET", `/v1/admin/schedules/${name}`, admin)).body;
+    const get = async (name) => (await api("GET", `/${name}`)).body;
     assert.equal((await get("rss_feed_refresh")).enabled, true, "built-in handler: on");
     assert.equal((await get("inbound_email")).enabled, false, "delivered to an app: off until configured");
     // As a deployment that ships them on would have them: enabled and never yet planned.
     await p.db.prepare("UPDATE schedules SET enabled = 1 WHERE name IN ('inbound_email', 'stock_refresh_market_hours')").run();
     const t0 = Date.UTC(2030, 0, 7, 14, 2); // a Monday, 09:02 in New York
     await tick(p, t0);
-    const market = (await p.request("GET", "/v1/admin/schedules/stock_refresh_market_hours", admin)).body;
+    const market = (await api("GET", "/stock_refresh_market_hours")).body;
     assert.equal(market.next_run_at, new Date(Date.UTC(2030, 0, 7, 14, 30)).toISOString(), "09:30 New York");
-    const inbound = (await p.request("GET", "/v1/admin/schedules/inbound_email", admin)).body;
+    const inbound = (await api("GET", "/inbound_email")).body;
     assert.equal(inbound.next_run_at, new Date(t0 + MINUTE).toISOString());
     assert.equal(await runsOf(inbound.id), 0, "planning does not run it");
     await tick(p, t0 + MINUTE);
@@ -163,10 +178,10 @@ describe("the periodic enqueuer", () => {
   });
 
   test("the ai_tagging schedule enqueues only while untagged feed items exist, with their count", async () => {
-    const enabled = await p.request("PATCH", "/v1/admin/schedules/ai_tagging", { ...admin, json: { enabled: true } });
+    const enabled = await api("PATCH", "/ai_tagging", { enabled: true });
     assert.equal(enabled.status, 200);
     const aiJobs = () => p.count("SELECT count(*) FROM jobs WHERE type = 'ai_tagging'");
-    const schedule = async () => (await p.request("GET", "/v1/admin/schedules/ai_tagging", admin)).body;
+    const schedule = async () => (await api("GET", "/ai_tagging")).body;
     const t0 = Date.UTC(2031, 0, 1, 0, 30);
     await tick(p, t0); // brings it to 01:00 (a run it was due for now fires, with nothing to tag)
     const { id, next_run_at } = await schedule();
@@ -176,6 +191,8 @@ describe("the periodic enqueuer", () => {
     assert.equal(await runsOf(id), runs + 1, "due: its run is recorded...");
     assert.equal((await schedule()).next_run_at, new Date(t0 + 90 * MINUTE).toISOString(), "...and the schedule advances");
     assert.equal(await aiJobs(), 0, "nothing to tag: no job");
+    const idle = (await schedule()).recent_runs[0];
+    assert.deepEqual([idle.due_at, idle.job_id, idle.skipped], [new Date(t0 + 30 * MINUTE).toISOString(), null, "no_untagged_items"]);
 
     await p.db.prepare("INSERT INTO rss_sources (id, name, url, created_at, updated_at) VALUES ('sched-src', 'News', 'https://n.io/feed', 0, 0)").run();
     await p.db.batch(
@@ -187,6 +204,9 @@ describe("the periodic enqueuer", () => {
     );
     await tick(p, t0 + 90 * MINUTE);
     assert.equal(await aiJobs(), 1);
+    const ran = (await schedule()).recent_runs[0];
+    assert.equal(ran.skipped, null);
+    assert.match(ran.job_id, /^[0-9A-HJKMNP-TV-Z]{26}$/);
     const job = await p.db.prepare("SELECT payload FROM jobs WHERE type = 'ai_tagging'").first();
     assert.deepEqual(JSON.parse(job.payload), { trigger: "scheduled", untagged_count: 3 });
     await p.db.prepare("DELETE FROM rss_sources WHERE id = 'sched-src'").run();
@@ -227,7 +247,7 @@ describe("the periodic enqueuer", () => {
     // Down from due+20m until due+3h15m: one run now, the 17 it missed are recorded.
     await tick(p, due + 3 * HOUR + 15 * MINUTE);
     assert.equal(await runsOf(id), 3);
-    const s = (await p.request("GET", `/v1/admin/schedules/${id}`, admin)).body;
+    const s = (await api("GET", `/${id}`)).body;
     assert.equal(s.missed_runs, 17);
     assert.equal(s.recent_runs.length, 3);
     assert.equal(s.recent_runs[0].missed, 17);
@@ -236,10 +256,31 @@ describe("the periodic enqueuer", () => {
     assert.equal(s.last_run_at, new Date(due + 3 * HOUR + 15 * MINUTE).toISOString());
 
     // Disabled: nothing fires; re-enabled: planned from now, the disabled time not caught up.
-    await p.request("POST", `/v1/admin/schedules/${id}/toggle`, { ...admin, json: { enabled: false } });
+    await api("POST", `/${id}/toggle`, { enabled: false });
     await tick(p, due + 4 * HOUR);
     assert.equal(await runsOf(id), 3);
   });
+  test("a run while a job holds the schedule's dedup_key enqueues nothing and says why", async () => {
+    const created = await api("POST", "", { name: "deduped", type: "noop", cron_expression: "*/10 * * * *", dedup_key: "one-at-a-time" });
+    assert.equal(created.status, 201);
+    const { id } = created.body;
+    const due = Date.parse(created.body.next_run_at);
+    // A live job with the key: due in an hour, so it stays queued.
+    const holder = await p.enqueue({ type: "noop", dedup_key: "one-at-a-time", delay_seconds: 3600 });
+    assert.equal(holder.status, 202);
+    await tick(p, due);
+    const run = (await api("GET", `/${id}`)).body.recent_runs[0];
+    assert.deepEqual([run.job_id, run.skipped], [null, "dedup_key_live"]);
+    assert.equal(await jobsOf(id), 0);
+
+    const cancelled = await p.request("POST", `/v1/admin/jobs/${holder.body.id}/cancel`, admin);
+    assert.equal(cancelled.status, 200);
+    await tick(p, due + 10 * MINUTE);
+    const fired = (await api("GET", `/${id}`)).body.recent_runs[0];
+    assert.equal(fired.skipped, null, "the key free again: its job is enqueued");
+    assert.equal(await jobsOf(id), 1);
+  });
+
   test("a schedule run's job id is random, not computable from the schedule and due time; one job per due time still", async () => {
     // What ids used to be: a ULID of the due time and the SHA-256 of "schedule:<id>:<due>".
     const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";

@@ -43,6 +43,8 @@ pub struct ScheduleRunRow {
     pub fired_at: i64,
     pub job_id: Option<String>,
     pub missed: i64,
+    /// Why it enqueued no job (migration 0020); NULL when it did.
+    pub skipped: Option<String>,
 }
 
 const COLUMNS: &str = "id, name, description, type, payload, cron_expression, enabled, priority, \
@@ -95,7 +97,7 @@ pub async fn schedule_get_with_runs(
             db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE {filter}"))
                 .bind(std::slice::from_ref(&value))?,
             db.prepare(format!(
-                "SELECT due_at, fired_at, job_id, missed FROM schedule_runs \
+                "SELECT due_at, fired_at, job_id, missed, skipped FROM schedule_runs \
                  WHERE schedule_id = (SELECT id FROM schedules WHERE {filter}) \
                  ORDER BY due_at DESC LIMIT ?2"
             ))
@@ -258,11 +260,13 @@ pub fn schedule_fire(
     let still_due = "FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1";
     let not_run = "NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2)";
     let queued = JobStatus::Queued;
-    let (payload, gate) = match fire.job_type.schedule_gate() {
-        ScheduleGate::Always => ("payload".to_string(), "1"),
+    // The gate's SQL, and the run's `skipped` when it finds no work.
+    let (payload, gate, idle) = match fire.job_type.schedule_gate() {
+        ScheduleGate::Always => ("payload".to_string(), "1", ""),
         ScheduleGate::UntaggedFeedItems => (
             format!("json_set(payload, '$.untagged_count', {UNTAGGED_COUNT_SQL})"),
             UNTAGGED_EXIST_SQL,
+            "no_untagged_items",
         ),
     };
     let insert_job = db
@@ -281,11 +285,14 @@ pub fn schedule_fire(
             num(fire.max_attempts.into()),
             num(now_ms),
         ])?;
+    // No job after the insert: the gate found no work, or else the dedup key was held (the
+    // insert's other guards would stop this record too).
     let record = db
         .prepare(format!(
-            "INSERT INTO schedule_runs (schedule_id, due_at, fired_at, job_id, missed) \
-             SELECT id, ?2, ?3, (SELECT id FROM jobs WHERE id = ?4), ?5 {still_due} \
-             ON CONFLICT DO NOTHING"
+            "INSERT INTO schedule_runs (schedule_id, due_at, fired_at, job_id, missed, skipped) \
+             SELECT id, ?2, ?3, (SELECT id FROM jobs WHERE id = ?4), ?5, \
+             IIF(EXISTS (SELECT 1 FROM jobs WHERE id = ?4), NULL, \
+             IIF({gate}, 'dedup_key_live', '{idle}')) {still_due} ON CONFLICT DO NOTHING"
         ))
         .bind(&[
             id.clone(),

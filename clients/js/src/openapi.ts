@@ -2723,16 +2723,12 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description deleted */
-                200: {
+                /** @description deleted, with its run records */
+                204: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
+                    content?: never;
                 };
                 /** @description no or unknown token */
                 401: {
@@ -4068,11 +4064,48 @@ export interface components {
         Schedule: {
             id: number;
             name: string;
+            description: string | null;
             type: string;
+            payload: {
+                [key: string]: unknown;
+            };
             cron_expression: string;
             enabled: boolean;
-            /** Format: date-time */
+            priority: number;
+            max_attempts: number | null;
+            retry: null | components["schemas"]["RetryPolicy"];
+            dedup_key: string | null;
+            created_by: string | null;
+            /**
+             * Format: date-time
+             * @description null while disabled
+             */
             next_run_at: string | null;
+            /** Format: date-time */
+            last_run_at: string | null;
+            /** @description due runs skipped by downtime (each run's own `missed` sums to it) */
+            missed_runs: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description GET of one schedule only: its 20 most recent runs, newest first */
+            recent_runs?: components["schemas"]["ScheduleRun"][];
+        };
+        ScheduleRun: {
+            /** Format: date-time */
+            due_at: string;
+            /** Format: date-time */
+            fired_at: string;
+            /** @description the job this run enqueued; null when it enqueued none (see skipped) */
+            job_id: string | null;
+            /**
+             * @description why it enqueued no job: a live job held the schedule's dedup_key, or its type's gate found no work (ai_tagging); null when it enqueued one, and on runs recorded before migration 0020
+             * @enum {string|null}
+             */
+            skipped: "dedup_key_live" | "no_untagged_items" | null;
+            /** @description due runs skipped before this one (catch-up after downtime) */
+            missed: number;
         };
         ScheduleWrite: {
             name: string;

@@ -74,6 +74,7 @@ pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
                 "due_at": rfc3339(r.due_at),
                 "fired_at": rfc3339(r.fired_at),
                 "job_id": r.job_id,
+                "skipped": r.skipped,
                 "missed": r.missed,
             })
         })
