@@ -74,7 +74,8 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
             let (state, status) = after_check(prev, probe.ok(), now, dead_after);
             Checked {
                 // Not redirected: the link as listed, its fragment kept.
-                final_url: (probe.final_url)
+                final_url: probe
+                    .final_url
                     .filter(|end| end != target)
                     .unwrap_or_else(|| url.clone()),
                 url,
@@ -110,22 +111,21 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
 fn fetch_targets(urls: &[String]) -> (Vec<String>, Vec<usize>) {
     let mut targets: Vec<String> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut target_of = Vec::with_capacity(urls.len());
-    for url in urls {
-        let target = web_url::parse(url).map_or_else(
-            |_| url.clone(),
-            |parsed| {
-                parsed.set_hash("");
-                parsed.href()
-            },
-        );
-        let next = targets.len();
-        let t = *index.entry(target.clone()).or_insert(next);
-        if t == next {
-            targets.push(target);
-        }
-        target_of.push(t);
-    }
+    let target_of = (urls.iter())
+        .map(|url| {
+            let target = web_url::parse(url).map_or_else(
+                |_| url.clone(),
+                |parsed| {
+                    parsed.set_hash("");
+                    parsed.href()
+                },
+            );
+            *index.entry(target).or_insert_with_key(|target| {
+                targets.push(target.clone());
+                targets.len() - 1
+            })
+        })
+        .collect();
     (targets, target_of)
 }
 

@@ -284,14 +284,9 @@ impl DocumentResponse {
         if self.status == 304 {
             return Ok(());
         }
-        // The URL is where the target's redirects led: JobError::new bounds it.
-        classify_http_status(self.status, self.retry_after.as_deref(), now_ms).map_err(|e| {
-            JobError::new(
-                e.class,
-                format!("target {} answered {}", self.url, e.message),
-            )
-            .with_retry_after(e.retry_after_secs)
-        })
+        // The URL is where the target's redirects led: `reworded` bounds it.
+        classify_http_status(self.status, self.retry_after.as_deref(), now_ms)
+            .map_err(|e| e.reworded(|m| format!("target {} answered {m}", self.url)))
     }
 }
 

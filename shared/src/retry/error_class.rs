@@ -143,6 +143,13 @@ impl JobError {
         self.retry_after_secs = secs.map(|s| s.min(MAX_RETRY_DELAY_SECS));
         self
     }
+
+    /// The same error told in other words (`message` gets the old ones), bounded as
+    /// [`JobError::new`] bounds any: a prefix naming the caller may sit before a remote's text.
+    pub fn reworded(self, message: impl FnOnce(&str) -> String) -> Self {
+        let message = cut(message(&self.message), MAX_ERROR_MESSAGE_CHARS);
+        JobError { message, ..self }
+    }
 }
 
 impl fmt::Display for JobError {
@@ -256,6 +263,13 @@ mod tests {
         let long = JobError::new(ErrorClass::Network, "ü".repeat(5_000));
         assert_eq!(long.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 3);
         assert!(long.message.ends_with("ü..."));
+        let told = (JobError::new(ErrorClass::RateLimited, "HTTP 429").with_retry_after(Some(9)))
+            .reworded(|m| format!("{}: {m}", "x".repeat(5_000)));
+        assert_eq!(told.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 3);
+        assert_eq!(
+            (told.class, told.retry_after_secs),
+            (ErrorClass::RateLimited, Some(9))
+        );
     }
 
     #[test]

@@ -122,10 +122,8 @@ fn check_status(response: &Response, what: &str) -> Result<(), JobError> {
     if status == 101 {
         return Ok(());
     }
-    fetch_timeout::check_status(response).map_err(|e| {
-        JobError::new(e.class, format!("browser binding, {what}: {}", e.message))
-            .with_retry_after(e.retry_after_secs)
-    })
+    fetch_timeout::check_status(response)
+        .map_err(|e| e.reworded(|m| format!("browser binding, {what}: {m}")))
 }
 
 /// The browser failed or answered nonsense: retried, the next session may be healthy.

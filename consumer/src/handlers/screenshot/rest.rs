@@ -58,8 +58,7 @@ pub async fn capture(
         // An error's body, like any answer, is read only to the cap; its message is bounded.
         let body = response.body_capped(MAX_RESPONSE_BYTES).await;
         let detail = api_errors(&body.map(|b| b.text).unwrap_or_default());
-        let message = format!("browser rendering API: {}{detail}", e.message);
-        return Err(JobError::new(e.class, message).with_retry_after(e.retry_after_secs));
+        return Err(e.reworded(|m| format!("browser rendering API: {m}{detail}")));
     }
     response
         .bytes()
