@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { ROOT, waitFor } from "../tests/support/platform.mjs";
 import { devTokens } from "../scripts/dev-tokens.mjs";
-import { startDevServer } from "./dev_server.mjs";
+import { startDevServer } from "../tests/support/dev_server.mjs";
 import { PATIENCE_MS, WARM_UP_JOBS, alternate, endToEndPass, enqueuePhase, jobsBody, pairedRatio, round, warmUp } from "./measure.mjs";
 
 /** Each side's dev script, and its consumer's config. */

@@ -3,7 +3,8 @@
 # `wrangler dev` (one process shares local D1 and queues between them), with the producer's static
 # files' Worker (producer/static) and the browser stand-in. PORT (default 8787) and
 # STATE_DIR (local D1 and queues, default .wrangler/state) let a second copy run beside a
-# user's own, as the benchmark's black-box run does.
+# user's own, as the benchmark's black-box run does. Arguments go to `wrangler dev`
+# (`npm run dev -- --var OUTBOX_GRACE_SECS:30`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -40,8 +41,10 @@ cat <<MSG
       -d '{"type":"http","payload":{"url":"http://localhost:$port/healthz","method":"GET"}}'
   Then look at it (use the id printed):
     curl -s http://localhost:$port/v1/jobs/<id> -H "Authorization: Bearer $token"
-  Run the maintenance sweep now (the cron does not fire locally):
+  The maintenance sweep runs every minute, as the cron trigger does on Cloudflare
+  (scripts/dev-cron.mjs); to run a tick now, or as of a later time (ms):
     curl -s http://localhost:$port/cdn-cgi/handler/scheduled
+    curl -s "http://localhost:$port/cdn-cgi/handler/scheduled?time=<ms>"
   The operator's API, dashboard (http://localhost:$port/dashboard/) and CLI take the admin token:
     export URL=http://localhost:$port ADMIN_TOKEN=$admin_token
 
@@ -51,11 +54,15 @@ MSG
 # this script; the consumer runs its local config, whose BROWSER is the stand-in (README
 # "Screenshots").
 chromium_port=$(sed -n 's|^CHROMIUM_URL = "http://127.0.0.1:\([0-9]*\)"|\1|p' dev/browser-standin/wrangler.toml)
+helpers=()
+trap 'kill "${helpers[@]}" 2>/dev/null || true' EXIT
 if [ -x /usr/bin/chromium ]; then
   node dev/browser-standin/chromium.mjs "$chromium_port" &
-  chromium_pid=$!
-  trap 'kill "$chromium_pid" 2>/dev/null || true' EXIT
+  helpers+=($!)
 fi
+# The producer's cron triggers, on their production cadence (wrangler dev fires none itself).
+node scripts/dev-cron.mjs "http://127.0.0.1:$port" $$ &
+helpers+=($!)
 consumer_config=$(node scripts/local-config.mjs)
 npx wrangler dev -c wrangler.toml -c "$consumer_config" -c producer/static/wrangler.toml -c dev/browser-standin/wrangler.toml \
-  --persist-to "$state" --port "$port"
+  --persist-to "$state" --port "$port" "$@"

@@ -5,6 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -113,6 +114,34 @@ test("signTestDelivery signs as the platform does: the platform's check accepts 
   const headers = Object.fromEntries(request.headers);
   const parts = { method: "POST", url, jobType: "message_relay", jobId: "01JOB", attempt: "2", body: await request.text() };
   assert.equal(verifySignature("s3cret", headers["x-jobs-signature"], parts), true, "the tests' own implementation agrees");
+});
+
+test("verifyDelivery checks the body's bytes as signed: a leading BOM, a NUL and invalid UTF-8", async () => {
+  const url = "https://app.example.com/jobs";
+  const bodies = {
+    "a leading byte-order mark": "\ufeffBOM first",
+    "a NUL": "before\u0000after",
+    "invalid UTF-8": new Uint8Array([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]),
+  };
+  for (const [what, body] of Object.entries(bodies)) {
+    const sent = typeof body === "string" ? new TextEncoder().encode(body) : body;
+    const check = await verifyDelivery(await signTestDelivery({ url, secret: "s3cret", body }), { secrets: "s3cret" });
+    assert.equal(check.valid, true, `${what}: ${JSON.stringify(check)}`);
+    assert.deepEqual(check.bytes, sent, `${what}: the bytes as signed`);
+    if (typeof body === "string") assert.equal(check.body, body, `${what}: its text, whole`);
+    // The same bytes signed by the tests' own implementation (Node's HMAC over the raw bytes).
+    const signed = await signTestDelivery({ url, secret: "s3cret", body });
+    const headers = Object.fromEntries(signed.headers);
+    const [, t] = headers["x-jobs-signature"].match(/^t=(\d+),/);
+    const head = [t, "POST", url, headers["x-jobs-type"], headers["x-jobs-id"], headers["x-jobs-attempt"], ""].join("\n");
+    const mac = createHmac("sha256", "s3cret").update(head).update(sent).digest("hex");
+    assert.equal(headers["x-jobs-signature"], `t=${t},v2=${mac}`, `${what}: the signature covers the raw bytes`);
+    // One byte changed is refused.
+    const tampered = new Uint8Array(sent);
+    tampered[tampered.length - 1] ^= 1;
+    const forged = new Request(url, { method: "POST", headers, body: tampered });
+    assert.equal((await verifyDelivery(forged, { secrets: "s3cret" })).reason, "no_matching_signature", what);
+  }
 });
 
 test("the client's types are what openapi-typescript generates from the OpenAPI document now", () => {

@@ -6,7 +6,7 @@
 // local workerd, real D1 and real local queues; the apps are a real local HTTP server.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startPlatform, SIGNING_SECRET } from "./support/platform.mjs";
+import { startPlatform, SIGNING_SECRET, TOKENS } from "./support/platform.mjs";
 import { signedParts, startAppServer, verifySignature } from "./support/app_server.mjs";
 
 const [NEW, OLD] = ["rotated-in-secret", "rotated-out-secret"];
@@ -86,6 +86,36 @@ describe("a signature is bound to its request", () => {
     assert.ok(verifySignature(NEW, header(first), signedParts(first, url)));
     assert.ok(verifySignature(NEW, header(second), signedParts(second, url)));
     assert.ok(!verifySignature(NEW, header(first), { ...signedParts(first, url), attempt: "2" }));
+  });
+
+  test("an operator's replay or retry of a dead job is a new delivery to an app that drops what it has seen by (X-Jobs-Id, X-Jobs-Attempt)", async () => {
+    // The app the README describes: it processes a delivery once, dropping a pair it has seen.
+    const seen = new Set();
+    const processed = (req) => {
+      const pair = `${req.headers["x-jobs-id"]}/${req.headers["x-jobs-attempt"]}`;
+      const fresh = !seen.has(pair);
+      seen.add(pair);
+      return fresh;
+    };
+    const admin = { token: TOKENS.admin };
+    const runs = async (path, revive) => {
+      app.script(path, [{ status: 500 }, { status: 200 }]);
+      const enq = await p.enqueue({ type: "http", max_attempts: 1, payload: { url: app.url(path), body: { n: 1 } } });
+      await p.waitForStatus(enq.body.id, "dead");
+      assert.equal((await p.request("POST", revive(enq.body.id), admin)).status, 200);
+      const job = await p.waitForStatus(enq.body.id, "succeeded");
+      return { job, requests: app.requests(path) };
+    };
+    for (const [what, revive] of Object.entries({
+      replay: (id) => `/v1/admin/dead-letters/${id}/replay`,
+      retry: (id) => `/v1/admin/jobs/${id}/retry`,
+    })) {
+      const { job, requests } = await runs(`/revived-by-${what}`, revive);
+      assert.deepEqual(requests.map((r) => r.headers["x-jobs-attempt"]), ["1", "2"], `${what}: the attempt header never repeats`);
+      assert.deepEqual(requests.map(processed), [true, true], `${what}: the app processes the operator's delivery`);
+      assert.deepEqual(job.runs.map((r) => [r.run, r.attempt, r.outcome]), [[1, 1, "dead"], [2, 1, "succeeded"]], `${what}: max_attempts counts from the revival`);
+      for (const req of requests) assert.ok(verifySignature(NEW, header(req), signedParts(req, app.url(`/revived-by-${what}`))), what);
+    }
   });
 
   test("a forwarded job is signed for its endpoint's URL without the fragment, and its own type", async () => {

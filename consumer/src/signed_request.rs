@@ -63,7 +63,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         url: &url,
         job_type: job_type.as_str(),
         job_id: &job.id,
-        attempt: job.attempts,
+        attempt: job.delivery_attempt(),
         body: body.as_bytes(),
     };
     let signature = sign(secret.as_bytes(), crate::now_ms() / 1000, &signed);
@@ -75,7 +75,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         .set("x-jobs-type", job_type.as_str())
         .map_err(invalid_request)?;
     headers
-        .set("x-jobs-attempt", &job.attempts.to_string())
+        .set("x-jobs-attempt", &job.delivery_attempt().to_string())
         .map_err(invalid_request)?;
     let cid = job.correlation();
     headers.set("x-request-id", cid).map_err(invalid_request)?;

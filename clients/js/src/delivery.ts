@@ -22,7 +22,8 @@ export interface DeliveredJob {
 }
 
 export type DeliveryCheck =
-  | { valid: true; job: DeliveredJob; body: string }
+  /** `bytes` are the body exactly as signed; `body` is them as UTF-8 text, a leading BOM kept. */
+  | { valid: true; job: DeliveredJob; body: string; bytes: Uint8Array }
   | { valid: false; reason: DeliveryRefusal; message: string };
 
 export interface VerifyOptions {
@@ -41,6 +42,8 @@ export interface VerifyOptions {
 }
 
 const encoder = new TextEncoder();
+// `ignoreBOM`: a leading byte-order mark is part of the body, not dropped from its text.
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
 const MESSAGES: Record<DeliveryRefusal, string> = {
   missing_signature: "no X-Jobs-Signature header",
@@ -52,11 +55,19 @@ const MESSAGES: Record<DeliveryRefusal, string> = {
 
 const refuse = (reason: DeliveryRefusal): DeliveryCheck => ({ valid: false, reason, message: MESSAGES[reason] });
 
-/** The string a delivery's signature covers. */
-export function signedString(t: string, method: string, url: string, job: DeliveredJob, body: string): string {
+/**
+ * The bytes a delivery's signature covers: its fields before the body as UTF-8 text, each ending
+ * in a line feed, then the body's raw bytes (never decoded, so a BOM or invalid UTF-8 in the body
+ * is signed as sent).
+ */
+export function signedBytes(t: string, method: string, url: string, job: DeliveredJob, body: Uint8Array): Uint8Array<ArrayBuffer> {
   const href = new URL(url);
   href.hash = "";
-  return [t, method.toUpperCase(), href.href, job.type, job.id, String(job.attempt), body].join("\n");
+  const head = encoder.encode([t, method.toUpperCase(), href.href, job.type, job.id, String(job.attempt), ""].join("\n"));
+  const signed = new Uint8Array(head.length + body.length);
+  signed.set(head);
+  signed.set(body, head.length);
+  return signed;
 }
 
 function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
@@ -71,8 +82,8 @@ function hexBytes(hex: string): Uint8Array<ArrayBuffer> | null {
 }
 
 /**
- * Checks a delivery: reads the raw body (from a clone, so the request stays readable), the
- * header's timestamp against the tolerance, and every `v2` entry against every secret.
+ * Checks a delivery: reads the raw body's bytes (from a clone, so the request stays readable),
+ * the header's timestamp against the tolerance, and every `v2` entry against every secret.
  */
 export async function verifyDelivery(request: Request, options: VerifyOptions): Promise<DeliveryCheck> {
   const header = request.headers.get(SIGNATURE_HEADER);
@@ -91,12 +102,15 @@ export async function verifyDelivery(request: Request, options: VerifyOptions): 
   if (Math.abs(now / 1000 - Number(t)) > (options.toleranceSecs ?? 300)) return refuse("stale_timestamp");
 
   const job = { id, type, attempt };
-  const body = await request.clone().text();
-  const signed = encoder.encode(signedString(t, request.method, options.url ?? request.url, job, body));
+  // The bytes, not `text()`: text drops a leading BOM and replaces invalid UTF-8.
+  const bytes = new Uint8Array(await request.clone().arrayBuffer());
+  const signed = signedBytes(t, request.method, options.url ?? request.url, job, bytes);
   for (const secret of ([] as string[]).concat(options.secrets)) {
     const key = await hmacKey(secret, "verify");
     for (const signature of signatures) {
-      if (signature && (await crypto.subtle.verify("HMAC", key, signature, signed))) return { valid: true, job, body };
+      if (signature && (await crypto.subtle.verify("HMAC", key, signature, signed))) {
+        return { valid: true, job, body: decoder.decode(bytes), bytes };
+      }
     }
   }
   return refuse("no_matching_signature");
@@ -105,7 +119,8 @@ export async function verifyDelivery(request: Request, options: VerifyOptions): 
 export interface TestDelivery {
   url: string;
   secret: string;
-  body?: string;
+  /** Text is sent as its UTF-8 bytes; bytes are sent as they are. */
+  body?: string | Uint8Array;
   method?: string;
   jobType?: string;
   jobId?: string;
@@ -117,15 +132,16 @@ export interface TestDelivery {
 /** A delivery signed as the platform signs one, for an app's unit tests of its endpoint. */
 export async function signTestDelivery(delivery: TestDelivery): Promise<Request> {
   const method = (delivery.method ?? "POST").toUpperCase();
-  const body = method === "GET" || method === "HEAD" ? "" : (delivery.body ?? "");
+  const given = delivery.body ?? "";
+  const body = method === "GET" || method === "HEAD" ? new Uint8Array() : typeof given === "string" ? encoder.encode(given) : given;
   const job = { id: delivery.jobId ?? "01TESTJOB0000000000000000", type: delivery.jobType ?? "http", attempt: delivery.attempt ?? 1 };
   const t = String(Math.floor((delivery.at ?? Date.now()) / 1000));
   const key = await hmacKey(delivery.secret, "sign");
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(signedString(t, method, delivery.url, job, body))));
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, signedBytes(t, method, delivery.url, job, body)));
   const hex = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
   return new Request(delivery.url, {
     method,
-    body: body === "" ? undefined : body,
+    body: body.length === 0 ? undefined : new Uint8Array(body),
     headers: {
       "content-type": "application/json",
       [SIGNATURE_HEADER]: `t=${t},v2=${hex}`,

@@ -18,6 +18,6 @@ export type {
   Stats,
   WaitOptions,
 } from "./client.js";
-export { SIGNATURE_HEADER, signedString, signTestDelivery, verifyDelivery } from "./delivery.js";
+export { SIGNATURE_HEADER, signedBytes, signTestDelivery, verifyDelivery } from "./delivery.js";
 export type { DeliveredJob, DeliveryCheck, DeliveryRefusal, TestDelivery, VerifyOptions } from "./delivery.js";
 export type { components, paths } from "./openapi.js";

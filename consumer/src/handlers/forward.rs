@@ -1,5 +1,6 @@
 //! Job types with no built-in handler are delivered to the app that owns them: a signed
-//! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE>. The app's answer is the
+//! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE> (`attempt` as in
+//! `X-Jobs-Attempt`). The app's answer is the
 //! job's outcome, classified like any HTTP delivery.
 
 use jobs_shared::{ErrorClass, JobError};
@@ -26,7 +27,7 @@ async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
         )
     })?;
     let payload: Value = serde_json::from_str(&job.payload).unwrap_or(Value::Null);
-    let body = json!({ "id": job.id, "type": job_type.as_str(), "attempt": job.attempts, "payload": payload });
+    let body = json!({ "id": job.id, "type": job_type.as_str(), "attempt": job.delivery_attempt(), "payload": payload });
     let out = Outgoing {
         url: &url,
         method: Method::Post,

@@ -33,7 +33,7 @@ pub struct SignedRequest<'a> {
     pub job_type: &'a str,
     /// `X-Jobs-Id`.
     pub job_id: &'a str,
-    /// `X-Jobs-Attempt`.
+    /// `X-Jobs-Attempt`: the job's run number, unique per delivery over the job's life.
     pub attempt: u32,
     /// The raw bytes sent (empty for GET and HEAD).
     pub body: &'a [u8],

@@ -63,6 +63,13 @@ impl Claimed {
     pub fn correlation(&self) -> &str {
         self.correlation_id.as_deref().unwrap_or(&self.id)
     }
+
+    /// The `X-Jobs-Attempt` of this run's delivery: its run number, which never repeats over
+    /// the job's life. `attempts` would: an operator's retry or replay resets it, and an app
+    /// deduplicating on (id, attempt) would drop that delivery (README "Signed delivery").
+    pub fn delivery_attempt(&self) -> u32 {
+        self.runs
+    }
 }
 
 /// The state of a job whose message claimed nothing, to say why.

@@ -1,5 +1,5 @@
 // A dev script (scripts/dev.sh, bench/handwritten/dev.sh) run as a user runs it, for the
-// black-box run: on a free port, with local D1 and queues in a fresh temporary state dir (never
+// benchmark's black-box run and the tests of `npm run dev` itself: on a free port, with local D1 and queues in a fresh temporary state dir (never
 // the user's .wrangler/state), in its own process group so that stopping it stops wrangler,
 // workerd and whatever else the script started, even when the benchmark itself dies. wrangler's
 // debug log goes to the state dir too (WRANGLER_LOG_PATH), which says which Worker wrangler's
@@ -9,7 +9,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitFor } from "../tests/support/platform.mjs";
+import { waitFor } from "./platform.mjs";
 
 /** How long a start may take: dev.sh builds what changed first (about 45 s on 2 cores when nothing did). */
 const START_PATIENCE_MS = 5 * 60_000;
@@ -42,16 +42,16 @@ async function freePort() {
 }
 
 /**
- * Starts `script` (bash, from the repository root `cwd`) and resolves once it answers HTTP:
- * `{url, stop(), tail()}`. Its output goes to a log in the state dir, whose last lines `tail()`
- * reads and a failure to start shows.
+ * Starts `script` (bash, from the repository root `cwd`, with `args`) and resolves once it answers HTTP:
+ * `{url, stop(), tail(), output()}`. Its output goes to a log in the state dir, whose last lines
+ * `tail()` reads (a failure to start shows them) and `output()` reads whole.
  */
-export async function startDevServer(script, { cwd }) {
+export async function startDevServer(script, { cwd, args = [] }) {
   const state = mkdtempSync(join(tmpdir(), "bench-dev-"));
   const log = join(state, "dev.log");
   const port = await freePort();
   const out = openSync(log, "w");
-  const child = spawn("bash", [script], {
+  const child = spawn("bash", [script, ...args], {
     cwd,
     detached: true, // its own process group
     stdio: ["ignore", out, out],
@@ -66,7 +66,8 @@ export async function startDevServer(script, { cwd }) {
   closeSync(out); // the child holds its own copy
   running.set(child.pid, state);
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  const tail = () => readFileSync(log, "utf8").split("\n").slice(-30).join("\n");
+  const output = () => readFileSync(log, "utf8");
+  const tail = () => output().split("\n").slice(-30).join("\n");
   const url = `http://127.0.0.1:${port}`;
 
   const stop = async () => {
@@ -90,11 +91,11 @@ export async function startDevServer(script, { cwd }) {
       { what: `${script} on port ${port}`, everyMs: 500, timeoutMs: START_PATIENCE_MS },
     );
   } catch (e) {
-    const output = tail();
+    const last = tail();
     await stop();
-    throw new Error(`${e.message}\n--- its output, last lines ---\n${output}`);
+    throw new Error(`${e.message}\n--- its output, last lines ---\n${last}`);
   }
-  return { url, stop, tail, inspected: () => inspectedWorker(join(state, "logs")) };
+  return { url, stop, tail, output, inspected: () => inspectedWorker(join(state, "logs")) };
 }
 
 /**
