@@ -40,7 +40,7 @@ const DELAYED = { type: "noop", payload: {}, delay_seconds: 1 };
 const ROWS_PER_BATCH = 3;
 const rowsPerJobLessBatch = (run) => round(run.d1_rows_written_per_job - (ROWS_PER_BATCH * run.consumer_batches) / run.jobs);
 
-/** The benchmark's targets (README "Benchmark"); each row says whether it is met. */
+/** The benchmark's targets (docs/performance.md "Benchmark"); each row says whether it is met. */
 const TARGETS = [
   ["enqueue: D1 round trips per request (1 job)", (r) => r.enqueue_single.d1_round_trips_per_request, (v) => v === 1, "= 1"],
   ["enqueue: D1 round trips per request (100 jobs)", (r) => r.enqueue_batch.d1_round_trips_per_request, (v) => v === 1, "= 1"],
@@ -213,7 +213,7 @@ class AckedLog extends Log {
  * The hand-written pair (bench/handwritten) in-process on its own local D1 and queue: its
  * producer, and with `consumer` its consumer on the project's default queue settings, as the
  * floors are. Its single-job enqueue and its end to end are yardsticks for the platform's beside
- * the D1 floor's: what a minimal design that keeps its jobs in D1 costs here (README
+ * the D1 floor's: what a minimal design that keeps its jobs in D1 costs here (docs/performance.md
  * "Benchmark").
  */
 async function handwrittenWorkers({ consumer = false } = {}) {

@@ -1,7 +1,7 @@
-// The black-box run (README "Benchmark"): the project as a new user runs it (`npm run dev`, i.e.
-// scripts/dev.sh: one `wrangler dev`, logs as shipped) and, beside it, a minimal hand-written
-// JavaScript pair (bench/handwritten) started the same way, each on a fresh local state. Both
-// run at once and are driven by the same code over real HTTP with the tokens a user has
+// The black-box run (docs/performance.md "Benchmark"): the project as a new user runs it (`npm run
+// dev`, i.e. scripts/dev.sh: one `wrangler dev`, logs as shipped) and, beside it, a minimal
+// hand-written JavaScript pair (bench/handwritten) started the same way, each on a fresh local
+// state. Both run at once and are driven by the same code over real HTTP with the tokens a user has
 // (.dev.vars), one at a time, in alternation (the first side swaps every round, so a drifting
 // machine favours neither): end to end (noop jobs in batches of 100, 4 requests at a time,
 // timed until GET /v1/admin/stats counts them succeeded), then enqueue of 100 jobs per request
@@ -126,8 +126,8 @@ const MAX_RUNS = 3;
  * lost a request under a pass: its dev proxy answers 503 "Your worker restarted mid-request"
  * though nothing restarted, when its pooled connection to the Workers' runtime, idle about 5 s
  * (a side idles while the other is driven), is closed by both ends' 5 s idle timeouts as a POST
- * goes out on it (workers-sdk#14641; README "Development notes"). Such a pass measures neither
- * side. Seen in 2 of 3 full runs and in 1 of 12 black-box runs alone before each pass began
+ * goes out on it (workers-sdk#14641; docs/development.md "Development notes"). Such a pass measures
+ * neither side. Seen in 2 of 3 full runs and in 1 of 12 black-box runs alone before each pass began
  * with a round of reads (`driver`); both sides' last log lines are logged with it, and
  * `interrupted` counts the runs it cut.
  */

@@ -74,8 +74,9 @@ export async function enqueuePhase(send, { requests, perRequest, concurrency }) 
     latency_ms_p99: round(percentile(latencies, 99)),
     ...(counted.length && {
       d1_round_trips_per_request: Math.max(...counted.map((s) => s.round_trips)),
-      // How many requests the D1 write that carried a request carried, on average (README
-      // "Enqueue": requests that arrive while a write is in flight share the next one).
+      // How many requests the D1 write that carried a request carried, on average
+      // (docs/app-guide.md "Enqueue, grouped": requests that arrive while a write is in flight
+      // share the next one).
       requests_per_write: round(counted.reduce((a, s) => a + (s.write?.requests ?? 1), 0) / counted.length),
       d1_rows_written_per_job: round(counted.reduce((a, s) => a + s.own_rows_written, 0) / (requests * perRequest)),
     }),
@@ -116,8 +117,8 @@ export async function warmUp(send, processed) {
  * background: one warm-up request left the project's Workers there for most of a 10,000-job
  * pass), then `rounds` rounds in which each runs it once, the first side rotating each round. A
  * pass of one side and the next of another are seconds apart, so they see the same machine,
- * where runs minutes apart did not (README "Benchmark"). Returns, per side and phase, the
- * figures' medians, the untimed pass's throughput (`first_pass_jobs_per_second`) and each
+ * where runs minutes apart did not (docs/performance.md "Benchmark"). Returns, per side and phase,
+ * the figures' medians, the untimed pass's throughput (`first_pass_jobs_per_second`) and each
  * round's.
  */
 export async function alternate(sides, phases, rounds, log = () => {}) {

@@ -1,6 +1,6 @@
-// Cost as the work grows (README "Benchmark"): the same enqueue and end-to-end runs with 1,000,
-// 100,000 and 1,000,000 jobs already in D1, and the operator's reads against them. The rows are
-// written straight into D1 in one statement each (a succeeded history, its run records and
+// Cost as the work grows (docs/performance.md "Benchmark"): the same enqueue and end-to-end runs
+// with 1,000, 100,000 and 1,000,000 jobs already in D1, and the operator's reads against them. The
+// rows are written straight into D1 in one statement each (a succeeded history, its run records and
 // per-minute rows, and a live backlog), as the platform itself would have left them. What must
 // stay flat: rows read per job, D1's SQL time per request and per consumer batch, throughput; the admin reads must
 // answer in bounded time. Storage per job is D1's own figure (`size_after`).

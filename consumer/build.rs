@@ -1,7 +1,7 @@
 //! Finds the handler modules (`src/handlers/<name>.rs` or `src/handlers/<name>/mod.rs`) and
 //! writes their `mod` lines and the dispatch on a registry row's module name, so a new built-in
-//! type is its file plus its registry row (README "Adding a job type"). The generated code
-//! checks the files against the registry at compile time.
+//! type is its file plus its registry row (docs/development.md "Adding a job type"). The generated
+//! code checks the files against the registry at compile time.
 
 use std::path::Path;
 use std::{env, fs};
@@ -37,7 +37,7 @@ fn main() {
          /// Runs one claimed job through the module its type's registry row names. Each\n\
          /// handler's future is boxed: its code stays a function of its own rather than\n\
          /// part of the batch's one state machine, which V8 would optimize whole, every\n\
-         /// handler included, once the batch's code is hot (README \"Benchmark\").\n\
+         /// handler included, once the batch's code is hot (docs/performance.md \"Benchmark\").\n\
          pub fn run<'a>(ctx: &'a JobContext<'a>) -> LocalBoxFuture<'a, HandlerRun> {{\n    \
          match ctx.job_type.handler().module() {{\n",
         names.join(", ")

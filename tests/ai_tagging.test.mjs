@@ -1,7 +1,7 @@
-// ai_tagging under a monthly budget (README "AI tagging and budgets"): the built-in handler against
-// a real local server speaking the Anthropic Messages API shape and reporting token usage. Each
-// test lays out this month's budget and the untagged feed items, delivers one job to the
-// consumer and reads what D1, the job and the LLM server saw. Every reply costs 6 cents.
+// ai_tagging under a monthly budget (docs/app-guide.md "AI tagging and budgets"): the built-in
+// handler against a real local server speaking the Anthropic Messages API shape and reporting token
+// usage. Each test lays out this month's budget and the untagged feed items, delivers one job to
+// the consumer and reads what D1, the job and the LLM server saw. Every reply costs 6 cents.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { jobMessage, logCollector, startPlatform, TOKENS } from "./support/platform.mjs";

@@ -1,7 +1,7 @@
-// The alert rules on a family's last hour of attempts (README "Alerts"): SLA breach, processing
-// time, rate limiting and latency spike. Real jobs run on the built consumer against a real local
-// endpoint; their attempts' records are then moved, whole, to the evaluation time (as if they had just
-// run), and the real sweep evaluates them and tells the real local chat webhook.
+// The alert rules on a family's last hour of attempts (docs/operating.md "Alerts"): SLA breach,
+// processing time, rate limiting and latency spike. Real jobs run on the built consumer against a
+// real local endpoint; their attempts' records are then moved, whole, to the evaluation time (as if
+// they had just run), and the real sweep evaluates them and tells the real local chat webhook.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { enqueueBatch, jobMessage, startPlatform } from "./support/platform.mjs";

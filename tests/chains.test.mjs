@@ -1,5 +1,5 @@
-// Job chains: a scrape -> generate -> test flow (README "Job chains") as one chain of jobs on the
-// real local queues, with a real local HTTP server as the three phases' endpoints.
+// Job chains: a scrape -> generate -> test flow (docs/app-guide.md "Job chains") as one chain of
+// jobs on the real local queues, with a real local HTTP server as the three phases' endpoints.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { TOKENS, withPlatformAndApp } from "./support/platform.mjs";

@@ -156,25 +156,30 @@ test("the client's types are what openapi-typescript generates from the OpenAPI 
   assert.equal(generated, committed, "run `npm run types -w clients/js` and commit src/openapi.ts");
 });
 
-test("the README's client example type-checks under strict against the client's types", () => {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("### TypeScript client"));
-  const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(example, "the section has a ts example");
-  const dir = mkdtempSync(join(tmpdir(), "client-example-"));
-  // What the example takes from its surroundings: a Worker's env and the incoming request.
-  const declared = "declare const env: { JOBS_TOKEN: string; SIGNING_SECRET: string };\n" +
-    "declare const request: Request;\ndeclare const MY_ENDPOINT_URL: string;\nexport {};\n";
-  writeFileSync(join(dir, "example.ts"), declared + example);
-  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
-    compilerOptions: {
-      target: "ES2022", module: "ES2022", moduleResolution: "bundler", lib: ["ES2022", "DOM"],
-      strict: true, noEmit: true, types: [],
-      paths: { "@cf-jobs/client": [join(ROOT, "clients", "js", "src", "index.ts")] },
-    },
-    files: ["example.ts"],
-  }));
-  const run = spawnSync(join(ROOT, "node_modules", ".bin", "tsc"), ["-p", dir], { encoding: "utf8" });
-  rmSync(dir, { recursive: true, force: true });
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-});
+// The client's examples in the docs (docs/app-guide.md "TypeScript client", README "A first job"),
+// each the first ts block under its heading.
+for (const [file, heading] of [["docs/app-guide.md", "## TypeScript client"], ["README.md", "## A first job"]]) {
+  test(`${file}'s client example under "${heading.replace(/^#+ /, "")}" type-checks under strict against the client's types`, () => {
+    const doc = readFileSync(join(ROOT, file), "utf8");
+    assert.ok(doc.includes(`\n${heading}\n`), `${file} has the heading ${heading}`);
+    const section = doc.slice(doc.indexOf(`\n${heading}\n`));
+    const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    assert.ok(example, "the section has a ts example");
+    const dir = mkdtempSync(join(tmpdir(), "client-example-"));
+    // What the example takes from its surroundings: a Worker's env and the incoming request.
+    const declared = "declare const env: { JOBS_TOKEN: string; SIGNING_SECRET: string };\n" +
+      "declare const request: Request;\ndeclare const MY_ENDPOINT_URL: string;\nexport {};\n";
+    writeFileSync(join(dir, "example.ts"), declared + example);
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        target: "ES2022", module: "ES2022", moduleResolution: "bundler", lib: ["ES2022", "DOM"],
+        strict: true, noEmit: true, types: [],
+        paths: { "@cf-jobs/client": [join(ROOT, "clients", "js", "src", "index.ts")] },
+      },
+      files: ["example.ts"],
+    }));
+    const run = spawnSync(join(ROOT, "node_modules", ".bin", "tsc"), ["-p", dir], { encoding: "utf8" });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+  });
+}

@@ -1,7 +1,7 @@
-// Enqueue's group commit (README "Enqueue, grouped"): requests that arrive while a write is in flight share
-// the next one. Each keeps its own answer, correlation id, caller and acceptance time; duplicates
-// across requests are settled in arrival order; a write that fails fails every request it
-// carried, and writes none of their jobs. The built producer on local workerd, real D1.
+// Enqueue's group commit (docs/app-guide.md "Enqueue, grouped"): requests that arrive while a write
+// is in flight share the next one. Each keeps its own answer, correlation id, caller and acceptance
+// time; duplicates across requests are settled in arrival order; a write that fails fails every
+// request it carried, and writes none of their jobs. The built producer on local workerd, real D1.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { d1Stats, refuseWrites, startPlatform, TOKENS } from "./support/platform.mjs";

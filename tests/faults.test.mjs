@@ -1,4 +1,5 @@
-// Fault injection on the consumer's batch (README, "Guarantees"): hostile remote answers,
+// Fault injection on the consumer's batch (docs/guarantees.md "Guarantees and how they hold"):
+// hostile remote answers,
 // rows D1 refuses, leases lost under live work, and the limits of one invocation (connections,
 // subrequests, wall time). Each test delivers real batches to the built consumer on local
 // workerd with its real D1, and checks that no job is lost, stranded or run past its bounds.

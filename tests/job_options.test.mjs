@@ -1,4 +1,5 @@
-// What a client chooses per job at enqueue (README "HTTP API"): its own retry policy, an expiry,
+// What a client chooses per job at enqueue (docs/http-api.md "HTTP API (producer)"): its own
+// retry policy, an expiry,
 // and (from its token) who enqueued it and which job types it may use. The built producer and consumer on local workerd with
 // real D1; messages are delivered by the test, so each decision is one batch it can read.
 import { after, before, describe, test } from "node:test";

@@ -75,8 +75,8 @@ test("failing page, chat and digest webhooks are logged by channel and host, nev
   assert.ok(said(/digest for .* failed.*digest \(127\.0\.0\.1\) answered 500/), failures.join("\n"));
   assert.ok(said(/alert backlog\/high notification failed.*pagerduty \(127\.0\.0\.1\) answered 500/), failures.join("\n"));
 
-  // Every line either Worker wrote is one JSON object with its event and level (README "Log
-  // schema"); a failure is a worker.error saying where.
+  // Every line either Worker wrote is one JSON object with its event and level (docs/operating.md
+  // "Log schema"); a failure is a worker.error saying where.
   for (const line of lines) {
     const parsed = JSON.parse(line);
     assert.ok(typeof parsed.event === "string" && typeof parsed.level === "string", line);

@@ -175,9 +175,9 @@ describe("skipped and interrupted jobs (manual delivery)", () => {
     await p.deliver("jobs-default", [jobMessage("01JNOPE2", "noop")]);
     await tick(p, Date.now());
 
-    // The README table under "In the Cloudflare dashboard": | question | filter | fields |.
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("### In the Cloudflare dashboard"), readme.indexOf("### Analytics Engine"));
+    // The table of docs/operating.md "In the Cloudflare dashboard": | question | filter | fields |.
+    const guide = readFileSync(join(ROOT, "docs", "operating.md"), "utf8");
+    const section = guide.slice(guide.indexOf("### In the Cloudflare dashboard"), guide.indexOf("### Analytics Engine"));
     const rows = section.split("\n").filter((l) => l.startsWith("| ") && l.includes("`"));
     assert.ok(rows.length >= 5, "the table is there");
     for (const row of rows) {

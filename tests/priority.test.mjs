@@ -1,6 +1,7 @@
-// Priority orders work inside a family (README "Families"): a job of priority 50 and up travels in
-// its family's express lane, consumed beside the normal queue, so it never waits behind that
-// queue's backlog; a waiting job raised across 50 is sent to the lane. On the real local queues.
+// Priority orders work inside a family (docs/app-guide.md "Families"): a job of priority 50 and up
+// travels in its family's express lane, consumed beside the normal queue, so it never waits behind
+// that queue's backlog; a waiting job raised across 50 is sent to the lane. On the real local
+// queues.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startPlatform, TOKENS, waitFor } from "./support/platform.mjs";

@@ -1,6 +1,6 @@
-// rss_feed_refresh (README "rss_feed_refresh"): the built-in handler against a real local
-// feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429, and hostile
-// feeds (a 500, garbage, a body past the cap, one that never answers, rows D1 refuses). The
+// rss_feed_refresh (docs/app-guide.md "rss_feed_refresh"): the built-in handler against a real
+// local feed server serving RSS 2.0 and Atom documents, a malformed one, a 404 and a 429, and
+// hostile feeds (a 500, garbage, a body past the cap, one that never answers, rows D1 refuses). The
 // consumer runs with a 2 s feed timeout and a 5 s refresh budget so the time bounds show fast.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";

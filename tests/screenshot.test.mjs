@@ -1,7 +1,7 @@
-// screenshot_capture (README "Screenshots"): the built consumer drives a real headless Chromium
-// over CDP through the BROWSER binding - here the stand-in worker dev/browser-standin, bound by
-// the consumer's local config - captures pages served by the test's own HTTP server, and stores
-// the image in local R2. Failures are classified (target 404, navigation timeout, DNS), the
+// screenshot_capture (docs/app-guide.md "Screenshots"): the built consumer drives a real headless
+// Chromium over CDP through the BROWSER binding - here the stand-in worker dev/browser-standin,
+// bound by the consumer's local config - captures pages served by the test's own HTTP server, and
+// stores the image in local R2. Failures are classified (target 404, navigation timeout, DNS), the
 // binding's 429 (every browser busy) makes the job wait for a slot without spending an attempt, the screenshot family's browser slots show in the admin stats, and the REST
 // mode posts to a local stand-in of the API.
 import { after, before, describe, test } from "node:test";

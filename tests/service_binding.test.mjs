@@ -1,4 +1,5 @@
-// Enqueue from another Worker through a service binding (README "Enqueue from another Worker"):
+// Enqueue from another Worker through a service binding (docs/app-guide.md "Enqueue from another
+// Worker (service binding)"):
 // examples/service-binding, run from its own wrangler config beside the built platform on local
 // workerd, calls the producer over the binding; the job is recorded with the calling token's
 // name and runs on the real local queues.

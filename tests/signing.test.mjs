@@ -1,6 +1,6 @@
-// Signed delivery (README "Signed delivery"): the signature binds the body to the method, the
-// URL, the job's type and id and the attempt, so a delivery seen at one endpoint (e.g. an
-// `http` job aimed at a server its enqueuer owns) cannot be replayed to another endpoint, as
+// Signed delivery (docs/app-guide.md "Signed delivery"): the signature binds the body to the
+// method, the URL, the job's type and id and the attempt, so a delivery seen at one endpoint (e.g.
+// an `http` job aimed at a server its enqueuer owns) cannot be replayed to another endpoint, as
 // another job or attempt, or with another method; a redirect is not followed. Key rotation: the consumer signs with the
 // first of SIGNING_SECRETS; an app verifies against every secret it holds. The built WASM on
 // local workerd, real D1 and real local queues; the apps are a real local HTTP server.
@@ -89,7 +89,8 @@ describe("a signature is bound to its request", () => {
   });
 
   test("an operator's replay or retry of a dead job is a new delivery to an app that drops what it has seen by (X-Jobs-Id, X-Jobs-Attempt)", async () => {
-    // The app the README describes: it processes a delivery once, dropping a pair it has seen.
+    // The app docs/app-guide.md "Signed delivery" describes: it processes a delivery once,
+    // dropping a pair it has seen.
     const seen = new Set();
     const processed = (req) => {
       const pair = `${req.headers["x-jobs-id"]}/${req.headers["x-jobs-attempt"]}`;

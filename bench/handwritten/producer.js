@@ -1,6 +1,6 @@
 // The hand-written producer the benchmark sets beside the project, in its black-box run and
-// in-process (README "Benchmark"): what a developer might write for the same routes in an
-// afternoon. One INSERT ... SELECT FROM json_each(?) and one sendBatch per request; no auth, no
+// in-process (docs/performance.md "Benchmark"): what a developer might write for the same routes in
+// an afternoon. One INSERT ... SELECT FROM json_each(?) and one sendBatch per request; no auth, no
 // validation, no logs. Its stats answer only what the benchmark reads (succeeded jobs).
 const INSERT = `INSERT INTO jobs (id, type, payload, status, created_at)
   SELECT value ->> 0, value ->> 1, value ->> 2, 'queued', ?1 FROM json_each(?2)`;

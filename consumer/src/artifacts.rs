@@ -1,6 +1,6 @@
-//! Where a run's artifacts are kept (README "Run records and artifacts"): a small one inline on
-//! its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job and run,
-//! so a retry never overwrites an earlier attempt's.
+//! Where a run's artifacts are kept (docs/app-guide.md "Run records and artifacts"): a small one
+//! inline on its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job
+//! and run, so a retry never overwrites an earlier attempt's.
 
 use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::{Artifact, Placement};

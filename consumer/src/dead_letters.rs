@@ -36,8 +36,9 @@ pub async fn send(family: Family, dead: &[(&Delivery, JobMessage)], env: &Env) {
 /// waiting for its next attempt. So every arrival is listed in `dead_letters`, and only a job
 /// that waits for a message (`queued` or `retrying`, not held by a pause) is touched: its
 /// message is gone, so it goes back to the outbox (`sent_at` NULL, `run_at` kept) for the
-/// sweep to send again (README "Guarantees and how they hold"), or `dead` (delivery_exhausted) if it has no
-/// attempt left. A finished, running or scheduled job is left as it is.
+/// sweep to send again (docs/guarantees.md "Guarantees and how they hold"), or `dead`
+/// (delivery_exhausted) if it has no attempt left. A finished, running or scheduled job is left as
+/// it is.
 pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
     let arrivals: Vec<_> = deliveries
         .iter()

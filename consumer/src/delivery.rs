@@ -20,10 +20,21 @@ extern "C" {
     fn messages_json(messages: &Array) -> Vec<u8>;
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Verdict {
+/// What becomes of a message: acked, or delivered again after a delay.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Verdict {
     Ack,
     Retry { delay_secs: u64 },
+}
+
+impl Verdict {
+    /// The retry's delay; `None` for an ack.
+    pub fn retry_secs(self) -> Option<u64> {
+        match self {
+            Verdict::Ack => None,
+            Verdict::Retry { delay_secs } => Some(delay_secs),
+        }
+    }
 }
 
 /// One of the batch's messages; [`Delivery::all`] keeps them in the batch's order.
@@ -66,6 +77,13 @@ impl Delivery {
     pub fn retry(&self, delay_secs: u64) {
         let delay_secs = delay_secs.min(self.queue_limit.secs().into());
         self.verdict.set(Some(Verdict::Retry { delay_secs }));
+    }
+
+    pub fn settle(&self, verdict: Verdict) {
+        match verdict {
+            Verdict::Ack => self.ack(),
+            Verdict::Retry { delay_secs } => self.retry(delay_secs),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Who runs a queue batch: one id per consumer invocation, and the deployed version, so a run
-//! record names the invocation that ran it and its `batch.completed` line (README "Run records
-//! and artifacts").
+//! record names the invocation that ran it and its `batch.completed` line (docs/app-guide.md "Run
+//! records and artifacts").
 
 use jobs_shared::{found_by_consumer, job_id};
 use wasm_bindgen::JsValue;

@@ -1,5 +1,5 @@
 //! What every handler is given and gives back, and the helpers they share: one signature for
-//! every handler in `crate::handlers` (README "Adding a job type").
+//! every handler in `crate::handlers` (docs/development.md "Adding a job type").
 
 use jobs_shared::{Artifact, ErrorClass, JobError, JobType, LlmUse};
 use serde::de::DeserializeOwned;
@@ -15,7 +15,7 @@ use jobs_store::jobs::Claimed;
 /// app endpoints are trusted, an `http` target only when its job allows it. A handler that
 /// could not start its work for want of a shared resource (a browser) gives `release`
 /// instead: no attempt is spent and the outcome is ignored. `llm` and `artifacts` go on the
-/// attempt's run record (README "Run records and artifacts"), whatever its outcome.
+/// attempt's run record (docs/app-guide.md "Run records and artifacts"), whatever its outcome.
 pub struct HandlerRun {
     pub outcome: Result<Option<Value>, JobError>,
     pub cost_cents: f64,

@@ -6,7 +6,7 @@
 //! acked or retried explicitly and the export always resolves.
 
 mod artifacts;
-mod batch_runner;
+mod batch;
 mod chain;
 mod dead_letters;
 mod deadline;
@@ -44,7 +44,7 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
         }
     };
     let invocation = invocation::Invocation::start(&env);
-    batch_runner::run(&queue, &deliveries, &env, &invocation).await;
+    batch::run(&queue, &deliveries, &env, &invocation).await;
     delivery::settle(&batch, &messages, &deliveries);
     Ok(JsValue::UNDEFINED)
 }

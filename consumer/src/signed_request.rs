@@ -1,8 +1,8 @@
 //! Signed HTTP delivery, shared by the `http` type and forwarding: X-Jobs-Signature binds the
-//! body to its method, URL, job and attempt (jobs_shared::security::signature, README "Signed delivery"),
-//! with the first of SIGNING_SECRETS (else SIGNING_SECRET); a timeout; the response classified
-//! (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other 4xx final; a
-//! redirect is not followed and is final: README "Signed delivery").
+//! body to its method, URL, job and attempt (jobs_shared::security::signature, docs/app-guide.md
+//! "Signed delivery"), with the first of SIGNING_SECRETS (else SIGNING_SECRET); a timeout; the
+//! response classified (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other
+//! 4xx final; a redirect is not followed and is final: docs/app-guide.md "Signed delivery").
 //! Each request carries the job's correlation id (`X-Request-Id`, and a W3C `traceparent` in
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.

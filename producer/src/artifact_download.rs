@@ -1,7 +1,7 @@
-//! GET /v1/jobs/{id}/artifacts/{run}/{kind}: the body of what one attempt produced (README "Run
-//! records and artifacts"), so a web app gets its screenshot without an R2 binding of its own.
-//! Only an artifact a run record of the job names is served: a stored one from the bucket its
-//! key names (shared `artifact_bucket`), an inline one as kept.
+//! GET /v1/jobs/{id}/artifacts/{run}/{kind}: the body of what one attempt produced
+//! (docs/app-guide.md "Run records and artifacts"), so a web app gets its screenshot without an R2
+//! binding of its own. Only an artifact a run record of the job names is served: a stored one from
+//! the bucket its key names (shared `artifact_bucket`), an inline one as kept.
 
 use jobs_shared::{artifact_bucket, ApiError, Caller};
 use serde_json::Value;

@@ -1,8 +1,8 @@
 //! A job's place in a chain, for GET /v1/jobs/{id}: a step shows its parent; a parent shows the
 //! chain's status, why it failed, every step (run, running, or still pending), which phases
 //! succeeded, failed or did not run, and the outcome (`partial` when it failed part way).
-//! A token fenced to some job types (README "Scoped tokens") sees a step of another type by
-//! its number and status only, and no chain error when the chain has such a step.
+//! A token fenced to some job types (docs/http-api.md "Scoped tokens") sees a step of another type
+//! by its number and status only, and no chain error when the chain has such a step.
 
 use jobs_shared::{Caller, ChainPhases};
 use jobs_store::jobs::{ChainStep, JobRow};

@@ -55,7 +55,7 @@ pub async fn batch(
 }
 
 /// The request's correlation id on its answer, an error's too, so a client can quote it either
-/// way (README "Correlation ids").
+/// way (docs/app-guide.md "Correlation ids").
 fn with_request_id(answer: Result<Response, ApiError>, cid: &str) -> Result<Response, ApiError> {
     let response = match answer {
         Ok(response) => response,

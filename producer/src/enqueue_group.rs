@@ -1,6 +1,6 @@
-//! Group commit for enqueue (README "Enqueue, grouped"): while one enqueue write of this isolate
-//! is in flight (its D1 batch; its messages are sent while the next one writes), the requests
-//! that arrive wait in line, and the next write takes them together: one D1 batch and one
+//! Group commit for enqueue (docs/app-guide.md "Enqueue, grouped"): while one enqueue write of this
+//! isolate is in flight (its D1 batch; its messages are sent while the next one writes), the
+//! requests that arrive wait in line, and the next write takes them together: one D1 batch and one
 //! sendBatch per lane for all of them, as a database's group commit shares one log flush. A
 //! request that finds no write in flight is written at once; nobody waits on a timer for
 //! company. Each job keeps its own request's correlation id and caller.

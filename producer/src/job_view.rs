@@ -101,7 +101,7 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "started_at": job.started_at.map(rfc3339),
         "finished_at": summary.finished_at.map(rfc3339),
         // A job written without one (a schedule's run) goes by its own id in its logs and
-        // requests (README "Correlation ids").
+        // requests (docs/app-guide.md "Correlation ids").
         "correlation_id": job.correlation_id.as_deref().unwrap_or(&summary.id),
         "enqueued_by": summary.enqueued_by,
         "held": summary.held_at.is_some(),
@@ -112,9 +112,9 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
     })
 }
 
-/// A run record, with its details (README "Run records and artifacts") as fields of their own:
-/// what ran it, its bytes, LLM use and artifacts, the lease it held; a lost attempt's say who
-/// found it. Runs recorded before details were kept have none of these.
+/// A run record, with its details (docs/app-guide.md "Run records and artifacts") as fields of
+/// their own: what ran it, its bytes, LLM use and artifacts, the lease it held; a lost attempt's
+/// say who found it. Runs recorded before details were kept have none of these.
 fn run_view(run: &RunRow) -> Value {
     let mut view = json!({
         "run": run.run,

@@ -1,7 +1,7 @@
 //! An incoming request as the routes read it: the runtime's own Request, its method, path,
 //! query, headers and body. `worker::Request` would also read `request.cf` on every request, an
 //! object the local runtime builds afresh per read (4% of a single enqueue's CPU in the producer,
-//! README "Benchmark"), which no route uses.
+//! docs/performance.md "Benchmark"), which no route uses.
 
 use jobs_shared::api::route::{path_of_url, query_of_url};
 use worker::wasm_bindgen_futures::JsFuture;

@@ -110,7 +110,8 @@ pub async fn handle(
         }),
     };
     let mut response = answer.or_else(|error| respond::error(&error))?;
-    // No answer of ours is anything but what its content type says (README "HTTP API").
+    // No answer of ours is anything but what its content type says (docs/http-api.md "HTTP API
+    // (producer)").
     response
         .headers_mut()
         .set("x-content-type-options", "nosniff")?;

@@ -1,7 +1,7 @@
 //! The time-zone database (shared `TimeZones`) for schedules that name a zone: the build writes
-//! it beside the static files (`tz.bin`, README "Cron expressions"), and the producer reads it
-//! through the STATIC binding the first time a schedule names a zone, then keeps it for the
-//! isolate. Not compiled in, it costs the Worker's WASM, and so every cold start, nothing.
+//! it beside the static files (`tz.bin`, docs/operating.md "Cron expressions"), and the producer
+//! reads it through the STATIC binding the first time a schedule names a zone, then keeps it for
+//! the isolate. Not compiled in, it costs the Worker's WASM, and so every cold start, nothing.
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -1,7 +1,7 @@
-//! Monthly spend budgets (README "AI tagging and budgets") for any job type whose registry entry
-//! declares one ([`crate::JobType::budget`]). Each UTC month has its own limit and spend; the
-//! share used picks the action (NORMAL, REDUCE, QUEUE, HARD_STOP), and reaching 75, 90 and
-//! 100 % raises an alert once per month. The tables' SQL is in the store crate (`budgets`,
+//! Monthly spend budgets (docs/app-guide.md "AI tagging and budgets") for any job type whose
+//! registry entry declares one ([`crate::JobType::budget`]). Each UTC month has its own limit and
+//! spend; the share used picks the action (NORMAL, REDUCE, QUEUE, HARD_STOP), and reaching 75, 90
+//! and 100 % raises an alert once per month. The tables' SQL is in the store crate (`budgets`,
 //! `budget_alerts`), which reads the thresholds from here.
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};

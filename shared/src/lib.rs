@@ -57,7 +57,7 @@ pub use job::enqueue::{
 pub use job::envelope::JobMessage;
 pub use job::family::{Escalation, Family, Lane, EXPRESS_PRIORITY};
 pub use job::ids::{job_id, uuid_v4};
-pub use job::job_outcome::{decide, Decision};
+pub use job::job_outcome::{decide, AttemptEnd, Decision};
 pub use job::job_type::JobType;
 pub use job::lifecycle::{can_transition, sources_of, JobStatus};
 pub use job::pause::PauseTarget;

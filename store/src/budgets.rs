@@ -82,7 +82,7 @@ pub struct Spend {
     pub usage: Usage,
 }
 
-/// What one batch did with its items (README "GET /metrics": `ai_tagging_items_total`).
+/// What one batch did with its items (docs/operating.md "GET /metrics": `ai_tagging_items_total`).
 pub struct ItemCounts {
     pub tagged: u32,
     pub failed: u32,

@@ -1,6 +1,7 @@
 //! The `invocations` table (migration 0018): what the runs one consumer invocation records
 //! share (shared `InvocationDetails`), kept once rather than on each succeeded job's row
-//! (README "Run records and artifacts"). A job's row names its invocation (`run_invocation`).
+//! (docs/app-guide.md "Run records and artifacts"). A job's row names its invocation
+//! (`run_invocation`).
 
 use jobs_shared::{job_id, InvocationDetails};
 use worker::{D1Database, D1PreparedStatement};

@@ -27,7 +27,7 @@ pub fn waiting() -> String {
 /// rendered once. A row read straight from `json_each` is rendered again at every reference,
 /// and the hot statements read several fields of each row by position (`o.value ->> 3`):
 /// materialized, enqueue's INSERT takes a quarter less time and the record's UPDATE a fifth less
-/// (measured on SQLite, README "Benchmark").
+/// (measured on SQLite, docs/performance.md "Benchmark").
 pub fn rows_cte(param: &str) -> String {
     format!("WITH o AS MATERIALIZED (SELECT value FROM json_each({param}))")
 }

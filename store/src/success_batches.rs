@@ -1,6 +1,6 @@
 //! The `success_batches` table (migration 0016): one row per consumer batch, the successes it
 //! recorded packed in one JSON array, so that a success writes no run record of its own
-//! (README "Cost"). Read with the failed attempts of `job_runs` as one stream of
+//! (docs/performance.md "Cost"). Read with the failed attempts of `job_runs` as one stream of
 //! attempts ([`crate::attempts`]); deleted once out of every window and rolled into the
 //! execution histogram.
 

@@ -37,7 +37,7 @@ export async function startAppServer() {
 
 /**
  * Checks an X-Jobs-Signature header `t=<secs>,v2=<hex>` against any of `secrets`, as an app
- * would (README "Signed delivery"): the HMAC-SHA256 of
+ * would (docs/app-guide.md "Signed delivery"): the HMAC-SHA256 of
  * "<t>\n<METHOD>\n<url>\n<job type>\n<job id>\n<attempt>\n<body>". `parts` are what the app
  * holds: its own URL, and the request's method, X-Jobs-* headers and raw body (signedParts).
  */

@@ -150,8 +150,8 @@ export function refuseSuccess(p, id) {
 /**
  * Parses `Server-Timing: d1;desc="round_trips=1 rows_read=2 rows_written=3 sql_ms=0.1"`, and
  * from an enqueue's `write;desc="requests=3 jobs=5 own_jobs=1"` (the write its request shared,
- * README "Enqueue, grouped") `write`; `own_rows_read` and `own_rows_written` are the request's
- * part of the rows, in proportion to its own jobs in the write (all of them without one).
+ * docs/app-guide.md "Enqueue, grouped") `write`; `own_rows_read` and `own_rows_written` are the
+ * request's part of the rows, in proportion to its own jobs in the write (all of them without one).
  */
 export function d1Stats(headers) {
   const entry = (name) => {

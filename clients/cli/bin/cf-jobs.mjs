@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// cf-jobs: the operator's command line (the platform's README, "Operator CLI"). Every command goes
-// through @cf-jobs/client with an admin token; tables and colours on a terminal, `--json` for
-// scripts, a progress bar for bulk actions that take several calls.
+// cf-jobs: the operator's command line (the platform's docs/operating.md "Operating it: admin
+// API and dashboard"). Every command goes through @cf-jobs/client with an admin token; tables and
+// colours on a terminal, `--json` for scripts, a progress bar for bulk actions that take several
+// calls.
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";

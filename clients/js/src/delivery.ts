@@ -1,5 +1,5 @@
-// Signed deliveries, as an app endpoint receives them (the platform's README, "Signed delivery"):
-// `X-Jobs-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256>` over
+// Signed deliveries, as an app endpoint receives them (the platform's docs/app-guide.md "Signed
+// delivery"): `X-Jobs-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256>` over
 // "<t>\n<METHOD>\n<url>\n<X-Jobs-Type>\n<X-Jobs-Id>\n<X-Jobs-Attempt>\n<raw body>". WebCrypto only,
 // so it runs wherever `crypto.subtle` does; the comparison is `crypto.subtle.verify`'s, in
 // constant time.

@@ -96,7 +96,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics (text exposition format 0.0.4)
-         * @description job_execution_duration_seconds (histogram by job_type, queue, status), job_retry_total, job_exhausted_total, job_queue_backlog_total, screenshot_concurrency_utilization, job_budget_consumed_dollars, job_dead_letters_total, job_schedule_missed_runs_total, job_alerts_open; the built-in handlers' rss_fetch_items_total, rss_fetch_errors_total, rss_fetch_duration_seconds (summary by source_id, result), ai_tagging_items_total, ai_tagging_tokens_total, ai_tagging_cost_cents_total, ai_tagging_budget_throttles_total, ai_budget_percent_used (README "GET /metrics").
+         * @description job_execution_duration_seconds (histogram by job_type, queue, status), job_retry_total, job_exhausted_total, job_queue_backlog_total, screenshot_concurrency_utilization, job_budget_consumed_dollars, job_dead_letters_total, job_schedule_missed_runs_total, job_alerts_open; the built-in handlers' rss_fetch_items_total, rss_fetch_errors_total, rss_fetch_duration_seconds (summary by source_id, result), ai_tagging_items_total, ai_tagging_tokens_total, ai_tagging_cost_cents_total, ai_tagging_budget_throttles_total, ai_budget_percent_used (docs/operating.md "GET /metrics").
          */
         get: {
             parameters: {
@@ -570,7 +570,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The body of an artifact one attempt produced (README "Run records and artifacts")
+         * The body of an artifact one attempt produced (docs/app-guide.md "Run records and artifacts")
          * @description Only an artifact the job's `artifacts` list names: a stored one streamed from its R2 bucket (the producer's SCREENSHOTS or ARTIFACTS binding), an inline one as kept (`X-Artifact-Truncated: true` when cut). Served with its content type, `nosniff` and a sandboxing CSP; `Cache-Control: private, max-age=86400`.
          */
         get: {
@@ -3650,7 +3650,7 @@ export interface components {
         Family: "high" | "default" | "screenshot" | "low" | "bulk";
         EnqueueRequest: {
             type: string;
-            /** @description the job type's payload (README "Job types"); {} when omitted */
+            /** @description the job type's payload (docs/app-guide.md "Job types"); {} when omitted */
             payload?: {
                 [key: string]: unknown;
             };
@@ -3668,13 +3668,13 @@ export interface components {
             expires_at?: string;
             /** @description expires_at as seconds from now */
             expires_in_seconds?: number;
-            /** @description jobs to run one after the other once this one succeeds (README "Job chains") */
+            /** @description jobs to run one after the other once this one succeeds (docs/app-guide.md "Job chains") */
             steps?: components["schemas"]["ChainStep"][];
         };
-        /** @description A later step of a job chain (README "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
+        /** @description A later step of a job chain (docs/app-guide.md "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
         ChainStep: {
             type: string;
-            /** @description the job type's payload (README "Job types"); {} when omitted */
+            /** @description the job type's payload (docs/app-guide.md "Job types"); {} when omitted */
             payload?: {
                 [key: string]: unknown;
             };
@@ -3685,7 +3685,7 @@ export interface components {
             /** @description expires_at as seconds from now */
             expires_in_seconds?: number;
         };
-        /** @description A retry policy: a preset's name, or a policy object (README "Retries"). Omitted parameters take the preset's. */
+        /** @description A retry policy: a preset's name, or a policy object (docs/app-guide.md "Retries"). Omitted parameters take the preset's. */
         RetryPolicy: ("default" | "crawler" | "fixed_table" | "quick") | {
             /** @constant */
             policy: "exponential";
@@ -3711,7 +3711,7 @@ export interface components {
             /** @description the request's correlation id: its traceparent's trace id, its X-Request-Id, or a new one (also in the X-Request-Id response header) */
             correlation_id: string;
         };
-        /** @description What one attempt produced (README "Run records and artifacts"): an R2 `key`, or its body `inline` (at most 4 KiB; `truncated` when cut). Kind-specific fields beside these: a screenshot's `width` and `height`. */
+        /** @description What one attempt produced (docs/app-guide.md "Run records and artifacts"): an R2 `key`, or its body `inline` (at most 4 KiB; `truncated` when cut). Kind-specific fields beside these: a screenshot's `width` and `height`. */
         Artifact: {
             /** @enum {string} */
             kind: "screenshot" | "feed_summary" | "llm_responses";
@@ -3728,7 +3728,7 @@ export interface components {
             /** @description on the job's own list only: the run that produced it */
             run?: number;
         };
-        /** @description One attempt. Fields after cost_cents are its details (README "Run records and artifacts"), absent on runs recorded before they were kept; a lost attempt has found_by, lease_until and (found by a consumer) invocation and version. */
+        /** @description One attempt. Fields after cost_cents are its details (docs/app-guide.md "Run records and artifacts"), absent on runs recorded before they were kept; a lost attempt has found_by, lease_until and (found by a consumer) invocation and version. */
         Run: {
             run: number;
             attempt: number;
@@ -3815,7 +3815,7 @@ export interface components {
                 status: "running" | "succeeded" | "failed";
                 /** @enum {string} */
                 outcome: "running" | "succeeded" | "failed" | "partial";
-                /** @description null while it has not failed, and for a token fenced to job types when a step is of another type (README "Scoped tokens") */
+                /** @description null while it has not failed, and for a token fenced to job types when a step is of another type (docs/http-api.md "Scoped tokens") */
                 error: string | null;
                 steps: {
                     step: number;

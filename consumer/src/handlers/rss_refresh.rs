@@ -3,7 +3,7 @@
 //! its own terms: whatever one feed does (an HTTP error, a timeout, garbage, a body past the
 //! cap, rows D1 refuses) is that source's failure, counted toward its auto-disable, and the
 //! others are refreshed. New entries are stored untagged (for ai_tagging), duplicates by GUID
-//! are counted. Bounds (README "rss_feed_refresh"): jobs_shared::RssLimits for time,
+//! are counted. Bounds (docs/app-guide.md "rss_feed_refresh"): jobs_shared::RssLimits for time,
 //! jobs_shared::MAX_FEED_BYTES and the entry bounds of jobs_shared::sort_entries for size.
 //!
 //! One source: its fetch failure is the job's (a 429's Retry-After sets the retry delay; a 404
@@ -445,7 +445,7 @@ async fn request<'a>(
     Ok(response)
 }
 
-/// A feed's `parse.completed` and each `entry.missing_fields` (README "Log schema").
+/// A feed's `parse.completed` and each `entry.missing_fields` (docs/operating.md "Log schema").
 fn parsed(events: &SpanLog, source: &SourceRow, sorted: &SortedEntries) {
     let source_id = ("source_id", json!(source.id));
     let fetched = ("items_fetched", json!(sorted.fetched()));

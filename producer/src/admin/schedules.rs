@@ -1,7 +1,7 @@
-//! /v1/admin/schedules: recurring jobs, their CRUD and toggle (README "Schedules API"). Every write
-//! is validated whole (the job as an enqueue would be, the cron expression parsed) before D1
-//! sees it; `next_run_at` is computed here, from the request's time. Every change is written with
-//! its audit row (`schedule.create`, `.update`, `.toggle`, `.delete`) in one batch.
+//! /v1/admin/schedules: recurring jobs, their CRUD and toggle (docs/operating.md "Schedules API").
+//! Every write is validated whole (the job as an enqueue would be, the cron expression parsed)
+//! before D1 sees it; `next_run_at` is computed here, from the request's time. Every change is
+//! written with its audit row (`schedule.create`, `.update`, `.toggle`, `.delete`) in one batch.
 
 use jobs_shared::{
     api::page_cursor, merge_patch, rfc3339, validate_schedule, ApiError, ScheduleSpec,

@@ -3,7 +3,8 @@
 //! and the last hour of attempts (succeeded, retried, dead, success and failure rate, p50/p95
 //! execution time from the duration buckets, average wait from enqueue to first start,
 //! throughput over the last 5 min), by whole minutes.
-//! The screenshot family also shows its browser slots in use (`browser_slots`, README "Screenshots").
+//! The screenshot family also shows its browser slots in use (`browser_slots`, docs/app-guide.md
+//! "Screenshots").
 
 use jobs_shared::observe::last_hour::{
     recent_start, window_start, FailedRow, SuccessRow, Window, WINDOW_MS,

@@ -1,8 +1,8 @@
-//! Escalation of jobs that went dead (README "Escalation of dead jobs"), run by the sweep rather than the
-//! consumer: the consumer's hot path makes no webhook calls (their latency and failures never
-//! hold a batch's acks), and one place sees every death whichever path made it (the consumer,
-//! the lease rescuer, the DLQ consumer's `delivery_exhausted`). `jobs.escalated_at` is the
-//! outbox: NULL on a dead job means not yet escalated, and every write that makes a job dead
+//! Escalation of jobs that went dead (docs/operating.md "Escalation of dead jobs"), run by the
+//! sweep rather than the consumer: the consumer's hot path makes no webhook calls (their latency
+//! and failures never hold a batch's acks), and one place sees every death whichever path made it
+//! (the consumer, the lease rescuer, the DLQ consumer's `delivery_exhausted`). `jobs.escalated_at`
+//! is the outbox: NULL on a dead job means not yet escalated, and every write that makes a job dead
 //! clears it, so a job that dies again after an operator's retry is escalated again.
 //!
 //! - high: a PagerDuty `trigger` (dedup key per job and run); default and screenshot: a chat

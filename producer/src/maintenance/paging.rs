@@ -1,6 +1,7 @@
 //! Paging within a tick, for the recovery services (rescue, re-send, release): a backlog of
 //! stuck jobs is worked through in pages of `SweepConfig::page` rows while the tick's shared
-//! `SweepBudget` allows, instead of one page a minute (README "Recurring jobs and the maintenance sweep").
+//! `SweepBudget` allows, instead of one page a minute (docs/operating.md "Recurring jobs and the
+//! maintenance sweep").
 
 use std::future::Future;
 

@@ -345,7 +345,7 @@ async function saveArtifact(id, a) {
   }
 }
 
-/** A chain step names its parent; a chain's parent lists its steps (README "Job chains"). */
+/** A chain step names its parent; a chain's parent lists its steps (docs/app-guide.md "Job chains"). */
 function chainFields(job) {
   const out = [];
   if (job.parent_id) {

@@ -22,7 +22,7 @@ pub fn operator_sources(to: JobStatus) -> Vec<JobStatus> {
 /// requeue (retry, or set status `queued`) `queued` itself while a job's `run_at` is ahead
 /// (delayed at enqueue, or a lost attempt's re-run waiting out its backoff). A move to the state
 /// a job is in is no transition: it makes the job due now, its attempts reset as for any retry
-/// (README "Lifecycle").
+/// (docs/app-guide.md "Lifecycle").
 pub fn move_sources(to: JobStatus) -> Vec<JobStatus> {
     let mut sources = operator_sources(to);
     if to == JobStatus::Queued {
@@ -34,7 +34,8 @@ pub fn move_sources(to: JobStatus) -> Vec<JobStatus> {
 /// What an operator may do to a job in `status` (`due_later`: its `run_at` is ahead), as the
 /// admin job view lists it (the dashboard offers only these): `retry`, `cancel` and `skip` where
 /// [`move_sources`] allows the move (a move to its own state only while the job is due later),
-/// `priority` and `boost` while the job is live (README "Operating it").
+/// `priority` and `boost` while the job is live (docs/operating.md "Operating it: admin API and
+/// dashboard").
 pub fn operator_actions(status: JobStatus, due_later: bool) -> Vec<&'static str> {
     let moves = [
         ("retry", JobStatus::Queued),

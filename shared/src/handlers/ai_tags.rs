@@ -1,5 +1,6 @@
-//! AI tags of a feed item (README "AI tagging and budgets"): what the model is asked for, and the check of
-//! what it answers. Only a reply that passes is stored; anything else leaves the item untagged.
+//! AI tags of a feed item (docs/app-guide.md "AI tagging and budgets"): what the model is asked
+//! for, and the check of what it answers. Only a reply that passes is stored; anything else leaves
+//! the item untagged.
 
 use serde::{Deserialize, Serialize};
 

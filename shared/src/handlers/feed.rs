@@ -1,7 +1,7 @@
-//! RSS 2.0 / RSS 1.0 and Atom feeds (README "rss_feed_refresh"): parsing with quick-xml, and the
-//! decisions about each entry (skip when title or URL is missing, the dedup key, the content
-//! hash). quick-xml directly rather than a feed crate: the handler needs five fields per entry,
-//! and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
+//! RSS 2.0 / RSS 1.0 and Atom feeds (docs/app-guide.md "rss_feed_refresh"): parsing with quick-xml,
+//! and the decisions about each entry (skip when title or URL is missing, the dedup key, the
+//! content hash). quick-xml directly rather than a feed crate: the handler needs five fields per
+//! entry, and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
 
 use crate::api::api_error::ApiError;
 use crate::retry::error_class::JobError;
@@ -203,7 +203,7 @@ impl SortedEntries {
     }
 }
 
-/// A failed fetch's `error_type` for the `rss_fetch_errors_total` metric (README "GET
+/// A failed fetch's `error_type` for the `rss_fetch_errors_total` metric (docs/operating.md "GET
 /// /metrics"): `http_<status>` for an HTTP answer (the `HTTP <status>` message every status
 /// failure carries, see `classify_http_status`), else the error's class (`timeout`,
 /// `server_error` for an unreadable feed, `internal` for rows D1 refused).
@@ -218,8 +218,8 @@ pub fn fetch_error_type(error: &JobError) -> String {
     }
 }
 
-/// Sorts a feed's entries into items to store. Bounded (README "rss_feed_refresh"): at most
-/// [`MAX_ENTRIES_PER_FEED`] entries are looked at and the rest counted as skipped, as is an
+/// Sorts a feed's entries into items to store. Bounded (docs/app-guide.md "rss_feed_refresh"): at
+/// most [`MAX_ENTRIES_PER_FEED`] entries are looked at and the rest counted as skipped, as is an
 /// entry whose title, URL or GUID is over [`MAX_FIELD_CHARS`]; a description is cut at
 /// [`MAX_DESCRIPTION_CHARS`] (its content hash is of the whole text).
 pub fn sort_entries(entries: Vec<FeedEntry>) -> SortedEntries {
@@ -443,7 +443,7 @@ pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiErr
 
 /// An admin's change to a source: `{"is_active"?: bool, "error_count"?: 0}`, at least one.
 /// `error_count` may only be reset (an operator re-enables and resets a source in one call,
-/// README "rss_feed_refresh"); re-enabling resets it anyway.
+/// docs/app-guide.md "rss_feed_refresh"); re-enabling resets it anyway.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourcePatch {

@@ -49,8 +49,8 @@ struct Block {
 
 /// What a call whose reply gave no readable `usage` is billed: the most it could have used. A
 /// tokenizer makes at most one token per byte of the request, and the reply is cut at
-/// `max_tokens`; so a reply the budget cannot read still spends it (README "AI tagging and
-/// budgets").
+/// `max_tokens`; so a reply the budget cannot read still spends it (docs/app-guide.md "AI tagging
+/// and budgets").
 pub fn most_a_call_uses(request_bytes: usize, max_tokens: u32) -> Usage {
     Usage {
         input_tokens: request_bytes as u64,

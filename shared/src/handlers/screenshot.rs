@@ -30,7 +30,8 @@ pub const JPEG_QUALITY: u8 = 80;
 const MAX_KEEP_ALIVE_MS: u32 = 600_000;
 
 /// The screenshot family's browser slots in use (at most 3 browsers at once: the queue
-/// consumer's max_concurrency with batch size 1, README "Screenshots"): what an operator watches.
+/// consumer's max_concurrency with batch size 1, docs/app-guide.md "Screenshots"): what an operator
+/// watches.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct BrowserSlots {
     /// Screenshot jobs running now (a job whose worker died counts until the sweep rescues it).
@@ -222,7 +223,7 @@ pub fn content_type(format: ImageFormat) -> &'static str {
 }
 
 /// One object per attempt (the job's run number): a retry never overwrites an earlier
-/// attempt's image (README "Run records and artifacts").
+/// attempt's image (docs/app-guide.md "Run records and artifacts").
 pub fn screenshot_key(job_id: &str, run: u32, format: ImageFormat) -> String {
     let extension = match format {
         ImageFormat::Png => "png",

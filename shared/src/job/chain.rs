@@ -1,4 +1,4 @@
-//! Job chains (README "Job chains", e.g. scrape -> generate -> test): a job may carry
+//! Job chains (docs/app-guide.md "Job chains", e.g. scrape -> generate -> test): a job may carry
 //! the steps that follow it, and a handler may return follow-up jobs. Steps run one after the
 //! other; each is an ordinary job whose parent is the chain's first job. Pure decisions here;
 //! the consumer writes them in the batch that records the step's outcome.
@@ -24,7 +24,7 @@ pub const BODY_TRUNCATED_KEY: &str = "body_truncated";
 /// Follow-up jobs in a handler's result: `result.follow_up`, or `result.body.follow_up` for a
 /// delivered type whose app answered with them. `Err` for an answer cut at the read cap:
 /// whatever follow-ups it holds cannot be read, and a step must not pass for done without them
-/// (README "Job chains").
+/// (docs/app-guide.md "Job chains").
 pub fn follow_ups(result: Option<&Value>) -> Result<Option<&Value>, String> {
     let Some(result) = result else {
         return Ok(None);

@@ -52,7 +52,8 @@ pub const EXPIRED_UNRUN: &str = "its expires_at passed before it started; skippe
 /// The highest per-job priority (enqueue, operators and aging all stop there).
 pub const MAX_PRIORITY: i64 = 100;
 
-/// Per-job priority: from `EXPRESS_PRIORITY` a job takes its family's express lane (README "Families").
+/// Per-job priority: from `EXPRESS_PRIORITY` a job takes its family's express lane
+/// (docs/app-guide.md "Families").
 const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
 pub(crate) const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
 const MAX_DEDUP_KEY_CHARS: usize = 256;

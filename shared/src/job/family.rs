@@ -1,5 +1,5 @@
 //! Queue families: each is one Cloudflare queue plus its dead-letter queue, with
-//! its own priority, consumer concurrency, SLA and escalation (README "Families").
+//! its own priority, consumer concurrency, SLA and escalation (docs/app-guide.md "Families").
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ pub enum Family {
     Bulk,
 }
 
-/// Who hears about a job that exhausted its attempts (README "Escalation of dead jobs").
+/// Who hears about a job that exhausted its attempts (docs/operating.md "Escalation of dead jobs").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Escalation {
     /// Paging webhook (PagerDuty Events v2 style): someone is woken up.
@@ -24,7 +24,7 @@ pub enum Escalation {
     Digest,
 }
 
-/// The priority from which a job takes its family's express lane (README "Families").
+/// The priority from which a job takes its family's express lane (docs/app-guide.md "Families").
 pub const EXPRESS_PRIORITY: i64 = 50;
 
 /// Which of its family's queues a job's message travels in. Queues deliver in arrival order, so
@@ -164,8 +164,8 @@ impl Family {
         Family::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
-    /// Family rank, lower runs first (README "Families"). Not the per-job priority (0-100),
-    /// which picks a job's lane inside its family ([`Family::lane_for`]).
+    /// Family rank, lower runs first (docs/app-guide.md "Families"). Not the per-job priority
+    /// (0-100), which picks a job's lane inside its family ([`Family::lane_for`]).
     pub fn priority(self) -> u8 {
         self.row().priority
     }
@@ -267,7 +267,8 @@ impl Family {
 
     /// Which family a consumer batch came from, and whether it is the DLQ, by the name's end:
     /// `<prefix><family>`, `<prefix><family>-express` or `<prefix><family>-dlq`, so an
-    /// environment's queues (`jobs-staging-high`, README "Deploy") read like the default ones.
+    /// environment's queues (`jobs-staging-high`, docs/operating.md "Deploy") read like the default
+    /// ones.
     pub fn from_queue_name(name: &str) -> Option<(Family, bool)> {
         let (rest, dlq) = match name.strip_suffix("-dlq") {
             Some(rest) => (rest, true),

@@ -29,21 +29,30 @@ pub enum Decision {
     },
 }
 
-/// Decides after attempt `attempt` (1-indexed) of `max_attempts` ended with `outcome`.
+/// One attempt's end, as [`decide`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct AttemptEnd<'a> {
+    /// How it ended: `Ok`, or its error.
+    pub outcome: Result<(), &'a JobError>,
+    /// Which attempt it was (1-indexed, counted against `max_attempts`).
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// The job's own retry policy, else its type's.
+    pub policy: &'a RetryPolicy,
+    /// The jitter's randomness, in [0, 1).
+    pub jitter: f64,
+    /// When it ended: a retry's delay counts from here.
+    pub now_ms: i64,
+    /// The longest delay the queue takes: a wait beyond it is held in D1 instead.
+    pub limit: QueueDelayLimit,
+}
+
+/// Decides what follows an attempt's end.
 ///
 /// A server's Retry-After wins over the policy's backoff: it knows when it will
-/// take the request again. Both are capped (`MAX_RETRY_DELAY_SECS`). `unit` in [0, 1) is the
-/// jitter's randomness; a wait beyond `limit` is held in D1 rather than given to the queue.
-pub fn decide(
-    outcome: &Result<(), JobError>,
-    attempt: u32,
-    max_attempts: u32,
-    policy: &RetryPolicy,
-    unit: f64,
-    now_ms: i64,
-    limit: QueueDelayLimit,
-) -> Decision {
-    let error = match outcome {
+/// take the request again. Both are capped (`MAX_RETRY_DELAY_SECS`).
+pub fn decide(end: &AttemptEnd<'_>) -> Decision {
+    let error = match end.outcome {
         Ok(()) => return Decision::Succeed,
         Err(error) => error,
     };
@@ -57,7 +66,8 @@ pub fn decide(
             error: error.clone(),
         };
     }
-    if attempt >= max_attempts {
+    let attempt = end.attempt;
+    if attempt >= end.max_attempts {
         let attempts = if attempt == 1 { "attempt" } else { "attempts" };
         let message = format!("{} (gave up after {attempt} {attempts})", error.message);
         return Decision::Dead {
@@ -69,9 +79,9 @@ pub fn decide(
     }
     let delay = error
         .retry_after_secs
-        .unwrap_or_else(|| policy.delay_secs(attempt, unit));
+        .unwrap_or_else(|| end.policy.delay_secs(attempt, end.jitter));
     let error = error.clone();
-    match plan_delivery(delay, now_ms, limit) {
+    match plan_delivery(delay, end.now_ms, end.limit) {
         DeliveryPlan::Send { delay_secs } => Decision::Retry { error, delay_secs },
         DeliveryPlan::Hold { until_ms } => Decision::Hold { error, until_ms },
     }
@@ -95,7 +105,15 @@ mod tests {
         policy: RetryPolicy,
         limit: QueueDelayLimit,
     ) -> Decision {
-        decide(outcome, attempt, max_attempts, &policy, 0.5, NOW, limit)
+        decide(&AttemptEnd {
+            outcome: outcome.as_ref().map(|_| ()),
+            attempt,
+            max_attempts,
+            policy: &policy,
+            jitter: 0.5,
+            now_ms: NOW,
+            limit,
+        })
     }
 
     fn fail(class: ErrorClass) -> Result<(), JobError> {
@@ -281,8 +299,16 @@ mod tests {
             max_attempts in 1u32..=100,
             unit in 0.0f64..1.0,
         ) {
-            let outcome = Err(JobError::new(class, "x").with_retry_after(retry_after));
-            let d = decide(&outcome, attempt, max_attempts, &RetryPolicy::DEFAULT, unit, NOW, LIMIT);
+            let error = JobError::new(class, "x").with_retry_after(retry_after);
+            let d = decide(&AttemptEnd {
+                outcome: Err(&error),
+                attempt,
+                max_attempts,
+                policy: &RetryPolicy::DEFAULT,
+                jitter: unit,
+                now_ms: NOW,
+                limit: LIMIT,
+            });
             let retried = matches!(d, Decision::Retry { .. } | Decision::Hold { .. });
             if let Decision::Hold { until_ms, .. } = d {
                 prop_assert!(until_ms <= NOW + MAX_RETRY_DELAY_SECS as i64 * 1000);

@@ -1,10 +1,11 @@
 //! How long a consumer batch may hold its jobs, and how it keeps that hold honest: every job
 //! has a deadline, the lease outlasts the longest deadline of the batch, a heartbeat extends
 //! the lease while handlers run, and a job that could not finish before the invocation's wall
-//! time ends is released unstarted rather than started (README, "Guarantees").
+//! time ends is released unstarted rather than started (docs/guarantees.md "Guarantees and how they
+//! hold").
 
 use crate::job::family::Family;
-use crate::job::job_outcome::{decide, Decision};
+use crate::job::job_outcome::{decide, AttemptEnd, Decision};
 use crate::job::job_type::JobType;
 use crate::job::payloads::MAX_PAYLOAD_TIMEOUT_MS;
 use crate::retry::error_class::{ErrorClass, JobError};
@@ -30,16 +31,15 @@ pub fn after_lost_attempt(
     limit: QueueDelayLimit,
 ) -> Decision {
     let lost = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT).with_retry_after(Some(0));
-    let policy = RetryPolicy::DEFAULT;
-    decide(
-        &Err(lost),
-        attempts,
+    decide(&AttemptEnd {
+        outcome: Err(&lost),
+        attempt: attempts,
         max_attempts,
-        &policy,
-        0.0,
+        policy: &RetryPolicy::DEFAULT,
+        jitter: 0.0,
         now_ms,
         limit,
-    )
+    })
 }
 
 /// Time a handler may still need after its deadline to return (abort, close a browser).

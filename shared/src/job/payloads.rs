@@ -36,7 +36,7 @@ pub(crate) fn validate<P: Payload>(payload: &Value) -> Result<(), FieldError> {
     decode::<P>(payload).map_err(|e| e.error)?.check()
 }
 
-/// One source, or every source due when omitted (README "rss_feed_refresh").
+/// One source, or every source due when omitted (docs/app-guide.md "rss_feed_refresh").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RssFeedRefreshPayload {
@@ -186,7 +186,7 @@ pub enum AiTaggingTrigger {
     Manual,
 }
 
-/// Both fields are for telemetry only (README "AI tagging and budgets").
+/// Both fields are for telemetry only (docs/app-guide.md "AI tagging and budgets").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AiTaggingPayload {
@@ -408,8 +408,8 @@ pub(crate) fn check_url(field: &str, url: &str) -> Result<(), FieldError> {
         return Err(FieldError::new(field, message));
     }
     // fetch() never sends a URL's credentials (nor does a browser keep them out of its
-    // answer's URL), and a signature would cover a URL the app never sees (README "Signed
-    // delivery").
+    // answer's URL), and a signature would cover a URL the app never sees (docs/app-guide.md
+    // "Signed delivery").
     if authority.is_some_and(|a| a.contains('@')) {
         return Err(FieldError::new(
             field,

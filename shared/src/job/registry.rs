@@ -1,7 +1,8 @@
 //! The job type registry as data: one row per type, declared once in [`TYPES`], with every part
 //! a type has (name, family, attempts, retry policy, timeout, payload check, example payload,
 //! budget, handler). `JobType` (crate::job::job_type) is a handle into this table. Adding a
-//! type is adding a row here (README "Adding a job type"); the test below walks every row.
+//! type is adding a row here (docs/development.md "Adding a job type"); the test below walks every
+//! row.
 
 use serde_json::Value;
 
@@ -41,7 +42,7 @@ impl JobTypeDef {
     }
 }
 
-/// How a type's defaults retry and time out (README "Retries"). Enqueue may override
+/// How a type's defaults retry and time out (docs/app-guide.md "Retries"). Enqueue may override
 /// `max_attempts`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TypeSpec {
@@ -86,8 +87,9 @@ impl TypeSpec {
     }
 }
 
-/// When a type's schedules enqueue it (README "AI tagging and budgets", "Schedules API"): each time one is due, or only when
-/// there is work for it, checked in the schedule's own write (no extra round trip).
+/// When a type's schedules enqueue it (docs/app-guide.md "AI tagging and budgets",
+/// docs/operating.md "Schedules API"): each time one is due, or only when there is work for it,
+/// checked in the schedule's own write (no extra round trip).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScheduleGate {
     Always,
@@ -99,7 +101,7 @@ pub enum ScheduleGate {
 /// Who runs a type. A built-in handler is the consumer's module of that name: the file
 /// `consumer/src/handlers/<module>.rs` (or `<module>/mod.rs`). The consumer's build finds those
 /// files and checks them against this table ([`check_handler_modules`]), so a row whose module
-/// has no file, or a file no row names, does not compile (README "Adding a job type").
+/// has no file, or a file no row names, does not compile (docs/development.md "Adding a job type").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handler {
     /// Delivered as a signed request to the owning app's endpoint, named by the
@@ -110,7 +112,7 @@ pub enum Handler {
         /// The consumer module that runs it, named in job logs.
         module: &'static str,
         /// Whether it makes subrequests: a job that does is not started once the invocation
-        /// has spent them (README "Guarantees and how they hold").
+        /// has spent them (docs/guarantees.md "Guarantees and how they hold").
         calls_out: bool,
     },
 }
@@ -192,7 +194,7 @@ pub(crate) const fn same_str(a: &str, b: &str) -> bool {
     true
 }
 
-/// Every type, in the order listings show them. `family` follows the README's "Job types"
+/// Every type, in the order listings show them. `family` follows docs/app-guide.md "Job types"
 /// table; `spec` is the default policy except for the crawlers (`social_refresh`,
 /// `link_health_check`) and `ai_tagging`, whose LLM calls use the fixed table.
 pub(crate) static TYPES: &[JobTypeDef] = &[
@@ -317,7 +319,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         },
         payload: validate::<payloads::AiTaggingPayload>,
         example: "{}",
-        // $500 a month (README "AI tagging and budgets").
+        // $500 a month (docs/app-guide.md "AI tagging and budgets").
         budget: Some(BudgetSpec {
             default_limit_cents: 50_000,
         }),
@@ -384,7 +386,7 @@ mod tests {
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
     }
 
-    /// The test that fails when a type lacks a part (README "Adding a job type").
+    /// The test that fails when a type lacks a part (docs/development.md "Adding a job type").
     #[test]
     fn every_row_has_every_part() {
         let mut names = HashSet::new();

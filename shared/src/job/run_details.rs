@@ -1,5 +1,5 @@
 //! What one attempt ran and what it produced, kept as one JSON value on its run record
-//! (`job_runs.details`, README "Run records and artifacts"): one column written by the
+//! (`job_runs.details`, docs/app-guide.md "Run records and artifacts"): one column written by the
 //! statement that writes the run, so it costs no row of its own.
 
 use serde::Serialize;
@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::budget::Usage;
 use crate::util::text_prefix::byte_prefix;
 
-/// A lost attempt's details when the sweep's rescuer found it (README "Run records and
+/// A lost attempt's details when the sweep's rescuer found it (docs/app-guide.md "Run records and
 /// artifacts").
 pub const FOUND_BY_SWEEP: &str = r#"{"found_by":"sweep"}"#;
 
@@ -26,7 +26,7 @@ pub const INLINE_ARTIFACT_MAX_BYTES: usize = 4 * 1024;
 /// written (`lease_until`): the consumer's own account of it where it has one, else the
 /// record's SQL reads it from the job's row. A success keeps what its consumer invocation's
 /// runs share ([`RunDetails::shared_by_invocation`]) once per invocation, and [`Ran`] on its
-/// job's row (README "Run records and artifacts").
+/// job's row (docs/app-guide.md "Run records and artifacts").
 #[derive(Serialize, PartialEq)]
 pub struct RunDetails {
     /// The consumer's deployed version id (its version-metadata binding), else `local`.
@@ -227,7 +227,7 @@ pub fn artifact_key(job_id: &str, run: u32, kind: &str) -> String {
 }
 
 /// The R2 binding that keeps a stored artifact, by its key's prefix: the consumer writes under
-/// these (`artifact_key`, shared `screenshot_key`), the producer's download (README "Run
+/// these (`artifact_key`, shared `screenshot_key`), the producer's download (docs/app-guide.md "Run
 /// records and artifacts") reads from the one a run record's key names, and no other.
 pub fn artifact_bucket(key: &str) -> Option<&'static str> {
     [("screenshots/", "SCREENSHOTS"), ("artifacts/", "ARTIFACTS")]

@@ -2,9 +2,9 @@
 //!
 //! A result is whatever a remote server answered (an app endpoint, a feed, an LLM), so its size
 //! is untrusted: it is capped before it reaches the record batch, and the cap is flagged on the
-//! job instead of failing it (README, "Guarantees"). The record batch binds its rows as JSON
-//! arrays; D1 refuses any string over 2 MB (`SQLITE_TOOBIG`), so rows are grouped into arrays of
-//! at most [`MAX_ROWS_JSON_BYTES`] each, still within one round trip.
+//! job instead of failing it (docs/guarantees.md "Guarantees and how they hold"). The record
+//! batch binds its rows as JSON arrays; D1 refuses any string over 2 MB (`SQLITE_TOOBIG`), so rows
+//! are grouped into arrays of at most [`MAX_ROWS_JSON_BYTES`] each, still within one round trip.
 
 use std::ops::Range;
 

@@ -1,4 +1,4 @@
-//! The alert rules the sweep evaluates every tick (README "Alerts"): what is firing now,
+//! The alert rules the sweep evaluates every tick (docs/operating.md "Alerts"): what is firing now,
 //! given what D1 says. Budget alerts are the ones the budget
 //! module raised this month (table `budget_alerts`, at its 75/90/100 % thresholds). One alert per (rule, key); the sweep opens
 //! it when it starts firing and resolves it when it stops, so a condition that lasts an hour

@@ -1,8 +1,8 @@
-//! The Analytics Engine data points both Workers write (README "Analytics Engine"): one per
-//! recorded attempt (consumer, dataset `jobs_executions`) and one per family a sweep tick
-//! (producer, dataset `jobs_backlog`). Each layout is data: which column holds what, in the
-//! order the point is built, so the README's SQL and the writers cannot disagree (the test below
-//! reads the README's queries).
+//! The Analytics Engine data points both Workers write (docs/operating.md "Analytics Engine"):
+//! one per recorded attempt (consumer, dataset `jobs_executions`) and one per family a sweep
+//! tick (producer, dataset `jobs_backlog`). Each layout is data: which column holds what, in the
+//! order the point is built, so the SQL of docs/operating.md "Analytics Engine" and the writers
+//! cannot disagree (the test below reads its queries).
 
 /// A point's columns, in order, and what each holds.
 pub struct Layout {
@@ -60,7 +60,7 @@ pub fn backlog_point(family: &str, backlog: f64, running: f64) -> Point<'_> {
 mod tests {
     use super::*;
 
-    /// `column AS alias` in the README's queries over `dataset`, e.g. ("blob1", "family").
+    /// `column AS alias` in the docs' queries over `dataset`, e.g. ("blob1", "family").
     fn aliases<'a>(readme: &'a str, dataset: &str) -> Vec<(&'a str, &'a str)> {
         let from = format!("FROM {dataset} ");
         readme
@@ -96,15 +96,15 @@ mod tests {
 
     #[test]
     fn the_readme_queries_read_the_columns_the_writers_fill() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/operating.md");
         for (dataset, layout) in [("jobs_executions", &EXECUTION), ("jobs_backlog", &BACKLOG)] {
             let named = aliases(readme, dataset);
-            assert!(!named.is_empty(), "the README queries {dataset}");
+            assert!(!named.is_empty(), "docs/operating.md queries {dataset}");
             for (col, alias) in named {
                 if let Some(holds) = column(layout, col) {
                     assert_eq!(
                         holds, alias,
-                        "{dataset}: {col} holds {holds}, the README calls it {alias}"
+                        "{dataset}: {col} holds {holds}, docs/operating.md calls it {alias}"
                     );
                 }
             }

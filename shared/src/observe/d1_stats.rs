@@ -1,6 +1,7 @@
 //! D1 work done for one request or batch, counted from D1's own result meta. Round trips are
 //! what cost latency on Cloudflare; rows read and written are what D1 bills; the SQL time is
-//! what D1 itself spent, the one writer's time behind the capacity model (README "Benchmark").
+//! what D1 itself spent, the one writer's time behind the capacity model (docs/performance.md
+//! "Benchmark").
 
 /// Counts of D1 work; `add_round_trip` once per call to D1, with each statement's meta.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! Who hears about what, and the messages they get (README "Escalation of dead jobs"): a job of
-//! the high family that goes dead pages (PagerDuty Events API v2 `trigger`), default and
+//! Who hears about what, and the messages they get (docs/operating.md "Escalation of dead jobs"): a
+//! job of the high family that goes dead pages (PagerDuty Events API v2 `trigger`), default and
 //! screenshot post to a chat webhook (Slack style) with a link to the job on the dashboard,
 //! low and bulk are collected into one digest a day. Alerts use the same two channels, and a
 //! cleared alert is resolved there. Nothing is sent to a channel whose config is unset.

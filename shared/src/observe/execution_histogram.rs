@@ -1,8 +1,8 @@
-//! The `job_execution_duration_seconds` histogram (README "GET /metrics"), pre-aggregated in D1 table
-//! `execution_histogram` (counts per type, family, outcome and bucket). The sweep rolls the
-//! attempts' records up into it once a tick, so the consumer's hot path writes nothing more, and GET
-//! /metrics reads a table bounded by types x families x outcomes x buckets, never by the number
-//! of jobs. Counts only ever grow, as Prometheus counters must.
+//! The `job_execution_duration_seconds` histogram (docs/operating.md "GET /metrics"),
+//! pre-aggregated in D1 table `execution_histogram` (counts per type, family, outcome and bucket).
+//! The sweep rolls the attempts' records up into it once a tick, so the consumer's hot path writes
+//! nothing more, and GET /metrics reads a table bounded by types x families x outcomes x buckets,
+//! never by the number of jobs. Counts only ever grow, as Prometheus counters must.
 
 use serde::Deserialize;
 

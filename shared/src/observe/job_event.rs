@@ -184,8 +184,8 @@ pub fn outcome_events(
 }
 
 /// `LOG_SUCCESS_PERCENT`: the share of succeeded attempts that get their own `job.completed`
-/// line, 1-100 (README "Log schema"). Unset: none, since `batch.completed` counts them and
-/// Workers Logs bills per line; failures, retries, dead jobs and skips always get theirs.
+/// line, 1-100 (docs/operating.md "Log schema"). Unset: none, since `batch.completed` counts them
+/// and Workers Logs bills per line; failures, retries, dead jobs and skips always get theirs.
 pub fn success_log_percent(value: Option<String>, warnings: &mut Vec<String>) -> u32 {
     int_var("LOG_SUCCESS_PERCENT", value, 100, "none", warnings).map_or(0, |n| n as u32)
 }

@@ -1,8 +1,8 @@
 //! Per family and minute: what the consumer's batches recorded and the sweep's backlog reading
-//! (D1 table `job_minutes`), behind the dashboard's charts (README "The dashboard"). The
-//! consumer adds its batch's tally in the batch's own record (one upsert per family-minute the
-//! batch ended attempts in, not per job); the sweep writes each family's backlog once a tick.
-//! A chart reads at most 60 rows per family, however many jobs ran.
+//! (D1 table `job_minutes`), behind the dashboard's charts (docs/operating.md "Operating it:
+//! admin API and dashboard"). The consumer adds its batch's tally in the batch's own record (one
+//! upsert per family-minute the batch ended attempts in, not per job); the sweep writes each
+//! family's backlog once a tick. A chart reads at most 60 rows per family, however many jobs ran.
 
 use serde::{Deserialize, Serialize};
 

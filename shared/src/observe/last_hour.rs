@@ -1,4 +1,5 @@
-//! Stats' last hour of attempts (README "Stats"), per family or overall, from two reads
+//! Stats' last hour of attempts (`GET /v1/admin/stats`, docs/operating.md "Operating it: admin
+//! API and dashboard"), per family or overall, from two reads
 //! bounded by the number of families and buckets, never by the number of jobs that ran: the
 //! successes per family-minute (`job_minutes`: their count, durations by bucket and waits) and
 //! the failed attempts' run records grouped by family, outcome and duration bucket. The window

@@ -1,6 +1,7 @@
 //! The platform's own log lines (a sweep, a DLQ batch, an alert, a fault it recovered from),
 //! beside a job's (`job_event`): one JSON object each, with its `event` and `level`, written at
-//! the console level `level` names so Workers Logs filters on both (README "Log schema").
+//! the console level `level` names so Workers Logs filters on both (docs/operating.md "Log
+//! schema").
 
 use std::fmt::Display;
 

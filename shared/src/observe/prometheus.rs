@@ -1,7 +1,7 @@
 //! GET /metrics in the Prometheus text exposition format (0.0.4), rendered from what one D1
-//! batch read. The job metrics (README "GET /metrics"), plus the dead-letter, schedule-miss and open-alert
-//! counts an on-call engineer wants next to them, and the built-in handlers' own: RSS fetches
-//! per source and AI tagging's items, tokens, cost and budget.
+//! batch read. The job metrics (docs/operating.md "GET /metrics"), plus the dead-letter,
+//! schedule-miss and open-alert counts an on-call engineer wants next to them, and the built-in
+//! handlers' own: RSS fetches per source and AI tagging's items, tokens, cost and budget.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

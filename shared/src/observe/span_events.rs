@@ -1,5 +1,5 @@
-//! The span events a handler logs about its own work (README "Log schema", span events): one
-//! JSON line each, the job's span attributes and correlation id first, under the event's own
+//! The span events a handler logs about its own work (docs/operating.md "Log schema", span events):
+//! one JSON line each, the job's span attributes and correlation id first, under the event's own
 //! name (`fetch.started`, `item.tagged`...). A per-job event is always written. Per-source and
 //! per-item events are bounded per attempt by `SPAN_EVENTS_MAX`: past it they are only counted,
 //! and one `events.suppressed` line says how many of each, so a refresh of many sources or a

@@ -1,7 +1,7 @@
-//! How long a message waits before it comes back when D1 itself failed (README "Retries", D1
-//! outages). The delay doubles with the queue's own delivery count up to a cap, so a blip costs
-//! seconds while a long outage spends few of the queue's `max_retries`: with 100 retries a
-//! message outlives about 23 hours of outage before the queue gives it up.
+//! How long a message waits before it comes back when D1 itself failed (docs/app-guide.md
+//! "Retries", D1 outages). The delay doubles with the queue's own delivery count up to a cap, so a
+//! blip costs seconds while a long outage spends few of the queue's `max_retries`: with 100 retries
+//! a message outlives about 23 hours of outage before the queue gives it up.
 
 /// The delay after the first failed delivery.
 pub const D1_RETRY_FIRST_SECS: u64 = 10;

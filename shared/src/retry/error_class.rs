@@ -34,19 +34,20 @@ pub enum ErrorClass {
     /// The platform's own limits, not the target: the invocation's subrequests were spent, or
     /// no connection came free before the job's deadline. Nothing was sent; retried.
     Capacity,
-    /// The type's monthly budget is spent (README "AI tagging and budgets"): the job is
+    /// The type's monthly budget is spent (docs/app-guide.md "AI tagging and budgets"): the job is
     /// `skipped`, not failed, and nothing retries it before the month rolls over.
     BudgetHardStop,
     /// A feed answered 404 or 410. Retried, unlike another 4xx: feeds come back, and each
-    /// failure counts toward its source's auto-disable (README "rss_feed_refresh").
+    /// failure counts toward its source's auto-disable (docs/app-guide.md "rss_feed_refresh").
     Gone,
     /// The failure disabled its RSS source (its 5th in a row): only an operator's re-enable
     /// helps, so not retried.
     SourceDisabled,
-    /// The job's `expires_at` passed before it ran: skipped, never run (README "Lifecycle").
+    /// The job's `expires_at` passed before it ran: skipped, never run (docs/app-guide.md
+    /// "Lifecycle").
     Expired,
     /// An operator skipped the job while this attempt ran: the attempt's record ends there,
-    /// and what it did after is not recorded (README "Lifecycle").
+    /// and what it did after is not recorded (docs/app-guide.md "Lifecycle").
     Operator,
 }
 

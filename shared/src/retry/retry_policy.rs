@@ -2,7 +2,7 @@
 
 use crate::util::config_var::int_var;
 
-/// The longest any retry waits (README "Retries"): a policy's backoff and a server's
+/// The longest any retry waits (docs/app-guide.md "Retries"): a policy's backoff and a server's
 /// `Retry-After` alike are cut here, so no answer and no attempt count parks a job for good.
 /// 30 h sits above the crawler policy's longest wait (its 24 h cap plus 20 % jitter, 28.8 h),
 /// which keeps that policy whole.
@@ -61,7 +61,8 @@ impl FixedTable {
 }
 
 impl RetryPolicy {
-    /// The default: exponential from 30 s, each delay jittered by x0.75-1.25 (README "Retries").
+    /// The default: exponential from 30 s, each delay jittered by x0.75-1.25 (docs/app-guide.md
+    /// "Retries").
     pub const DEFAULT: RetryPolicy = RetryPolicy::Exponential {
         base_secs: 30,
         jitter_min: 0.75,
@@ -82,7 +83,7 @@ impl RetryPolicy {
     ///
     /// The exponent is `attempt - 1`, so the first retry waits one base, jittered: the
     /// default's attempt 1 is 23-38 s ... attempt 5 360-600 s, the crawler's attempt 1 48-72 s
-    /// (README "Retries").
+    /// (docs/app-guide.md "Retries").
     /// Results are rounded to whole seconds and never exceed [`MAX_RETRY_DELAY_SECS`].
     pub fn delay_secs(&self, failed_attempt: u32, unit: f64) -> u64 {
         let delay = match *self {

@@ -1,6 +1,6 @@
-//! A job's own retry policy, chosen at enqueue (README "Retries"): a preset's name or a policy
-//! object, checked against the limits, and stored on the job as that object's compact JSON so
-//! the consumer reads back exactly what was accepted.
+//! A job's own retry policy, chosen at enqueue (docs/app-guide.md "Retries"): a preset's name or a
+//! policy object, checked against the limits, and stored on the job as that object's compact JSON
+//! so the consumer reads back exactly what was accepted.
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Deserialize;

@@ -1,7 +1,7 @@
 //! Validation of a recurring job (a schedule) for `/v1/admin/schedules`: its fields
-//! (README "Schedules API") plus the job options of an enqueue, checked by the enqueue validator itself so a schedule
-//! can never hold a job that enqueue would refuse, and its cron expression parsed now so a
-//! bad one is a 422 at write time, never a failure at tick time.
+//! (docs/operating.md "Schedules API") plus the job options of an enqueue, checked by the enqueue
+//! validator itself so a schedule can never hold a job that enqueue would refuse, and its cron
+//! expression parsed now so a bad one is a 422 at write time, never a failure at tick time.
 
 use crate::api::api_error::ApiError;
 use crate::api::field_error::{decode_fields, empty_object, invalid, not_an_object};

@@ -5,7 +5,8 @@ use crate::job::family::Family;
 use crate::util::config_var::int_var;
 
 /// Priority aging: a job waiting over an hour gains +10 priority every 5 minutes, up to
-/// [`crate::job::enqueue::MAX_PRIORITY`] (README "Recurring jobs and the maintenance sweep").
+/// [`crate::job::enqueue::MAX_PRIORITY`] (docs/operating.md "Recurring jobs and the maintenance
+/// sweep").
 pub const AGING_AFTER_MS: i64 = 3_600_000;
 pub const AGING_EVERY_MS: i64 = 300_000;
 pub const AGING_STEP: i64 = 10;

@@ -1,8 +1,8 @@
 //! Every IANA time zone by name, from the compact copy of the database shared/build.rs writes
 //! (`tz_record`). The Workers do not compile it in: `bundled_blob` is the whole database as one
 //! file, which the build writes beside the producer's static files (`tz.bin`), and the producer
-//! reads it only when a schedule names a zone (README "Cron expressions"). A zone's TZif file is
-//! rebuilt only when a schedule names it.
+//! reads it only when a schedule names a zone (docs/operating.md "Cron expressions"). A zone's TZif
+//! file is rebuilt only when a schedule names it.
 
 use jiff::tz::TimeZone;
 

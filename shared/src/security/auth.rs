@@ -1,7 +1,7 @@
 //! Bearer-token authorization with three scopes. Tokens are Worker secrets, each a
 //! comma-separated list so a new token can be added before the old one is removed. An entry
-//! may be named (`webapp:<token>`): the name, never the token, says who called (README
-//! "Configuration").
+//! may be named (`webapp:<token>`): the name, never the token, says who called
+//! (docs/configuration.md "Configuration").
 
 use crate::api::api_error::ApiError;
 use crate::job::enqueue::NewJob;

@@ -1,6 +1,6 @@
-//! Credentials a payload carries in its `headers` (the `http` type's, README "Job types") go
-//! out with the job's request and are never shown again: a job's view (the API, the dashboard)
-//! shows their values redacted. D1 keeps them until retention deletes the job.
+//! Credentials a payload carries in its `headers` (the `http` type's, docs/app-guide.md "Job
+//! types") go out with the job's request and are never shown again: a job's view (the API, the
+//! dashboard) shows their values redacted. D1 keeps them until retention deletes the job.
 
 use serde_json::Value;
 

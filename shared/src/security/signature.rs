@@ -1,4 +1,4 @@
-//! Signed delivery (README "Signed delivery"): every request to an app carries
+//! Signed delivery (docs/app-guide.md "Signed delivery"): every request to an app carries
 //! `X-Jobs-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256>` over one canonical string that
 //! binds the body to where and as what it was sent:
 //!

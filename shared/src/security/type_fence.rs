@@ -1,7 +1,7 @@
-//! Which job types a named enqueue token may use (the `ENQUEUE_TOKEN_TYPES` var, README "Scoped
-//! tokens"): a token fenced to some types enqueues only those, chain steps included, reads only
-//! jobs of those types, and cannot let an `http` target add jobs. A token the var does not name
-//! may use every type. Admin tokens are never fenced.
+//! Which job types a named enqueue token may use (the `ENQUEUE_TOKEN_TYPES` var, docs/http-api.md
+//! "Scoped tokens"): a token fenced to some types enqueues only those, chain steps included, reads
+//! only jobs of those types, and cannot let an `http` target add jobs. A token the var does not
+//! name may use every type. Admin tokens are never fenced.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Prefixes of untrusted text, for the bounds the README's guarantees name: by bytes where a
+//! Prefixes of untrusted text, for the bounds docs/guarantees.md names: by bytes where a
 //! size limit is in bytes (stored results, artifacts, metadata), by characters where a person
 //! reads it (error messages, feed descriptions). Both end on a character, never inside one.
 

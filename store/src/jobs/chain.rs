@@ -1,6 +1,6 @@
 //! A chain's columns on `jobs`: its steps read for GET /v1/jobs/{id}, and its moves written in
-//! the batch that records a step (README "Job chains"). `chain_status` lives on the chain's
-//! first job (the parent) and says `running`, `succeeded` or `failed`.
+//! the batch that records a step (docs/app-guide.md "Job chains"). `chain_status` lives on the
+//! chain's first job (the parent) and says `running`, `succeeded` or `failed`.
 
 use jobs_shared::{ChainMove, JobStatus, NewJob};
 use serde::Deserialize;

@@ -35,7 +35,7 @@ pub struct Claimed {
     pub attempts: u32,
     pub max_attempts: u32,
     pub runs: u32,
-    /// Chain columns (README "Job chains"); all absent outside a chain.
+    /// Chain columns (docs/app-guide.md "Job chains"); all absent outside a chain.
     pub parent_id: Option<String>,
     pub chain_step: Option<u32>,
     pub next_steps: Option<String>,
@@ -66,7 +66,8 @@ impl Claimed {
 
     /// The `X-Jobs-Attempt` of this run's delivery: its run number, which never repeats over
     /// the job's life. `attempts` would: an operator's retry or replay resets it, and an app
-    /// deduplicating on (id, attempt) would drop that delivery (README "Signed delivery").
+    /// deduplicating on (id, attempt) would drop that delivery (docs/app-guide.md "Signed
+    /// delivery").
     pub fn delivery_attempt(&self) -> u32 {
         self.runs
     }

@@ -1,6 +1,6 @@
-//! The partial indexes over `jobs` (migration 0015, README "Cost"). SQLite uses a partial
-//! index only for a statement whose WHERE repeats the index's own condition, so each statement
-//! that needs one reads `FROM` [`PartialIndex::rows`]: the index named (`INDEXED BY`: a
+//! The partial indexes over `jobs` (migration 0015, docs/performance.md "Cost"). SQLite uses a
+//! partial index only for a statement whose WHERE repeats the index's own condition, so each
+//! statement that needs one reads `FROM` [`PartialIndex::rows`]: the index named (`INDEXED BY`: a
 //! statement that could not use it fails rather than scanning) and its condition repeated.
 
 use jobs_shared::JobStatus;

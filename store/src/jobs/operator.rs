@@ -44,8 +44,8 @@ fn set_values(to: JobStatus, now_ms: i64) -> Vec<SqlValue> {
 }
 
 /// A move to the state a job is in (`queued` to `queued`, shared `move_sources`) is no
-/// transition: it makes a job whose `run_at` is ahead due now (README "Lifecycle"). So such a
-/// job is among the sources only while its `run_at` is ahead; one already due is left to its
+/// transition: it makes a job whose `run_at` is ahead due now (docs/app-guide.md "Lifecycle"). So
+/// such a job is among the sources only while its `run_at` is ahead; one already due is left to its
 /// message. The condition that says so, or nothing.
 fn due_later(sources: &[JobStatus], to: JobStatus, now_ms: i64) -> String {
     if sources.contains(&to) {

@@ -24,7 +24,7 @@ pub struct JobRow {
     /// Its own retry policy (JSON) and expiry, as enqueue set them.
     pub retry_policy: Option<String>,
     pub expires_at: Option<i64>,
-    /// Its place in a chain (README "Job chains").
+    /// Its place in a chain (docs/app-guide.md "Job chains").
     pub parent_id: Option<String>,
     pub chain_step: Option<i64>,
     pub chain_status: Option<String>,

@@ -1,6 +1,7 @@
-//! The sweep's statements over `jobs` (README "Recurring jobs and the maintenance sweep"): releasing held due
-//! jobs, finding jobs whose message is missing, recording sends, priority aging, and retention.
-//! Each is a compare-and-set on the state it reads, so overlapping ticks write nothing twice.
+//! The sweep's statements over `jobs` (docs/operating.md "Recurring jobs and the maintenance
+//! sweep"): releasing held due jobs, finding jobs whose message is missing, recording sends,
+//! priority aging, and retention. Each is a compare-and-set on the state it reads, so overlapping
+//! ticks write nothing twice.
 
 use jobs_shared::JobStatus::{Cancelled, Dead, Queued, Retrying, Scheduled, Skipped, Succeeded};
 use jobs_shared::{job_id, Family, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};

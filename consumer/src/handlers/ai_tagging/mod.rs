@@ -316,7 +316,7 @@ fn budget_view(budget: &Budget) -> Value {
     })
 }
 
-/// `item.tagged` for each item the batch stored (README "Log schema").
+/// `item.tagged` for each item the batch stored (docs/operating.md "Log schema").
 fn tagged(events: &SpanLog, batch: &Batch) {
     for item in &batch.tagged {
         let attrs = [

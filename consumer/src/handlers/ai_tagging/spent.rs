@@ -1,5 +1,5 @@
-//! What one ai_tagging run spent and what the LLM answered, for its run record (README "Run
-//! records and artifacts"): the cost, the model, its calls and tokens, and one JSON line per
+//! What one ai_tagging run spent and what the LLM answered, for its run record (docs/app-guide.md
+//! "Run records and artifacts"): the cost, the model, its calls and tokens, and one JSON line per
 //! call, kept as the run's `llm_responses` artifact.
 
 use jobs_shared::{byte_prefix, JobError, LlmUse};

@@ -5,7 +5,7 @@
 //! dimensions read from the image's own header. At most 3 run at once:
 //! the screenshot family's queue consumer has batch size 1 and max_concurrency 3. When the
 //! browser service answers 429 (every browser of the account busy) the job waits for a slot:
-//! released unstarted, no attempt spent (README "Screenshots").
+//! released unstarted, no attempt spent (docs/app-guide.md "Screenshots").
 
 mod browser;
 mod cdp_session;

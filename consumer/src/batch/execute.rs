@@ -1,0 +1,195 @@
+//! Stage 3: every claimed job run, at most `limits.connections` at once, each within its
+//! deadline, under the lease heartbeat. Each ends in a [`Fate`]: an [`Attempt`] decided, or
+//! its job handed back unstarted (a `Release`) when the invocation could not see it end in its
+//! wall time, had no subrequests left for it, or its handler could not start.
+
+use futures::stream::{self, StreamExt};
+use jobs_shared::job::lease::{self, ConsumerLimits};
+use jobs_shared::{D1Stats, ErrorClass, JobError, JobRetry, JobType, Ran, RetryPolicy, RunDetails};
+use jobs_store::jobs::Claimed;
+use serde_json::Value;
+use worker::js_sys::Math;
+use worker::{D1Database, Env};
+
+use super::claim::Terms;
+use super::fate::{Decided, Fate, JobRun};
+use super::heartbeat::{self, Leases};
+use crate::delivery::Delivery;
+use crate::invocation::Invocation;
+use crate::job_context::{HandlerRun, JobContext, Release};
+use crate::outbound::BatchGate;
+use crate::{chain, handlers, now_ms};
+
+/// How far past its deadline a job may run before the batch ends it.
+const DEADLINE_SLACK_MS: i64 = 1_000;
+
+/// A claimed job the invocation had no wall time or subrequests left to start: back in 1 s.
+pub const NOT_STARTED: Release = Release {
+    retry_secs: 1,
+    reason: "released",
+};
+
+/// What every job of the batch runs with.
+pub struct BatchContext<'a> {
+    pub db: &'a D1Database,
+    pub env: &'a Env,
+    pub invocation: &'a Invocation,
+    pub limits: &'a ConsumerLimits,
+    pub terms: &'a Terms,
+}
+
+/// One handler run, timed.
+pub struct Attempt {
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub outcome: Result<Option<Value>, JobError>,
+    /// What the attempt spent (see job_context::HandlerRun).
+    pub cost_cents: f64,
+    /// Checked follow-up jobs the handler returned (see crate::chain).
+    pub follow_ups: Vec<Value>,
+    /// The job's own retry policy, else its type's (the default one for a type this build
+    /// does not know).
+    pub policy: RetryPolicy,
+    /// What ran it and what it produced, for its run record.
+    pub details: RunDetails,
+}
+
+/// Runs the claimed `jobs` (with their messages) and decides what follows each.
+pub async fn run_all<'a>(
+    ctx: &BatchContext<'_>,
+    jobs: &[(&'a Delivery, &'a Claimed)],
+    stats: &mut D1Stats,
+) -> Vec<JobRun<'a>> {
+    let gate = BatchGate::new(ctx.limits);
+    let work = stream::iter(jobs)
+        .map(|(_, job)| start(ctx, &gate, job))
+        .buffered(ctx.limits.connections)
+        .collect::<Vec<_>>();
+    let held: Vec<(&str, u32)> = jobs.iter().map(|(_, j)| (j.id.as_str(), j.runs)).collect();
+    let claim = ctx.terms.claim();
+    let leases = Leases {
+        held: &held,
+        lease_until: claim.lease_until,
+        lease_ms: ctx.terms.lease_ms,
+    };
+    let (ends, beat) = heartbeat::during(ctx.db, &leases, ctx.limits, work).await;
+    stats.merge(&beat.stats);
+    let fates = ends.into_iter().zip(jobs).map(|(end, &(delivery, job))| {
+        let fate = match end {
+            Ok(mut attempt) => {
+                attempt.details.lease_until = beat.lease_until;
+                let limit = delivery.queue_limit;
+                Fate::Decided(Decided::of(job, attempt, Math::random(), limit))
+            }
+            Err(release) => Fate::Released(release),
+        };
+        JobRun {
+            delivery,
+            job,
+            fate,
+        }
+    });
+    fates.collect()
+}
+
+/// Starts `job` when the invocation can see it end within its wall time, and has subrequests
+/// left should it call out; else hands it back unstarted.
+async fn start(
+    ctx: &BatchContext<'_>,
+    gate: &BatchGate,
+    job: &Claimed,
+) -> Result<Attempt, Release> {
+    let job_type = JobType::parse(&job.job_type);
+    let deadline = job_type.map_or(0, |t| lease::deadline_ms(t, payload_timeout(job, t)));
+    let calls_out = job_type.is_some_and(|t| t.handler().calls_out());
+    let (started, now) = (ctx.terms.started_ms, now_ms());
+    if !ctx.limits.may_start(started, now, deadline) || (calls_out && !gate.has_subrequests_left())
+    {
+        return Err(NOT_STARTED);
+    }
+    execute(ctx, gate, job, job_type, deadline).await
+}
+
+/// A job's own `timeout_ms`, for a type whose payload may set it (see `lease::deadline_ms`).
+fn payload_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct OwnTimeout {
+        timeout_ms: Option<u32>,
+    }
+    let allowed = job_type.spec().payload_timeout;
+    allowed
+        .then(|| {
+            serde_json::from_str::<OwnTimeout>(&job.payload)
+                .ok()?
+                .timeout_ms
+        })
+        .flatten()
+}
+
+/// Runs one job within its deadline (a little over it, so a handler's own timeout, with its
+/// more precise message, ends it first). Its requests must end WRITE_RESERVE_MS before the
+/// deadline, leaving the handler time to write what they returned. `Err`: the handler released
+/// the job unstarted.
+async fn execute(
+    ctx: &BatchContext<'_>,
+    gate: &BatchGate,
+    job: &Claimed,
+    job_type: Option<JobType>,
+    deadline_ms: i64,
+) -> Result<Attempt, Release> {
+    let started_at = now_ms();
+    let outbound = gate.for_job(started_at + deadline_ms - lease::WRITE_RESERVE_MS);
+    let ran = match job_type {
+        Some(job_type) => {
+            let job_ctx = JobContext {
+                job,
+                job_type,
+                env: ctx.env,
+                outbound: &outbound,
+                started_at,
+            };
+            let limit = deadline_ms + DEADLINE_SLACK_MS;
+            let run = crate::deadline::within(limit as u64, handlers::run(&job_ctx)).await;
+            run.unwrap_or_else(|| {
+                let message = format!("the job ran past its deadline of {deadline_ms} ms");
+                HandlerRun::of(Err(JobError::new(ErrorClass::Timeout, message)))
+            })
+        }
+        None => HandlerRun::of(Err(JobError::new(
+            ErrorClass::InvalidPayload,
+            format!("unknown job type {}", job.job_type),
+        ))),
+    };
+    if let Some(release) = ran.release {
+        return Err(release);
+    }
+    let finished_at = now_ms();
+    let (outcome, follow_ups) = if ran.follow_ups_trusted {
+        chain::take_follow_ups(ran.outcome, finished_at)
+    } else {
+        (ran.outcome, Vec::new())
+    };
+    let details = RunDetails {
+        version: ctx.invocation.version.clone(),
+        invocation: ctx.invocation.id.clone(),
+        ran: Ran {
+            handler: job_type.map_or("unknown", |t| t.handler().module()),
+            bytes: outbound.bytes(),
+            llm: ran.llm,
+            artifacts: ran.artifacts,
+        },
+        lease_until: None, // the batch's, once every job has run
+    };
+    let policy = (job.retry_policy.as_deref())
+        .and_then(JobRetry::from_stored)
+        .unwrap_or_else(|| job_type.map_or(RetryPolicy::DEFAULT, |t| t.spec().retry));
+    Ok(Attempt {
+        started_at,
+        finished_at,
+        outcome,
+        cost_cents: ran.cost_cents,
+        follow_ups,
+        policy,
+        details,
+    })
+}
