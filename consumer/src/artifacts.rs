@@ -2,8 +2,8 @@
 //! inline on its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job
 //! and run, so a retry never overwrites an earlier attempt's.
 
+use jobs_shared::job::run_details::{Artifact, Placement};
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{Artifact, Placement};
 use worker::HttpMetadata;
 
 use crate::job_context::JobContext;

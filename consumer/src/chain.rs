@@ -5,14 +5,18 @@
 //! A send that fails leaves the step in the outbox (`sent_at` NULL) for the maintenance sweep,
 //! like any enqueue.
 
-use jobs_shared::job::enqueue::EXPIRED_UNRUN;
-use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
-use jobs_shared::{
+use jobs_shared::job::chain::{
     after_death, after_skip, after_success, failed_chain_of_dead_step, failed_chain_of_ended_step,
-    follow_ups, job_id, validate_enqueue, validate_steps, ChainMove, ChainPosition, Decision,
-    ErrorClass, JobError, NewJob, QueueDelayLimit,
+    follow_ups, ChainMove, ChainPosition,
 };
+use jobs_shared::job::enqueue::EXPIRED_UNRUN;
+use jobs_shared::job::enqueue::{validate_enqueue, validate_steps, NewJob};
+use jobs_shared::job::ids::job_id;
+use jobs_shared::job::job_outcome::Decision;
+use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::retry::retry_policy::QueueDelayLimit;
+use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
 use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
 use serde_json::Value;
 use worker::Env;
@@ -26,10 +30,11 @@ pub fn take_follow_ups(
 ) -> (Result<Option<Value>, JobError>, Vec<Value>) {
     let checked = match &outcome {
         Ok(result) => follow_ups(result.as_ref()).and_then(|listed| match listed {
-            Some(list) => validate_steps(jobs_shared::FOLLOW_UP_KEY, list, now_ms).map_err(|e| {
-                let field = e.field.unwrap_or_default();
-                format!("invalid follow-up job at {field}: {}", e.message)
-            }),
+            Some(list) => validate_steps(jobs_shared::job::chain::FOLLOW_UP_KEY, list, now_ms)
+                .map_err(|e| {
+                    let field = e.field.unwrap_or_default();
+                    format!("invalid follow-up job at {field}: {}", e.message)
+                }),
             None => Ok(Vec::new()),
         }),
         Err(_) => Ok(Vec::new()),

@@ -2,9 +2,12 @@
 //! DLQs: every arrival is listed, and a job whose message the queue gave up on by itself (its
 //! max_retries safety net) is sent again, never killed while it has attempts left.
 
+use jobs_shared::job::envelope::JobMessage;
+use jobs_shared::job::family::{Family, Lane};
 use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
-use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
-use jobs_shared::{d1_retry_secs, Family, JobMessage, Lane};
+use jobs_shared::retry::d1_retry::d1_retry_secs;
+use jobs_shared::runtime::clock::now_ms;
+use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
 use jobs_store::dead_letters::dead_letter_insert_many;
 use jobs_store::jobs::job_settle_dlq_arrivals;
 use jobs_store::metric_counters::{metric_counter_add, DEAD_LETTERS};
@@ -13,7 +16,6 @@ use wasm_bindgen::JsValue;
 use worker::Env;
 
 use crate::delivery::Delivery;
-use crate::now_ms;
 
 /// Sends dead jobs to the family DLQ, then acks their messages. D1 already says `dead`; if the
 /// DLQ send fails the messages are acked anyway (the DLQ is a notification, D1 the record).

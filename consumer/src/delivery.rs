@@ -5,8 +5,9 @@
 
 use std::cell::Cell;
 
-use jobs_shared::util::js_json::from_json_bytes;
-use jobs_shared::{JobMessage, QueueDelayLimit};
+use jobs_shared::job::envelope::JobMessage;
+use jobs_shared::retry::retry_policy::QueueDelayLimit;
+use jobs_shared::runtime::js_json::from_json_bytes;
 use serde_json::value::RawValue;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;

@@ -2,7 +2,9 @@
 //! record names the invocation that ran it and its `batch.completed` line (docs/app-guide.md "Run
 //! records and artifacts").
 
-use jobs_shared::{found_by_consumer, job_id};
+use jobs_shared::job::ids::job_id;
+use jobs_shared::job::run_details::found_by_consumer;
+use jobs_shared::runtime::clock::now_ms;
 use wasm_bindgen::JsValue;
 use worker::js_sys::Reflect;
 use worker::Env;
@@ -26,7 +28,7 @@ impl Invocation {
             .filter(|id| !id.is_empty())
             .unwrap_or_else(|| "local".into());
         Invocation {
-            id: job_id(crate::now_ms(), u128::from_le_bytes(bytes)),
+            id: job_id(now_ms(), u128::from_le_bytes(bytes)),
             version,
         }
     }

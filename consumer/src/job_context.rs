@@ -1,7 +1,9 @@
 //! What every handler is given and gives back, and the helpers they share: one signature for
 //! every handler in `crate::handlers` (docs/development.md "Adding a job type").
 
-use jobs_shared::{Artifact, ErrorClass, JobError, JobType, LlmUse};
+use jobs_shared::job::job_type::JobType;
+use jobs_shared::job::run_details::{Artifact, LlmUse};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use worker::Env;

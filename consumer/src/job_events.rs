@@ -4,16 +4,21 @@
 //! `batch.completed` line the benchmark reads. Nothing here touches D1.
 
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::job_outcome::Decision;
 use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::observe::analytics_points::{execution_point, Point};
+use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::{
     decision_error, job_event, logs_success, outcome_events, run_outcome, success_log_percent,
     JobEventKind, JobRef, Settled,
 };
 use jobs_shared::observe::log_line::{emit, fault, LogLevel};
 use jobs_shared::observe::span_events::{span_events_max, SpanEvents};
-use jobs_shared::util::analytics_write::write_points_to;
-use jobs_shared::{rfc3339, D1Stats, Decision, ErrorClass, Family, JobError};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::runtime::analytics_write::write_points_to;
+use jobs_shared::runtime::vars;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::jobs::{Claimed, Exhausted, PastExpiry};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -51,7 +56,7 @@ pub struct Recorded<'a> {
 pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
     let dataset = env.analytics_engine(DATASET_BINDING).ok();
     let mut warnings = Vec::new();
-    let percent = success_log_percent(crate::config(env, "LOG_SUCCESS_PERCENT"), &mut warnings);
+    let percent = success_log_percent(vars::string(env, "LOG_SUCCESS_PERCENT"), &mut warnings);
     warnings
         .iter()
         .for_each(|w| fault(LogLevel::Warn, "config", w));
@@ -152,7 +157,7 @@ pub struct SpanLog<'a> {
 impl<'a> SpanLog<'a> {
     pub fn of(ctx: &'a JobContext<'_>) -> SpanLog<'a> {
         let mut warnings = Vec::new();
-        let max = span_events_max(crate::config(ctx.env, "SPAN_EVENTS_MAX"), &mut warnings);
+        let max = span_events_max(vars::string(ctx.env, "SPAN_EVENTS_MAX"), &mut warnings);
         for warning in warnings {
             fault(LogLevel::Warn, "config", warning);
         }

@@ -20,8 +20,7 @@ mod signed_request;
 mod web_url;
 
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::util::clock::now_ms;
-use jobs_shared::util::queue_send::queue_delay_limit;
+use jobs_shared::runtime::queue_send::queue_delay_limit;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::{Context as ContextSys, MessageBatch as MessageBatchSys};
 use worker::Env;
@@ -47,12 +46,4 @@ pub async fn queue(batch: MessageBatchSys, env: Env, _ctx: ContextSys) -> Result
     batch::run(&queue, &deliveries, &env, &invocation).await;
     delivery::settle(&batch, &messages, &deliveries);
     Ok(JsValue::UNDEFINED)
-}
-
-/// A var or secret; unset and blank both mean absent.
-fn config(env: &Env, name: &str) -> Option<String> {
-    env.var(name)
-        .ok()
-        .map(|v| v.to_string())
-        .filter(|v| !v.trim().is_empty())
 }

@@ -7,11 +7,14 @@
 //! the job's trace when the id is a trace id), so the app's logs join the job's. Only these
 //! requests to the team's own endpoints carry it: feeds and checked links are third parties.
 
+use jobs_shared::handlers::link_health::is_redirect;
+use jobs_shared::job::chain::BODY_TRUNCATED_KEY;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
-use jobs_shared::{
-    delivery_redirected, is_redirect, observe::correlation, sign, signing_secret, ErrorClass,
-    JobError, SignedRequest, BODY_TRUNCATED_KEY, SIGNATURE_HEADER,
-};
+use jobs_shared::observe::correlation;
+use jobs_shared::retry::error_class::{delivery_redirected, ErrorClass, JobError};
+use jobs_shared::runtime::clock::now_ms;
+use jobs_shared::runtime::vars;
+use jobs_shared::security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
 use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
@@ -32,8 +35,8 @@ pub struct Outgoing<'a> {
 pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let (secrets, single) = (
-        crate::config(env, "SIGNING_SECRETS"),
-        crate::config(env, "SIGNING_SECRET"),
+        vars::string(env, "SIGNING_SECRETS"),
+        vars::string(env, "SIGNING_SECRET"),
     );
     let secret = signing_secret(secrets.as_deref(), single.as_deref()).ok_or_else(|| {
         JobError::new(
@@ -66,7 +69,7 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
         attempt: job.delivery_attempt(),
         body: body.as_bytes(),
     };
-    let signature = sign(secret.as_bytes(), crate::now_ms() / 1000, &signed);
+    let signature = sign(secret.as_bytes(), now_ms() / 1000, &signed);
     headers
         .set(SIGNATURE_HEADER, &signature)
         .map_err(invalid_request)?;

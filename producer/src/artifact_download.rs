@@ -3,7 +3,9 @@
 //! binding of its own. Only an artifact a run record of the job names is served: a stored one from
 //! the bucket its key names (shared `artifact_bucket`), an inline one as kept.
 
-use jobs_shared::{artifact_bucket, ApiError, Caller};
+use jobs_shared::job::run_details::artifact_bucket;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::security::auth::Caller;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use worker::js_sys::Promise;

@@ -6,7 +6,9 @@
 use std::sync::OnceLock;
 
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{actor_of, ApiError, Caller, Scope, TokenSecrets, Tokens};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::security::actor::actor_of;
+use jobs_shared::security::auth::{Caller, Scope, TokenSecrets, Tokens};
 use worker::Env;
 
 use crate::env_config;

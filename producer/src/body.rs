@@ -2,7 +2,8 @@
 //! sees it, so a bad request can never reach D1.
 
 use futures::StreamExt;
-use jobs_shared::{ApiError, CappedBody};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::body_cap::CappedBody;
 use serde_json::Value;
 
 use crate::request::Request;

@@ -4,7 +4,8 @@
 //! A token fenced to some job types (docs/http-api.md "Scoped tokens") sees a step of another type
 //! by its number and status only, and no chain error when the chain has such a step.
 
-use jobs_shared::{Caller, ChainPhases};
+use jobs_shared::job::chain::ChainPhases;
+use jobs_shared::security::auth::Caller;
 use jobs_store::jobs::{ChainStep, JobRow};
 use serde_json::{json, Map, Value};
 

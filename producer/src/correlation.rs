@@ -1,7 +1,8 @@
 //! The enqueue request's correlation id: its `traceparent`'s trace id or its `X-Request-Id`
 //! (shared `correlation`), else a fresh one; returned in the `X-Request-Id` header.
 
-use jobs_shared::{observe::correlation, ApiError};
+use jobs_shared::observe::correlation;
+use jobs_shared::request::api_error::ApiError;
 
 use crate::random;
 use crate::request::Request;

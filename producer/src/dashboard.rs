@@ -3,7 +3,7 @@
 //! it asks for an admin token, keeps it in sessionStorage, and reads everything through the
 //! admin API, which checks the token on every call. Served with a strict CSP and never framed.
 
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 use worker::{Env, Response};
 
 use crate::static_files;

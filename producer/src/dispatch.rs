@@ -1,8 +1,8 @@
 //! Hands written jobs to their family's queue, through the Workers' one send path
-//! (`jobs_shared::util::queue_send`: one sendBatch per family per 100 messages).
+//! (`jobs_shared::runtime::queue_send`: one sendBatch per family per 100 messages).
 
-use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
-use jobs_shared::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
+use jobs_shared::retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
+use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
 use jobs_store::jobs::Unsent;
 use worker::Env;
 

@@ -5,10 +5,11 @@
 
 use std::rc::Rc;
 
-use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{
-    check_stored_size, job_id, validate_batch, validate_enqueue, ApiError, Caller, NewJob,
-};
+use jobs_shared::job::enqueue::{check_stored_size, validate_batch, validate_enqueue, NewJob};
+use jobs_shared::job::ids::job_id;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::queue_send::queue_delay_limit;
+use jobs_shared::security::auth::Caller;
 use jobs_store::jobs::{self, Accepted, Written};
 use serde::Serialize;
 use worker::{Context, Env, Response};

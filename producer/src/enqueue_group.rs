@@ -9,9 +9,11 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
+use jobs_shared::job::enqueue::NewJob;
 use jobs_shared::job::enqueue::{MAX_BATCH, MAX_STORED_BYTES};
-use jobs_shared::util::queue_send::Outgoing;
-use jobs_shared::{ApiError, D1Stats, NewJob};
+use jobs_shared::observe::d1_stats::D1Stats;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::queue_send::Outgoing;
 use jobs_store::jobs::{self, Written};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
@@ -273,11 +275,11 @@ mod tests {
     }
 
     fn entry_at(jobs: usize, rows: usize, arrived_ms: i64) -> Rc<Entry> {
-        let job = jobs_shared::validate_enqueue(
+        let job = jobs_shared::job::enqueue::validate_enqueue(
             &serde_json::json!({"type": "noop", "payload": {}}),
             "01J00000000000000000000000".into(),
             0,
-            jobs_shared::QueueDelayLimit::DEFAULT,
+            jobs_shared::retry::retry_policy::QueueDelayLimit::DEFAULT,
         )
         .unwrap();
         Rc::new(Entry {

@@ -1,15 +1,9 @@
-//! Reading vars and secrets: both are plain strings at runtime; unset and blank mean "absent".
-//! The clock comes with them (shared `util::clock`), as the producer's handlers read both.
+//! Reading vars and secrets (shared `runtime::vars`), and a var meant as JSON.
+//! The clock comes with them (shared `runtime::clock`), as the producer's handlers read both.
 
-pub use jobs_shared::util::clock::now_ms;
+pub use jobs_shared::runtime::clock::now_ms;
+pub use jobs_shared::runtime::vars::string;
 use worker::Env;
-
-pub fn string(env: &Env, name: &str) -> Option<String> {
-    env.var(name)
-        .ok()
-        .map(|v| v.to_string())
-        .filter(|v| !v.trim().is_empty())
-}
 
 /// A var as JSON text: a string var as it is, or an object var (a TOML table under `[vars]`)
 /// serialized, so a var meant as JSON is read whichever way it was written.

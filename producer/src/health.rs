@@ -3,8 +3,9 @@
 //! ENQUEUE_TOKEN_TYPES shows as such; why is in the producer's log (crate::auth), not here: this
 //! route is public.
 
+use jobs_shared::job::family::{Family, Lane};
 use jobs_shared::observe::escalation::EscalationConfig;
-use jobs_shared::{ApiError, Family, Lane};
+use jobs_shared::request::api_error::ApiError;
 use serde_json::json;
 use worker::{Env, Response};
 

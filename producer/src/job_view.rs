@@ -1,8 +1,12 @@
 //! GET /v1/jobs/{id}: the job as the API shows it, with every attempt's run record.
 
-use jobs_shared::{
-    operator_actions, redact_credentials, rfc3339, show_omitted, ApiError, Caller, JobStatus,
-};
+use jobs_shared::api::operator_action::operator_actions;
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::job::run_details::show_omitted;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::security::auth::Caller;
+use jobs_shared::security::redaction::redact_credentials;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::job_runs::{job_run_list, RunRow};
 use jobs_store::jobs::{job_get_by_id, job_list_chain_steps, JobRow};
 use serde_json::{json, Value};

@@ -4,9 +4,12 @@
 //! due backlog and running screenshot jobs (index on status), and small tables (budgets,
 //! counters, schedules, alerts, RSS sources). Nothing scans the jobs or job_runs tables.
 
+use jobs_shared::budget::month_of;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::observe::alert_rules::FamilyWindow;
 use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
-use jobs_shared::{month_of, ApiError, Family, JobType};
+use jobs_shared::request::api_error::ApiError;
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
 use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
 use serde::Deserialize;

@@ -2,7 +2,7 @@
 //! tests/support/admin_api.mjs checks real responses against it, and a test in crate::routes
 //! that it documents the route table's rows, so it cannot drift from the code.
 
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 use worker::{Env, Response};
 
 use crate::static_files;

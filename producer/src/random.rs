@@ -1,6 +1,6 @@
 //! Randomness from the runtime's CSPRNG: job ids, correlation ids and RSS source ids.
 
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 
 use crate::respond;
 

@@ -1,7 +1,7 @@
 //! JSON responses, and the one place an ApiError becomes HTTP.
 
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 use serde::Serialize;
 use worker::{Response, Result};
 

@@ -6,7 +6,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use jobs_shared::api::route::{lookup, Match, Params, Route};
-use jobs_shared::{ApiError, Caller, Scope};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::security::auth::{Caller, Scope};
 use worker::{Context, Env, Response, Result};
 
 use crate::admin::Admin;

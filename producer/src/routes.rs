@@ -4,7 +4,7 @@
 //! `route`), so a known path answers a method it lacks with 405 and its `Allow` methods.
 
 use jobs_shared::api::route::{Method, Route};
-use jobs_shared::JobStatus::{Cancelled, Queued};
+use jobs_shared::job::lifecycle::JobStatus::{Cancelled, Queued};
 
 use crate::admin::job_actions::Move;
 use crate::admin::{

@@ -4,7 +4,7 @@
 //! binding: not compiled in, they cost the Worker's WASM, and so its cold start, nothing; not
 //! the producer's own `[assets]`, they put no asset router in front of its API.
 
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 use worker::{Env, Response};
 
 use crate::respond;

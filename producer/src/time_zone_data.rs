@@ -6,7 +6,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use jobs_shared::{names_zone, ApiError, TimeZones};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::schedule::cron_schedule::names_zone;
+use jobs_shared::schedule::time_zones::TimeZones;
 use worker::Env;
 
 use crate::{respond, static_files};

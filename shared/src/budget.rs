@@ -1,5 +1,5 @@
 //! Monthly spend budgets (docs/app-guide.md "AI tagging and budgets") for any job type whose
-//! registry entry declares one ([`crate::JobType::budget`]). Each UTC month has its own limit and
+//! registry entry declares one ([`crate::job::job_type::JobType::budget`]). Each UTC month has its own limit and
 //! spend; the share used picks the action (NORMAL, REDUCE, QUEUE, HARD_STOP), and reaching 75, 90
 //! and 100 % raises an alert once per month. The tables' SQL is in the store crate (`budgets`,
 //! `budget_alerts`), which reads the thresholds from here.
@@ -8,8 +8,8 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api::api_error::ApiError;
-use crate::observe::severity::Severity;
+use crate::request::api_error::ApiError;
+use crate::util::severity::Severity;
 
 /// What a type's budget starts from before an operator changes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub const MAX_HISTORY_MONTHS: u32 = 24;
 
 /// The `months` parameter of a budget history: 1 to [`MAX_HISTORY_MONTHS`].
 pub fn history_months(value: Option<&str>) -> Result<u32, ApiError> {
-    crate::api::page_cursor::count_param("months", value, HISTORY_MONTHS, MAX_HISTORY_MONTHS)
+    crate::request::field_error::count_param("months", value, HISTORY_MONTHS, MAX_HISTORY_MONTHS)
 }
 
 /// How loud an alert threshold is (INFO at 75 %, WARNING at 90 %, CRITICAL at 100 %).
@@ -238,7 +238,7 @@ pub fn validate_limit_change(body: &Value) -> Result<i64, ApiError> {
             "the body must be a JSON object",
         ));
     }
-    let change: LimitChange = crate::api::field_error::decode_fields(body)?;
+    let change: LimitChange = crate::request::field_error::decode_fields(body)?;
     if !(0..=MAX_LIMIT_CENTS).contains(&change.limit_cents) {
         return Err(ApiError::new(
             422,

@@ -4,8 +4,8 @@
 //! roll-up read them through [`attempts_sql`] only. (Stats' last hour reads the successes per
 //! minute instead, from `job_minutes`, and the failed runs through [`failed_runs_since`].)
 
-use jobs_shared::ErrorClass;
-use jobs_shared::JobStatus::{Dead, Retrying, Succeeded};
+use jobs_shared::job::lifecycle::JobStatus::{Dead, Retrying, Succeeded};
+use jobs_shared::retry::error_class::ErrorClass;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::num;

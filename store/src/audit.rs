@@ -1,7 +1,7 @@
 //! The `audit_log` table: one row per admin action, written in the same D1 batch as the action
 //! itself, so the log and the change commit (or fail) together.
 
-use jobs_shared::SqlValue;
+use jobs_shared::api::job_filter::SqlValue;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;

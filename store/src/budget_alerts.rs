@@ -5,7 +5,7 @@
 //! nothing), and a raised limit re-arms the thresholds the spend is now under.
 
 use jobs_shared::budget::ALERT_THRESHOLDS;
-use jobs_shared::JobType;
+use jobs_shared::job::job_type::JobType;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};

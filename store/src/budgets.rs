@@ -4,7 +4,8 @@
 //! it raises (`budget_alerts`), inside the batch that stores the batch's results, so the budget
 //! is re-read between batches at no extra round trip.
 
-use jobs_shared::{BudgetAction, BudgetSpec, JobType, RaisedAlert, Usage};
+use jobs_shared::budget::{BudgetAction, BudgetSpec, RaisedAlert, Usage};
+use jobs_shared::job::job_type::JobType;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};

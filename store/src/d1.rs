@@ -1,8 +1,9 @@
 //! What every table module shares: values as D1 binds them, and a round trip counted in
 //! `D1Stats` (the benchmark and the Server-Timing header read those counts).
 
-use jobs_shared::util::js_json::{from_js, from_json_bytes};
-use jobs_shared::{D1Stats, SqlValue};
+use jobs_shared::api::job_filter::SqlValue;
+use jobs_shared::observe::d1_stats::D1Stats;
+use jobs_shared::runtime::js_json::{from_js, from_json_bytes};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -39,7 +40,7 @@ impl StatementResult {
         self.field("meta")
     }
 
-    /// One field of the result (None when absent), read as one JSON text (util::js_json).
+    /// One field of the result (None when absent), read as one JSON text (runtime::js_json).
     fn field<T: DeserializeOwned>(&self, name: &str) -> worker::Result<Option<T>> {
         let value = Reflect::get(&self.0, &name.into())?;
         if value.is_undefined() || value.is_null() {

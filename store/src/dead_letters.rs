@@ -1,7 +1,7 @@
 //! The `dead_letters` table: every DLQ arrival, listed with its job (the admin's dead-letter
 //! list counts them per job), never a job's state.
 
-use jobs_shared::Family;
+use jobs_shared::job::family::Family;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 

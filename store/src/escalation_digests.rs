@@ -7,26 +7,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::num;
-use crate::jobs::digest_pending_sql;
-
-/// One day's digest as the sweep writes it at `at_ms`: the jobs that died before `before_ms`
-/// (the day's end) and were not escalated yet. Its statements bind `?1` day, `?2` before,
-/// `?3` at.
-pub struct Digest<'a> {
-    pub day: &'a str,
-    pub before_ms: i64,
-    pub at_ms: i64,
-}
-
-impl Digest<'_> {
-    pub(crate) fn params(&self) -> [JsValue; 3] {
-        [
-            JsValue::from_str(self.day),
-            num(self.before_ms),
-            num(self.at_ms),
-        ]
-    }
-}
+use crate::jobs::{digest_pending_sql, Digest};
 
 /// Whether `day`'s digest was written already.
 pub async fn escalation_digest_exists(db: &D1Database, day: &str) -> worker::Result<bool> {

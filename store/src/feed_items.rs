@@ -3,8 +3,9 @@
 //! batch's tags and releases the items it could not tag (statements for the batch's one write),
 //! and releases what a stopped job did not reach.
 
+use jobs_shared::handlers::ai_tags::AiTags;
+use jobs_shared::handlers::feed::item_chunks;
 use jobs_shared::handlers::feed::NewFeedItem;
-use jobs_shared::{item_chunks, AiTags};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -12,7 +13,7 @@ use worker::{D1Database, D1PreparedStatement};
 use crate::d1::{json, num};
 
 /// Statements inserting one source's new items unless their GUID is known, each returning the
-/// ids it inserted, in bounded chunks (jobs_shared::item_chunks). They carry `created_at = now`,
+/// ids it inserted, in bounded chunks (jobs_shared::handlers::feed::item_chunks). They carry `created_at = now`,
 /// which the source's counters count them by (`rss_sources::rss_source_record_refresh`).
 pub fn feed_item_insert_many(
     db: &D1Database,

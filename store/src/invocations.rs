@@ -3,7 +3,8 @@
 //! (docs/app-guide.md "Run records and artifacts"). A job's row names its invocation
 //! (`run_invocation`).
 
-use jobs_shared::{job_id, InvocationDetails};
+use jobs_shared::job::ids::job_id;
+use jobs_shared::job::run_details::InvocationDetails;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};

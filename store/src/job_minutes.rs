@@ -4,9 +4,9 @@
 
 use std::sync::LazyLock;
 
+use jobs_shared::job::family::Family;
 use jobs_shared::observe::execution_histogram::BUCKETS;
 use jobs_shared::observe::job_minutes::{MinuteRow, MinuteTally};
-use jobs_shared::Family;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};

@@ -4,8 +4,8 @@
 //! record is on its job's row instead (migration 0016).
 
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::{self, LeaseExpired};
-use jobs_shared::JobStatus::{Dead, Retrying, Running, Succeeded};
+use jobs_shared::job::lifecycle::JobStatus::{Dead, Retrying, Running, Succeeded};
+use jobs_shared::retry::error_class::ErrorClass::{self, LeaseExpired};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -14,7 +14,7 @@ use crate::attempts::{failed_runs_since, FIRST_RUN_WAIT};
 use crate::d1::{num, statement};
 use crate::execution_histogram::bucket_sql;
 use crate::sql::outcome_rows_of_jobs;
-use jobs_shared::SqlValue;
+use jobs_shared::api::job_filter::SqlValue;
 
 /// The statement that gives each lost attempt its run record: every job `lost` selects (a
 /// WHERE clause over `jobs`: `running`, its lease run out), at `now` (an SQL parameter such as

@@ -1,7 +1,7 @@
 //! The `links` table: one row per URL `link_health_check` has checked, with its failing streak.
 //! A check reads the links' states once and upserts every result in one statement.
 
-use jobs_shared::LinkState;
+use jobs_shared::handlers::link_health::LinkState;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::D1Database;

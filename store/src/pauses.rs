@@ -3,21 +3,14 @@
 //! (and no other pause still covers) back into the outbox, returning them so their messages can
 //! be sent. The sweep releases the rest with the same statement (`jobs::job_release_held`).
 
-use jobs_shared::{PauseTarget, SqlValue};
+use jobs_shared::api::job_filter::SqlValue;
+use jobs_shared::job::pause::PauseTarget;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::audit::{self, Entry};
 use crate::d1::{statement, text};
 use crate::jobs::{job_release_held, Unsent};
-
-/// True for a `jobs` row that a pause covers; spliced into the claim, the resume and priority
-/// aging. It begins with whether anything at all is paused (nearly never), which depends on no
-/// row, so SQLite reads it once per statement: with no pause at all, no row looks up the
-/// pauses of its type and family.
-pub(crate) const PAUSED_JOB_SQL: &str = "(EXISTS (SELECT 1 FROM pauses) AND \
-     EXISTS (SELECT 1 FROM pauses p WHERE \
-     (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family)))";
 
 #[derive(Deserialize)]
 pub struct PauseRow {

@@ -3,8 +3,8 @@
 //! sources in one query, claims the due ones in one, and writes everything (every source's new
 //! items and counters, which end its claim) in one batch, whatever the number of sources.
 
+use jobs_shared::handlers::feed::SortedEntries;
 use jobs_shared::handlers::feed::{NewSource, SourcePatch};
-use jobs_shared::SortedEntries;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
@@ -91,7 +91,7 @@ pub async fn rss_source_release_many(
 pub enum Refreshed<'a> {
     Fetched(&'a SortedEntries),
     /// `disabled_reason`: set when this failure disables the source; `error_type`: the
-    /// failure's key in `errors_by_type` (`jobs_shared::fetch_error_type`).
+    /// failure's key in `errors_by_type` (`jobs_shared::handlers::feed::fetch_error_type`).
     Failed {
         error_count: u32,
         disabled_reason: Option<&'a str>,

@@ -2,7 +2,11 @@
 //! repeated tick cannot write twice): the admin API's CRUD, and the sweep's firing
 //! (`periodic_job_enqueuer`), lateness (alerts) and retention.
 
-use jobs_shared::{CatchUp, JobStatus, JobType, ScheduleGate, ScheduleSpec};
+use jobs_shared::job::job_type::JobType;
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::job::registry::ScheduleGate;
+use jobs_shared::schedule::cron_schedule::CatchUp;
+use jobs_shared::schedule::schedule_spec::ScheduleSpec;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};

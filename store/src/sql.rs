@@ -2,7 +2,7 @@
 //! (families) for `family IN (...)`, the rows of a bound JSON array, and the guard of a consumer
 //! batch's outcome rows. Safe to splice: `'static` names are the code's own words, never input.
 
-use jobs_shared::JobStatus;
+use jobs_shared::job::lifecycle::JobStatus;
 
 /// `statuses` as an SQL list, e.g. `'queued', 'retrying'`.
 pub fn status_list(statuses: &[JobStatus]) -> String {
@@ -46,10 +46,18 @@ pub fn outcome_rows_of_jobs(rows: &str, status: JobStatus) -> String {
     )
 }
 
+/// True for a `jobs` row that a pause covers; spliced into the claim, the resume and priority
+/// aging. It begins with whether anything at all is paused (nearly never), which depends on no
+/// row, so SQLite reads it once per statement: with no pause at all, no row looks up the
+/// pauses of its type and family.
+pub(crate) const PAUSED_JOB_SQL: &str = "(EXISTS (SELECT 1 FROM pauses) AND \
+     EXISTS (SELECT 1 FROM pauses p WHERE \
+     (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family)))";
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jobs_shared::sources_of;
+    use jobs_shared::job::lifecycle::sources_of;
     use JobStatus::*;
 
     #[test]

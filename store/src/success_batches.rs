@@ -6,7 +6,7 @@
 
 use std::sync::LazyLock;
 
-use jobs_shared::JobStatus::Succeeded;
+use jobs_shared::job::lifecycle::JobStatus::Succeeded;
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};

@@ -1,14 +1,16 @@
 //! Stage 1, the claim: every job of the batch moved to `running` under one lease, in one D1
 //! round trip (store `jobs::job_claim`), on the batch's terms.
 
+use jobs_shared::job::family::Family;
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
-use jobs_shared::{D1Stats, Family, JobType};
+use jobs_shared::observe::d1_stats::D1Stats;
+use jobs_shared::runtime::clock::now_ms;
 use jobs_store::jobs::{self, Claim, ClaimTerms};
 use worker::D1Database;
 
 use crate::delivery::Delivery;
 use crate::invocation::Invocation;
-use crate::now_ms;
 
 /// What the batch claims under, fixed when it starts.
 pub struct Terms {

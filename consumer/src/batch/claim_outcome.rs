@@ -5,7 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use jobs_shared::{Family, JobMessage};
+use jobs_shared::job::envelope::JobMessage;
+use jobs_shared::job::family::Family;
 use jobs_store::jobs::{Claim, Claimed, Exhausted, PastExpiry};
 
 use crate::delivery::Delivery;

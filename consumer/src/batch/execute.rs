@@ -4,21 +4,26 @@
 //! wall time, had no subrequests left for it, or its handler could not start.
 
 use futures::stream::{self, StreamExt};
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease::{self, ConsumerLimits};
-use jobs_shared::{D1Stats, ErrorClass, JobError, JobRetry, JobType, Ran, RetryPolicy, RunDetails};
+use jobs_shared::job::run_details::{Ran, RunDetails};
+use jobs_shared::observe::d1_stats::D1Stats;
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::retry::retry_policy::RetryPolicy;
+use jobs_shared::retry::retry_request::JobRetry;
+use jobs_shared::runtime::clock::now_ms;
 use jobs_store::jobs::Claimed;
-use serde_json::Value;
 use worker::js_sys::Math;
 use worker::{D1Database, Env};
 
 use super::claim::Terms;
-use super::fate::{Decided, Fate, JobRun};
+use super::fate::{Attempt, Decided, Fate, JobRun};
 use super::heartbeat::{self, Leases};
 use crate::delivery::Delivery;
 use crate::invocation::Invocation;
 use crate::job_context::{HandlerRun, JobContext, Release};
 use crate::outbound::BatchGate;
-use crate::{chain, handlers, now_ms};
+use crate::{chain, handlers};
 
 /// How far past its deadline a job may run before the batch ends it.
 const DEADLINE_SLACK_MS: i64 = 1_000;
@@ -36,22 +41,6 @@ pub struct BatchContext<'a> {
     pub invocation: &'a Invocation,
     pub limits: &'a ConsumerLimits,
     pub terms: &'a Terms,
-}
-
-/// One handler run, timed.
-pub struct Attempt {
-    pub started_at: i64,
-    pub finished_at: i64,
-    pub outcome: Result<Option<Value>, JobError>,
-    /// What the attempt spent (see job_context::HandlerRun).
-    pub cost_cents: f64,
-    /// Checked follow-up jobs the handler returned (see crate::chain).
-    pub follow_ups: Vec<Value>,
-    /// The job's own retry policy, else its type's (the default one for a type this build
-    /// does not know).
-    pub policy: RetryPolicy,
-    /// What ran it and what it produced, for its run record.
-    pub details: RunDetails,
 }
 
 /// Runs the claimed `jobs` (with their messages) and decides what follows each.

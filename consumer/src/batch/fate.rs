@@ -2,12 +2,14 @@
 //! [`Fate`] per job, rather than a run's optional parts, so that every stage after the run
 //! reads which it is and the compiler holds each stage to both.
 
+use jobs_shared::job::job_outcome::{decide, AttemptEnd, Decision};
+use jobs_shared::job::run_details::RunDetails;
 use jobs_shared::job::stored_result::stored_result;
-use jobs_shared::{decide, AttemptEnd, Decision, ErrorClass, JobError, QueueDelayLimit};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::retry::retry_policy::{QueueDelayLimit, RetryPolicy};
 use jobs_store::jobs::{Claimed, Finished};
 use serde_json::Value;
 
-use super::execute::Attempt;
 use crate::chain;
 use crate::delivery::{Delivery, Verdict};
 use crate::job_context::Release;
@@ -32,6 +34,22 @@ pub struct Decided {
     pub attempt: Attempt,
     pub decision: Decision,
     pub chain: chain::Planned,
+}
+
+/// One handler run, timed.
+pub struct Attempt {
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub outcome: Result<Option<Value>, JobError>,
+    /// What the attempt spent (see job_context::HandlerRun).
+    pub cost_cents: f64,
+    /// Checked follow-up jobs the handler returned (see crate::chain).
+    pub follow_ups: Vec<Value>,
+    /// The job's own retry policy, else its type's (the default one for a type this build
+    /// does not know).
+    pub policy: RetryPolicy,
+    /// What ran it and what it produced, for its run record.
+    pub details: RunDetails,
 }
 
 impl Decided {
@@ -161,8 +179,10 @@ impl Fate {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use jobs_shared::job::chain::ChainMove;
     use jobs_shared::job::run_details::Bytes;
-    use jobs_shared::{ChainMove, Ran, RetryPolicy, RunDetails};
+    use jobs_shared::job::run_details::{Ran, RunDetails};
+    use jobs_shared::retry::retry_policy::RetryPolicy;
     use serde_json::json;
 
     /// A claimed `noop` job on its first attempt of 3.

@@ -3,18 +3,17 @@
 //! the extension covers every job the batch holds, waiting, running, or run and not yet
 //! recorded (store `jobs::job_extend_leases`).
 
+use jobs_shared::runtime::clock::now_ms;
 use std::future::Future;
 use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::FutureExt;
 use jobs_shared::job::lease::ConsumerLimits;
+use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::D1Stats;
 use jobs_store::jobs;
 use worker::{D1Database, Delay};
-
-use crate::now_ms;
 
 /// What the heartbeat did: its D1 work, and the lease its jobs hold as D1 last confirmed it
 /// (the claim's, or the latest heartbeat's), `None` after a heartbeat D1 refused.

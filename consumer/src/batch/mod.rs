@@ -27,15 +27,18 @@ pub mod record;
 pub mod settle;
 
 use futures::FutureExt;
+use jobs_shared::job::family::Family;
 use jobs_shared::job::lease::ConsumerLimits;
+use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{D1Stats, Family};
+use jobs_shared::runtime::clock::now_ms;
+use jobs_shared::runtime::vars;
 use worker::{D1Database, Env};
 
 use crate::delivery::Delivery;
 use crate::invocation::Invocation;
-use crate::{dead_letters, job_events, now_ms};
+use crate::{dead_letters, job_events};
 
 pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &Invocation) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
@@ -94,7 +97,7 @@ async fn run_stages(
     invocation: &Invocation,
     stats: &mut D1Stats,
 ) -> worker::Result<Settled> {
-    let (limits, warnings) = ConsumerLimits::from_vars(|name| crate::config(env, name));
+    let (limits, warnings) = ConsumerLimits::from_vars(|name| vars::string(env, name));
     warnings
         .iter()
         .for_each(|w| fault(LogLevel::Error, "config", w));

@@ -6,10 +6,11 @@
 //! and no other.
 
 use futures::FutureExt;
+use jobs_shared::job::family::Family;
+use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended, MinuteTally};
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{D1Stats, Family};
 use jobs_store::jobs::{self, Claim, Claimed, FailedChain, Finished, Leftovers, Seen};
 use worker::js_sys::Math;
 use worker::D1Database;

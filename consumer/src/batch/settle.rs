@@ -2,11 +2,14 @@
 //! the record say; what was recorded logged; the chains' next steps sent. Also how the batch
 //! ends when D1 fails it.
 
+use jobs_shared::runtime::clock::now_ms;
 use std::collections::HashMap;
 
 use futures::FutureExt;
+use jobs_shared::job::envelope::JobMessage;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{Family, JobMessage, JobStatus};
 use jobs_store::jobs::Seen;
 use worker::Env;
 
@@ -14,7 +17,7 @@ use super::claim_outcome::Sorted;
 use super::fate::{Fate, JobRun, MessageEnd};
 use crate::delivery::{Delivery, Verdict};
 use crate::job_events::{self, Recorded};
-use crate::{chain, dead_letters, now_ms};
+use crate::{chain, dead_letters};
 
 /// What the batch's messages come to.
 pub struct Ends<'a> {
@@ -134,7 +137,9 @@ pub fn d1_failed(deliveries: &[&Delivery], e: &dyn std::fmt::Display) {
     );
     fault(LogLevel::Error, "batch", message);
     for delivery in deliveries {
-        delivery.retry(jobs_shared::d1_retry_secs(delivery.delivery_attempts));
+        delivery.retry(jobs_shared::retry::d1_retry::d1_retry_secs(
+            delivery.delivery_attempts,
+        ));
     }
 }
 

@@ -3,7 +3,8 @@
 //! `X-Jobs-Attempt`). The app's answer is the
 //! job's outcome, classified like any HTTP delivery.
 
-use jobs_shared::{ErrorClass, JobError};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::runtime::vars;
 use serde_json::{json, Value};
 use worker::Method;
 
@@ -17,7 +18,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env) = (ctx.job, ctx.job_type, ctx.env);
     let key = job_type.env_key();
-    let url = crate::config(env, &key).ok_or_else(|| {
+    let url = vars::string(env, &key).ok_or_else(|| {
         JobError::new(
             ErrorClass::NotConfigured,
             format!(

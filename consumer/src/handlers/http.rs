@@ -1,6 +1,6 @@
 //! The `http` type: deliver the request the payload describes, signed.
 
-use jobs_shared::HttpPayload;
+use jobs_shared::job::payloads::HttpPayload;
 use serde_json::Value;
 use worker::Method;
 

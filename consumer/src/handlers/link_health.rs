@@ -8,13 +8,16 @@
 //! had no subrequest or connection for (`capacity`) fails no link: those links are left
 //! unchecked (counted in the result) and, checked longest ago, come first in the next run.
 
+use jobs_shared::runtime::clock::now_ms;
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
-use jobs_shared::{
-    after_check, head_refused, healthy, is_redirect, ErrorClass, JobError, LinkHealthCheckPayload,
-    LinkState, LinkStatus, DEFAULT_DEAD_AFTER, DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
+use jobs_shared::handlers::link_health::{
+    after_check, head_refused, healthy, is_redirect, LinkState, LinkStatus, DEFAULT_DEAD_AFTER,
+    DEFAULT_LINK_CONCURRENCY, MAX_REDIRECTS,
 };
+use jobs_shared::job::payloads::LinkHealthCheckPayload;
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::{json, Value};
 use web_sys::Url;
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
@@ -35,7 +38,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 
 async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
-    let deadline = crate::now_ms() + i64::from(job_type.spec().timeout_ms);
+    let deadline = now_ms() + i64::from(job_type.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = job_context::payload(job)?;
     let db = env.d1("DB").map_err(job_context::d1_error)?;
     let known = links::link_list_states(&db, payload.urls.as_deref())
@@ -64,7 +67,7 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
         .await;
     let unchecked = target_of.iter().filter(|&&t| probes[t].is_none()).count();
 
-    let now = crate::now_ms();
+    let now = now_ms();
     let checked: Vec<Checked> = urls
         .into_iter()
         .zip(target_of)
@@ -163,7 +166,7 @@ fn link_error(e: JobError) -> ProbeError {
 /// One link's check; `None` when it could not be checked: no time left before `deadline`, or
 /// the platform's limits stopped it. A link is never marked failing for those.
 async fn check(outbound: &Outbound<'_>, url: &str, deadline: i64) -> Option<Probe> {
-    if crate::now_ms() + PROBE_MS > deadline {
+    if now_ms() + PROBE_MS > deadline {
         return None;
     }
     let mut latency_ms = 0;
@@ -239,8 +242,8 @@ async fn request<'a>(
         .connection(CHECK_TIMEOUT_MS)
         .await
         .map_err(link_error)?;
-    let sent_at = crate::now_ms();
+    let sent_at = now_ms();
     let response = fetch_timeout::send(outbound, connection, request, 0).await;
-    *latency_ms += crate::now_ms() - sent_at;
+    *latency_ms += now_ms() - sent_at;
     response.map_err(link_error)
 }

@@ -2,7 +2,7 @@
 //! failing its first `fail_times` attempts, to exercise retries.
 
 use jobs_shared::job::payloads::NoopPayload;
-use jobs_shared::{ErrorClass, JobError};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 
 use crate::job_context::{self, HandlerRun, JobContext};
 

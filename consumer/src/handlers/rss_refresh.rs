@@ -3,8 +3,8 @@
 //! its own terms: whatever one feed does (an HTTP error, a timeout, garbage, a body past the
 //! cap, rows D1 refuses) is that source's failure, counted toward its auto-disable, and the
 //! others are refreshed. New entries are stored untagged (for ai_tagging), duplicates by GUID
-//! are counted. Bounds (docs/app-guide.md "rss_feed_refresh"): jobs_shared::RssLimits for time,
-//! jobs_shared::MAX_FEED_BYTES and the entry bounds of jobs_shared::sort_entries for size.
+//! are counted. Bounds (docs/app-guide.md "rss_feed_refresh"): jobs_shared::handlers::feed::RssLimits for time,
+//! jobs_shared::handlers::feed::MAX_FEED_BYTES and the entry bounds of jobs_shared::handlers::feed::sort_entries for size.
 //!
 //! One source: its fetch failure is the job's (a 429's Retry-After sets the retry delay; a 404
 //! or 410 is retried too, `gone`), until the failure that disables the source, which ends the
@@ -13,15 +13,18 @@
 //! (and a 429's Retry-After keeps the source out of it until then), as do the sources the time
 //! budget did not reach (`not_reached`).
 
+use jobs_shared::runtime::clock::now_ms;
+use jobs_shared::runtime::vars;
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt};
-use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{
+use jobs_shared::handlers::feed::{
     after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
-    ErrorClass, JobError, RefreshDecision, RssFeedRefreshPayload, RssLimits, SortedEntries,
-    SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
+    RefreshDecision, RssLimits, SortedEntries, SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
 };
+use jobs_shared::job::payloads::RssFeedRefreshPayload;
+use jobs_shared::observe::log_line::{fault, LogLevel};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::{json, Value};
 use worker::RequestInit;
 use worker::{D1Database, D1PreparedStatement, Headers, Method, Request};
@@ -53,10 +56,10 @@ async fn refresh(
     summaries: &mut Vec<Value>,
 ) -> Result<Option<Value>, JobError> {
     let (job, env, outbound) = (ctx.job, ctx.env, ctx.outbound);
-    let started = crate::now_ms();
+    let started = now_ms();
     let events = &SpanLog::of(ctx);
     let payload: RssFeedRefreshPayload = job_context::payload(job)?;
-    let (limits, warnings) = RssLimits::from_vars(|name| crate::config(env, name));
+    let (limits, warnings) = RssLimits::from_vars(|name| vars::string(env, name));
     for warning in warnings {
         fault(LogLevel::Warn, "config", warning);
     }
@@ -125,16 +128,16 @@ async fn refresh(
     // A feed starts only if it can end within the budget; the stream ends at the first that
     // cannot, and the rest are left for the next run.
     let mut fetches = stream::iter(due.iter().copied())
-        .take_while(|_| std::future::ready(limits.may_start(started, crate::now_ms())))
+        .take_while(|_| std::future::ready(limits.may_start(started, now_ms())))
         .map(|source| async move {
             let attrs = [
                 ("source_id", json!(source.id)),
                 ("source_url", json!(source.url)),
             ];
             events.each("fetch.started", "info", &attrs);
-            let fetch_started = crate::now_ms();
+            let fetch_started = now_ms();
             let outcome = fetch_feed(outbound, &source.url, limits.feed_timeout_ms).await;
-            (source, outcome, crate::now_ms() - fetch_started)
+            (source, outcome, now_ms() - fetch_started)
         })
         .buffered(CONCURRENT_FETCHES);
     let mut writer = Writer::new(&db, started);

@@ -2,13 +2,16 @@
 //! handler that calls out goes through here, and through the batch's outbound gate
 //! (crate::outbound), under a deadline (crate::deadline).
 
+use jobs_shared::runtime::clock::now_ms;
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 
 use async_lock::SemaphoreGuard;
 use futures::StreamExt;
-use jobs_shared::{classify_http_status, Bytes, CappedBody, ErrorClass, JobError};
+use jobs_shared::job::run_details::Bytes;
+use jobs_shared::retry::error_class::{classify_http_status, ErrorClass, JobError};
+use jobs_shared::util::body_cap::CappedBody;
 use worker::{AbortController, Fetch, Request, Response};
 
 use crate::deadline::within;
@@ -17,11 +20,7 @@ use crate::outbound::{count, Outbound};
 /// The response's status classified, with its Retry-After honoured: 2xx is Ok.
 pub fn check_status(response: &Response) -> Result<(), JobError> {
     let retry_after = response.headers().get("retry-after").ok().flatten();
-    classify_http_status(
-        response.status_code(),
-        retry_after.as_deref(),
-        crate::now_ms(),
-    )
+    classify_http_status(response.status_code(), retry_after.as_deref(), now_ms())
 }
 
 /// A response and the batch connection it holds until dropped (its body may still be read
@@ -60,7 +59,7 @@ impl Fetched<'_> {
     /// abandoned (the fetch aborted). A body whose length is known and within the cap is read
     /// in one call (HTTP framing holds it to that length), any other chunk by chunk.
     pub async fn body_capped(mut self, max_bytes: usize) -> Result<Body, JobError> {
-        let timeout_ms = (self.ends_at - crate::now_ms()).max(1);
+        let timeout_ms = (self.ends_at - now_ms()).max(1);
         let whole = self.declared_len().is_some_and(|n| n <= max_bytes);
         let mut body = CappedBody::new(max_bytes);
         let read = async {
@@ -141,7 +140,7 @@ pub async fn send<'a>(
     body_bytes: usize,
 ) -> Result<Fetched<'a>, JobError> {
     count(&outbound.bytes, body_bytes, 0);
-    let ends_at = crate::now_ms() + i64::from(timeout_ms);
+    let ends_at = now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);

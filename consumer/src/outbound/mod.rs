@@ -7,12 +7,14 @@
 
 pub mod fetch_timeout;
 
+use jobs_shared::runtime::clock::now_ms;
 use std::cell::Cell;
 use std::rc::Rc;
 
 use async_lock::{Semaphore, SemaphoreGuard};
 use jobs_shared::job::lease::ConsumerLimits;
-use jobs_shared::{Bytes, ErrorClass, JobError};
+use jobs_shared::job::run_details::Bytes;
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 
 use crate::deadline::within;
 
@@ -92,7 +94,7 @@ impl<'a> Outbound<'a> {
                 "no connection came free before the job's deadline",
             )
         };
-        let wait_ms = self.requests_end_ms - MIN_REQUEST_MS - crate::now_ms();
+        let wait_ms = self.requests_end_ms - MIN_REQUEST_MS - now_ms();
         if wait_ms < 0 {
             return Err(no_time());
         }
@@ -103,7 +105,7 @@ impl<'a> Outbound<'a> {
             gate.used.set(gate.used.get() - 1);
             return Err(no_time());
         };
-        let left = (self.requests_end_ms - crate::now_ms()).max(MIN_REQUEST_MS);
+        let left = (self.requests_end_ms - now_ms()).max(MIN_REQUEST_MS);
         Ok((guard, i64::from(timeout_ms).min(left) as u32))
     }
 }

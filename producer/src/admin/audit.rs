@@ -1,6 +1,8 @@
 //! GET /v1/admin/audit: every admin action, newest first, paged by cursor.
 
-use jobs_shared::{api::page_cursor, rfc3339, ApiError};
+use jobs_shared::api::page_cursor;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::audit::audit_list;
 use serde_json::{json, Value};
 use worker::{Env, Response};

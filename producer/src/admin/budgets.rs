@@ -3,11 +3,14 @@
 //! the history of past months, and a change of the limit, written with its audit row. A lower
 //! limit can cross a threshold at once: its alert is raised in the same batch.
 
-use jobs_shared::observe::log_line::emit;
-use jobs_shared::{
+use jobs_shared::budget::{
     alert_level, cents, history_months, month_back, month_of, next_month_start_ms, percent_used,
-    rfc3339, validate_limit_change, ApiError, BudgetAction, BudgetSpec, JobType, RaisedAlert,
+    validate_limit_change, BudgetAction, BudgetSpec, RaisedAlert,
 };
+use jobs_shared::job::job_type::JobType;
+use jobs_shared::observe::log_line::emit;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::audit::audit_insert_after_write;
 use jobs_store::budget_alerts::{
     budget_alert_delete_unreached, budget_alert_insert_reached, budget_alert_list_by_type,

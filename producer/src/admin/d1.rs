@@ -1,7 +1,7 @@
 //! The little the D1 routes share: the binding, D1's errors as 503s, one batch (one D1 round
 //! trip), reading rows, and the query string.
 
-use jobs_shared::ApiError;
+use jobs_shared::request::api_error::ApiError;
 use serde::de::DeserializeOwned;
 use worker::{D1Database, D1PreparedStatement, D1Result, Env};
 

@@ -2,7 +2,8 @@
 //! listed with filters, and replayed one, many or by filter (with a dry run). A replayed job
 //! keeps its runs; its next attempt is a new run.
 
-use jobs_shared::{ApiError, JobStatus};
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::request::api_error::ApiError;
 use serde_json::{json, Value};
 use worker::{Env, Response};
 

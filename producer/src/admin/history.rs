@@ -4,9 +4,10 @@
 //! the consumer and the sweep keep (shared `observe::job_minutes`); a browser may reuse the
 //! answer for 15 s.
 
-use jobs_shared::api::page_cursor::count_param;
 use jobs_shared::observe::job_minutes::{minute_of, series, MAX_HISTORY_MINUTES, MINUTE_MS};
-use jobs_shared::{rfc3339, ApiError};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::request::field_error::count_param;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::job_minutes::job_minute_list_since;
 use serde_json::{json, Map, Value};
 use worker::{Env, Response};

@@ -3,11 +3,13 @@
 //! job's message is sent at once (it is in the outbox already, so a failed send is re-sent by
 //! the sweep).
 
-use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{
-    check_move, move_sources, parse_int, parse_target, plan_delivery_at, ApiError, BulkRequest,
-    DeliveryPlan, Family, JobStatus, Selection,
-};
+use jobs_shared::api::bulk_request::{BulkRequest, Selection};
+use jobs_shared::api::operator_action::{check_move, move_sources, parse_int, parse_target};
+use jobs_shared::job::family::Family;
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::retry::retry_policy::{plan_delivery_at, DeliveryPlan};
+use jobs_shared::runtime::queue_send::queue_delay_limit;
 use jobs_store::jobs::{self, Changed, SummaryRow};
 use serde_json::json;
 use worker::{Env, Response};
@@ -18,7 +20,7 @@ use super::Admin;
 use crate::dispatch;
 use crate::request::Request;
 use crate::{body, env_config, respond};
-use jobs_shared::util::queue_send::Outgoing;
+use jobs_shared::runtime::queue_send::Outgoing;
 
 /// A move: the states it may start from, where it goes, and its audit name.
 #[derive(Clone)]
@@ -83,7 +85,7 @@ pub async fn set_status(
     id: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
-    jobs_shared::only_fields(&body, &["status"])?;
+    jobs_shared::request::field_error::only_fields(&body, &["status"])?;
     let to = parse_target(&body)?;
     move_job(admin, id, Move::to(to, "job.set_status")).await
 }
@@ -133,15 +135,19 @@ pub async fn priority(
     id: &str,
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
-    jobs_shared::only_fields(&body, &["priority"])?;
-    let value = parse_int(&body, "priority", 0..=jobs_shared::MAX_PRIORITY)?;
+    jobs_shared::request::field_error::only_fields(&body, &["priority"])?;
+    let value = parse_int(
+        &body,
+        "priority",
+        0..=jobs_shared::job::enqueue::MAX_PRIORITY,
+    )?;
     change_priority(admin, id, value, false).await
 }
 
 /// POST /v1/admin/jobs/{id}/boost `{"by": 1-100}`: raises the priority, capped at 100.
 pub async fn boost(admin: &Admin<'_>, req: &mut Request, id: &str) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
-    jobs_shared::only_fields(&body, &["by"])?;
+    jobs_shared::request::field_error::only_fields(&body, &["by"])?;
     let by = parse_int(&body, "by", 1..=100)?;
     change_priority(admin, id, by, true).await
 }

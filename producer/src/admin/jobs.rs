@@ -1,7 +1,11 @@
 //! The operator's views of jobs: the filtered list (search), one job with its runs, and the
 //! recent failures.
 
-use jobs_shared::{api::page_cursor, rfc3339, ApiError, JobFilter, JobStatus};
+use jobs_shared::api::job_filter::JobFilter;
+use jobs_shared::api::page_cursor;
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::job_runs::{job_run_list_recent_failures, FailureRow};
 use jobs_store::jobs::{job_list, Page, SummaryRow};
 use serde_json::{json, Value};

@@ -3,8 +3,11 @@
 //! jobs' messages again, due when each job is due: a page of them (`MAX_BULK`) in the request,
 //! so a resume costs a bounded request whatever it held; the sweep releases the rest.
 
-use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{rfc3339, ApiError, PauseTarget, MAX_BULK};
+use jobs_shared::api::bulk_request::MAX_BULK;
+use jobs_shared::job::pause::PauseTarget;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::queue_send::queue_delay_limit;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::pauses;
 use serde_json::json;
 use worker::Response;

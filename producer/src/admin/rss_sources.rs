@@ -3,7 +3,10 @@
 //! `error_count: 0`) clears the error streak that disabled it, in one call. A disabled source
 //! says why and since when (`disabled_reason`, `disabled_at`).
 
-use jobs_shared::{rfc3339, uuid_v4, validate_new_source, validate_source_patch, ApiError};
+use jobs_shared::handlers::feed::{validate_new_source, validate_source_patch};
+use jobs_shared::job::ids::uuid_v4;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::rss_sources::{
     rss_source_insert, rss_source_list, rss_source_set_active, RssSource,
 };

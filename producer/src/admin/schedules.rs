@@ -3,9 +3,10 @@
 //! before D1 sees it; `next_run_at` is computed here, from the request's time. Every change is
 //! written with its audit row (`schedule.create`, `.update`, `.toggle`, `.delete`) in one batch.
 
-use jobs_shared::{
-    api::page_cursor, merge_patch, rfc3339, validate_schedule, ApiError, ScheduleSpec,
-};
+use jobs_shared::api::page_cursor;
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::schedule::schedule_spec::{merge_patch, validate_schedule, ScheduleSpec};
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::schedules::{self, ScheduleRow};
 use serde_json::{json, Value};
 use worker::{D1Database, Env, Response};

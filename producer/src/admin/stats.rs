@@ -6,10 +6,14 @@
 //! The screenshot family also shows its browser slots in use (`browser_slots`, docs/app-guide.md
 //! "Screenshots").
 
+use jobs_shared::handlers::screenshot::BrowserSlots;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::observe::last_hour::{
     recent_start, window_start, FailedRow, SuccessRow, Window, WINDOW_MS,
 };
-use jobs_shared::{rfc3339, ApiError, BrowserSlots, Family, JobStatus};
+use jobs_shared::request::api_error::ApiError;
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::job_minutes::job_minute_success_window;
 use jobs_store::job_runs::job_run_failed_window;
 use jobs_store::jobs::{job_count_by_family_and_status, CountRow};

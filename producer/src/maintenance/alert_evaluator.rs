@@ -10,6 +10,8 @@
 //! of `job_minutes` (the dashboard's charts) in the same statement that counts it.
 
 use futures::future::join_all;
+use jobs_shared::budget::{self, RaisedAlert};
+use jobs_shared::job::family::Family;
 use jobs_shared::observe::alert_rules::{
     alert_channel, changes, firing, AlertConfig, FamilyWindow, Firing, LateSchedule, LongRunning,
     Observations, StoredAlert,
@@ -19,9 +21,8 @@ use jobs_shared::observe::escalation::{pagerduty_alert, slack_alert, EscalationC
 use jobs_shared::observe::job_minutes::minute_of;
 use jobs_shared::observe::last_hour::WINDOW_MS;
 use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
-use jobs_shared::observe::severity::Severity;
-use jobs_shared::util::analytics_write::write_points_to;
-use jobs_shared::{budget, Family, RaisedAlert};
+use jobs_shared::runtime::analytics_write::write_points_to;
+use jobs_shared::util::severity::Severity;
 use jobs_store::alerts::{self, AlertRow};
 use jobs_store::attempts::attempt_alert_window_by_family;
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
@@ -31,7 +32,8 @@ use jobs_store::schedules::schedule_list_late;
 use serde_json::{json, Value};
 use worker::D1PreparedStatement;
 
-use super::{notifier, Tick};
+use super::notifier;
+use super::tick::Tick;
 use crate::env_config;
 
 const HOUR_MS: i64 = 3_600_000;

@@ -14,22 +14,24 @@
 //!   one message aggregated by type and error class, and undoes both if the send failed.
 
 use futures::future::join_all;
+use jobs_shared::job::family::{Escalation, Family};
 use jobs_shared::observe::escalation::{
     digest_message, pagerduty_job_dead, slack_job_dead, DigestLine, EscalationConfig,
 };
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_shared::{rfc3339, Escalation, Family};
+use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::escalation_digests::{
     escalation_digest_delete, escalation_digest_exists, escalation_digest_insert,
-    escalation_digest_owned, Digest,
+    escalation_digest_owned,
 };
 use jobs_store::jobs::{
     job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
-    job_unclaim_escalation,
+    job_unclaim_escalation, Digest,
 };
 use serde_json::{json, Value};
 
-use super::{notifier, Tick};
+use super::notifier;
+use super::tick::Tick;
 use crate::env_config;
 
 const DAY_MS: i64 = 86_400_000;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::job_sender;
 use super::paging::{self, Page};
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await

@@ -11,7 +11,7 @@ use jobs_shared::observe::execution_histogram::rollup_span;
 use jobs_store::execution_histogram::{histogram_add_span, histogram_watermark_get};
 use serde_json::{json, Value};
 
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let watermark = histogram_watermark_get(tick.db).await?;
@@ -23,5 +23,5 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         .batch(histogram_add_span(tick.db, from, until)?.into())
         .await?;
     let written = results[0].meta()?.and_then(|m| m.rows_written).unwrap_or(0);
-    Ok(json!({ "until": jobs_shared::rfc3339(until), "rows_written": written }))
+    Ok(json!({ "until": jobs_shared::util::time_fmt::rfc3339(until), "rows_written": written }))
 }

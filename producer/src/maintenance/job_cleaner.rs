@@ -13,7 +13,7 @@ use jobs_store::schedules::schedule_run_delete_before;
 use jobs_store::success_batches::success_batch_delete_before;
 use serde_json::{json, Value};
 
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let succeeded_before = tick.now_ms - tick.config.retain_succeeded_ms;

@@ -7,11 +7,14 @@
 //! `job.exhausted` when the job is dead), in the consumer's log schema. A backlog of expired
 //! leases is worked through in pages within the tick (`paging.rs`).
 
+use jobs_shared::job::chain::failed_chain_of_dead_step;
+use jobs_shared::job::job_outcome::Decision;
 use jobs_shared::job::lease::{after_lost_attempt, LOST_ATTEMPT};
+use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::observe::job_event::{job_event, JobEventKind, JobRef};
 use jobs_shared::observe::log_line::emit;
-use jobs_shared::util::queue_send::{send_to, Destination, Outgoing};
-use jobs_shared::{failed_chain_of_dead_step, Decision, ErrorClass, JobError, JobStatus};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
 use jobs_store::jobs::{
     job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued, Unsent,
 };
@@ -20,7 +23,7 @@ use worker::Env;
 
 use super::job_sender;
 use super::paging::{self, Page};
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await

@@ -6,20 +6,20 @@
 //! `retrying`, claimable as is, and is sent again by the next tick until a send is recorded.
 //! Pages through a backlog within the tick (`paging.rs`).
 
-use jobs_shared::JobStatus;
+use jobs_shared::job::lifecycle::JobStatus;
 use jobs_store::jobs::{job_schedule, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
 use super::paging::{self, Page};
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     paging::pages(tick, || page(tick)).await
 }
 
 async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
-    debug_assert!(jobs_shared::can_transition(
+    debug_assert!(jobs_shared::job::lifecycle::can_transition(
         JobStatus::Scheduled,
         JobStatus::Queued
     ));

@@ -5,7 +5,7 @@
 
 use jobs_store::jobs::{job_mark_sent, Unsent};
 
-use super::Tick;
+use super::tick::Tick;
 use crate::dispatch;
 
 /// Sends every job (one sendBatch per family and 100 messages) with the delay left until its

@@ -19,28 +19,13 @@ mod paging;
 mod periodic_job_enqueuer;
 mod priority_aging;
 mod stranded_job_resender;
-
-use std::cell::Cell;
+mod tick;
 
 use jobs_shared::observe::log_line::{emit, fault, LogLevel};
-use jobs_shared::util::queue_send::queue_delay_limit;
-use jobs_shared::{QueueDelayLimit, SweepBudget, SweepConfig};
 use serde_json::{Map, Value};
-use worker::{D1Database, Env};
+use worker::Env;
 
-use crate::env_config;
-
-/// What every service gets: the bindings, the config, the tick's time (the event's
-/// scheduled time, so tests choose it) and what the recovery services may still spend.
-pub struct Tick<'a> {
-    pub env: &'a Env,
-    pub db: &'a D1Database,
-    pub config: SweepConfig,
-    /// QUEUE_MAX_DELAY_SECS: a job due further out waits in D1 (see job_scheduler).
-    pub queue_limit: QueueDelayLimit,
-    pub now_ms: i64,
-    pub budget: Cell<SweepBudget>,
-}
+use tick::Tick;
 
 /// Runs every service once; one failing (D1 hiccup) does not stop the others. Logs one line.
 pub async fn run(env: &Env, now_ms: i64) {
@@ -54,23 +39,14 @@ pub async fn run(env: &Env, now_ms: i64) {
             )
         }
     };
-    let (config, warnings) = SweepConfig::from_vars(|name| env_config::string(env, name));
-    for warning in warnings {
-        fault(LogLevel::Error, "config", warning);
-    }
-    let tick = Tick {
-        env,
-        db: &db,
-        config,
-        queue_limit: queue_delay_limit(env),
-        now_ms,
-        // The runtime's clock: the scheduled time says nothing about when the tick began.
-        budget: Cell::new(SweepBudget::new(&config, env_config::now_ms())),
-    };
+    let tick = Tick::new(env, &db, now_ms);
     let mut report = Map::new();
     report.insert("event".into(), "sweep.completed".into());
     report.insert("level".into(), LogLevel::Info.as_str().into());
-    report.insert("at".into(), jobs_shared::rfc3339(now_ms).into());
+    report.insert(
+        "at".into(),
+        jobs_shared::util::time_fmt::rfc3339(now_ms).into(),
+    );
     // Rescue first, so a job a dead worker held is back in a queue this tick.
     let results = [
         ("rescued", job_rescuer::run(&tick).await),

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
+use jobs_shared::job::family::Escalation;
 use jobs_shared::observe::escalation::EscalationConfig;
-use jobs_shared::Escalation;
 use serde_json::Value;
 use worker::{Delay, Fetch, Headers, Method, Request, RequestInit};
 

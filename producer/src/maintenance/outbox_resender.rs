@@ -11,7 +11,7 @@ use jobs_store::jobs::job_list_unsent;
 use serde_json::Value;
 
 use super::paging;
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let cutoff_ms = tick.now_ms - tick.config.outbox_grace_ms;

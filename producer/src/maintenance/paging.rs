@@ -9,7 +9,8 @@ use jobs_store::jobs::Unsent;
 use serde_json::{json, Map, Value};
 use worker::D1PreparedStatement;
 
-use super::{job_sender, Tick};
+use super::job_sender;
+use super::tick::Tick;
 use crate::env_config;
 
 /// What one page did.

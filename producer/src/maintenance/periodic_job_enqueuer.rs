@@ -7,15 +7,17 @@
 //! missed are counted on its run record and its `missed_runs`. A schedule installed by the
 //! migration (`next_run_at` NULL) is only planned, from the tick's time.
 
+use jobs_shared::job::ids::job_id;
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
-use jobs_shared::{job_id, names_zone, CronSchedule, JobType};
+use jobs_shared::schedule::cron_schedule::{names_zone, CronSchedule};
 use jobs_store::jobs::Unsent;
 use jobs_store::schedules::{schedule_fire, schedule_list_due, schedule_plan, Fire};
 use serde_json::{json, Value};
 use worker::D1PreparedStatement;
 
 use super::job_sender;
-use super::Tick;
+use super::tick::Tick;
 use crate::time_zone_data;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
@@ -70,7 +72,7 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                 if catch_up.missed > 0 {
                     let fields = json!({
                         "schedule": schedule.name,
-                        "due_at": jobs_shared::rfc3339(due_at),
+                        "due_at": jobs_shared::util::time_fmt::rfc3339(due_at),
                         "missed": catch_up.missed,
                     });
                     emit(&event_line("schedule.missed", LogLevel::Warn, fields));
@@ -118,7 +120,7 @@ fn fire(
     job_type: JobType,
     max_attempts: u32,
     due_at: i64,
-    catch_up: jobs_shared::CatchUp,
+    catch_up: jobs_shared::schedule::cron_schedule::CatchUp,
 ) -> worker::Result<[D1PreparedStatement; 3]> {
     let now = tick.now_ms;
     let random = crate::random::bytes().map_err(|e| worker::Error::RustError(e.message))?;

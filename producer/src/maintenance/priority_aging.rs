@@ -11,12 +11,13 @@
 
 use std::collections::HashSet;
 
-use jobs_shared::{Family, AGING_STEP};
+use jobs_shared::job::family::Family;
+use jobs_shared::schedule::sweep_policy::AGING_STEP;
 use jobs_store::jobs::{job_age_priority, job_promote, Aged, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
-use super::Tick;
+use super::tick::Tick;
 
 pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let (now, batch) = (tick.now_ms, tick.config.batch);

@@ -1,9 +1,9 @@
 //! A bulk action's body: which jobs (explicit ids, or a filter), and whether this is a dry run.
 //! Bounded so one request cannot rewrite the whole table in one D1 batch.
 
-use crate::api::api_error::ApiError;
 use crate::api::job_filter::JobFilter;
-use crate::api::operator_action::only_fields;
+use crate::request::api_error::ApiError;
+use crate::request::field_error::only_fields;
 use serde_json::Value;
 
 /// Most jobs one bulk request moves; a larger filter moves the first page (stable order) and

@@ -2,10 +2,10 @@
 //! from a query string or a JSON object, validated (unknown keys and values are 422s naming the
 //! field), and turned into an SQL condition with bound values, so no user text reaches SQL.
 
-use crate::api::api_error::ApiError;
 use crate::job::family::Family;
 use crate::job::job_type::JobType;
 use crate::job::lifecycle::JobStatus;
+use crate::request::api_error::ApiError;
 use crate::util::time_fmt::parse_rfc3339;
 use serde_json::Value;
 

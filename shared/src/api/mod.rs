@@ -1,9 +1,7 @@
-//! The HTTP API's pure parts: JSON errors naming the field, request decoding, job filters and
-//! pages, and the operator's actions.
+//! The HTTP API's pure parts: routes, job filters and pages, bulk requests and the operator's
+//! actions (their errors and decoding are `request`'s).
 
-pub mod api_error;
 pub mod bulk_request;
-pub mod field_error;
 pub mod job_filter;
 pub mod operator_action;
 pub mod page_cursor;

@@ -1,7 +1,7 @@
 //! What an operator may do to one job, checked against the state machine before any SQL runs.
 
-use crate::api::api_error::ApiError;
 use crate::job::lifecycle::{sources_of, transition, JobStatus};
+use crate::request::api_error::ApiError;
 use serde_json::Value;
 
 /// The statuses an operator may set directly: requeue (retry/replay), cancel, skip. The others
@@ -105,29 +105,13 @@ pub fn parse_int(
     }
 }
 
-/// Rejects fields other than `allowed`, so a typo cannot pass silently.
-pub fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
-    let object = body
-        .as_object()
-        .ok_or_else(|| ApiError::new(400, "invalid_body", "the body must be a JSON object"))?;
-    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(key) => Err(ApiError::new(
-            422,
-            "unknown_field",
-            format!("unknown field {key:?}; allowed: {}", allowed.join(", ")),
-        )
-        .with_field(key.as_str())),
-        None => Ok(()),
-    }
-}
-
 fn required<'a>(body: &'a Value, field: &str) -> Result<&'a Value, ApiError> {
     body.get(field)
         .ok_or_else(|| invalid(field, format!("{field} is required")))
 }
 
 fn invalid(field: &str, message: String) -> ApiError {
-    crate::api::field_error::invalid("invalid_field", field, message)
+    crate::request::field_error::invalid("invalid_field", field, message)
 }
 
 #[cfg(test)]
@@ -207,13 +191,5 @@ mod tests {
         assert_eq!(e.code, "out_of_range");
         let e = parse_int(&json!({"priority": "5"}), "priority", 0..=100).unwrap_err();
         assert_eq!(e.code, "invalid_field");
-    }
-
-    #[test]
-    fn unknown_fields_are_named() {
-        assert!(only_fields(&json!({"by": 1}), &["by"]).is_ok());
-        let e = only_fields(&json!({"by": 1, "bye": 2}), &["by"]).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("bye"));
-        assert_eq!(only_fields(&json!([]), &[]).unwrap_err().status, 400);
     }
 }

@@ -1,7 +1,7 @@
 //! Opaque cursors for lists in a stable order: the position of the last row shown, as
 //! (sort key, id), hex-encoded so clients treat it as a token rather than parse it.
 
-use crate::api::api_error::ApiError;
+use crate::request::api_error::ApiError;
 
 pub fn encode(key: i64, id: &str) -> String {
     hex::encode(format!("{key}:{id}"))
@@ -24,27 +24,7 @@ pub fn decode(cursor: &str) -> Result<(i64, String), ApiError> {
 
 /// A page size from `limit` (default `default`, at most `max`).
 pub fn limit(value: Option<&str>, default: u32, max: u32) -> Result<u32, ApiError> {
-    count_param("limit", value, default, max)
-}
-
-/// A whole-number query parameter `name` from 1 to `max`, `default` when absent.
-pub fn count_param(
-    name: &str,
-    value: Option<&str>,
-    default: u32,
-    max: u32,
-) -> Result<u32, ApiError> {
-    match value {
-        None => Ok(default),
-        Some(v) => v
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(422, "out_of_range", format!("{name} must be 1 to {max}"))
-                    .with_field(name)
-            }),
-    }
+    crate::request::field_error::count_param("limit", value, default, max)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! content hash). quick-xml directly rather than a feed crate: the handler needs five fields per
 //! entry, and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
 
-use crate::api::api_error::ApiError;
+use crate::request::api_error::ApiError;
 use crate::retry::error_class::JobError;
 use crate::util::text_prefix::char_prefix;
 use crate::util::time_fmt::parse_rfc3339;
@@ -418,9 +418,9 @@ fn default_interval() -> u32 {
 /// Checks an admin's new source; errors name the field.
 pub fn validate_new_source(body: &serde_json::Value) -> Result<NewSource, ApiError> {
     let invalid = |field: &str, message: String| {
-        crate::api::field_error::invalid("invalid_field", field, message)
+        crate::request::field_error::invalid("invalid_field", field, message)
     };
-    let source: NewSource = crate::api::field_error::decode(body)
+    let source: NewSource = crate::request::field_error::decode(body)
         .map_err(|e| invalid(&e.error.field, e.error.message))?;
     if source.name.trim().is_empty() {
         return Err(invalid("name", "must not be empty".into()));
@@ -461,7 +461,7 @@ impl SourcePatch {
 /// Checks an admin's change to a source; errors name the field.
 pub fn validate_source_patch(body: &serde_json::Value) -> Result<SourcePatch, ApiError> {
     let invalid = |field: &str, message: String| {
-        crate::api::field_error::invalid("invalid_field", field, message)
+        crate::request::field_error::invalid("invalid_field", field, message)
     };
     if !body.is_object() {
         return Err(invalid(
@@ -469,7 +469,7 @@ pub fn validate_source_patch(body: &serde_json::Value) -> Result<SourcePatch, Ap
             "send {\"is_active\": true|false}".into(),
         ));
     }
-    let patch: SourcePatch = crate::api::field_error::decode(body)
+    let patch: SourcePatch = crate::request::field_error::decode(body)
         .map_err(|e| invalid(&e.error.field, e.error.message))?;
     match patch {
         SourcePatch {
@@ -768,7 +768,11 @@ mod tests {
         let (limits, warnings) = RssLimits::from_vars(|_| Some("3600".into()));
         assert_eq!((limits, warnings.len()), (RssLimits::DEFAULT, 2));
         // Well inside the type's timeout, whatever the vars say.
-        let timeout = i64::from(crate::JobType::RSS_FEED_REFRESH.spec().timeout_ms);
+        let timeout = i64::from(
+            crate::job::job_type::JobType::RSS_FEED_REFRESH
+                .spec()
+                .timeout_ms,
+        );
         assert!(RssLimits::MAX_BUDGET_SECS * 1000 <= timeout - 15_000);
         let d = RssLimits::DEFAULT;
         assert!(d.may_start(0, 25_000) && !d.may_start(0, 25_001));

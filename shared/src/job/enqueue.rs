@@ -2,11 +2,13 @@
 //! untrusted JSON into a [`NewJob`] ready to write, or an [`ApiError`] that names
 //! the field to fix. Pure: the id and the clock come in as arguments.
 
-use crate::api::api_error::ApiError;
-use crate::api::field_error::{decode_fields, empty_object, invalid, join, not_an_object};
 use crate::job::family::Family;
 use crate::job::job_type::JobType;
+use crate::job::lifecycle::JobStatus;
 use crate::job::payloads::PAYLOAD_FIELD;
+use crate::job::registry::MAX_ATTEMPTS;
+use crate::request::api_error::ApiError;
+use crate::request::field_error::{decode_fields, empty_object, invalid, join, not_an_object};
 use crate::retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
 use crate::retry::retry_request::{to_stored, JobRetry};
 use crate::util::time_fmt::parse_rfc3339;
@@ -55,7 +57,7 @@ pub const MAX_PRIORITY: i64 = 100;
 /// Per-job priority: from `EXPRESS_PRIORITY` a job takes its family's express lane
 /// (docs/app-guide.md "Families").
 const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
-pub(crate) const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
+
 const MAX_DEDUP_KEY_CHARS: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -101,6 +103,17 @@ pub struct NewJob {
     pub delivery: DeliveryPlan,
     /// The chain steps that follow this job, compact JSON; `None` outside a chain.
     pub steps: Option<String>,
+}
+
+impl NewJob {
+    /// The state it is written in: `queued` for its message to run it, `scheduled` while it is
+    /// held in D1.
+    pub fn initial_status(&self) -> JobStatus {
+        match self.delivery {
+            DeliveryPlan::Send { .. } => JobStatus::Queued,
+            DeliveryPlan::Hold { .. } => JobStatus::Scheduled,
+        }
+    }
 }
 
 /// Validates one enqueue request body. A past `run_at` means "due now"; a job due beyond `limit`

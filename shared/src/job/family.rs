@@ -408,14 +408,8 @@ mod tests {
     }
 
     #[test]
-    fn leases_outlast_every_attempt_in_the_family() {
-        for t in crate::JobType::ALL {
-            let family = t.family();
-            assert!(
-                family.lease_ms() >= 2 * i64::from(t.spec().timeout_ms),
-                "{family:?} lease vs {t:?} timeout"
-            );
-        }
+    fn leases_are_five_minutes_and_fifteen_for_the_slow_families() {
+        // That each outlasts every attempt in its family is the registry's check of each row.
         assert_eq!(Family::High.lease_secs(), 300);
         assert_eq!(Family::Bulk.lease_secs(), 900);
     }

@@ -2,9 +2,9 @@
 //! consumer acks its message and marks the job held (`jobs.held_at`), and resuming re-sends
 //! every held job that no other pause still covers.
 
-use crate::api::api_error::ApiError;
 use crate::job::family::Family;
 use crate::job::job_type::JobType;
+use crate::request::api_error::ApiError;
 use serde_json::Value;
 
 /// What a pause covers: `type/<job type>` or `family/<family>`.
@@ -42,7 +42,7 @@ impl PauseTarget {
 
     /// `{"kind", "name", "reason"?}`; the reason is free text up to 500 characters.
     pub fn from_body(body: &Value) -> Result<(PauseTarget, Option<String>), ApiError> {
-        crate::api::operator_action::only_fields(body, &["kind", "name", "reason"])?;
+        crate::request::field_error::only_fields(body, &["kind", "name", "reason"])?;
         let text = |field: &str| body.get(field).and_then(Value::as_str).unwrap_or_default();
         let target = PauseTarget::parse(text("kind"), text("name"))?;
         let reason = match body.get("reason") {

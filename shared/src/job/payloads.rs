@@ -4,7 +4,7 @@
 //! Every struct denies unknown fields (a typo must not be silently dropped), and
 //! fields are optional unless a handler needs them.
 
-use crate::api::field_error::{decode, join};
+use crate::request::field_error::{decode, join};
 use crate::util::time_fmt::parse_rfc3339;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::ops::RangeInclusive;
 
-pub use crate::api::field_error::FieldError;
+pub use crate::request::field_error::FieldError;
 
 /// A payload type plus the checks serde cannot express (ranges, formats).
 pub(crate) trait Payload: DeserializeOwned {
@@ -143,9 +143,9 @@ impl Payload for SocialRefreshPayload {
 pub struct LinkHealthCheckPayload {
     /// Links to check; the whole directory when omitted (the weekly run).
     pub urls: Option<Vec<String>>,
-    /// Links checked at once (default [`crate::DEFAULT_LINK_CONCURRENCY`]).
+    /// Links checked at once (default [`crate::handlers::link_health::DEFAULT_LINK_CONCURRENCY`]).
     pub concurrency: Option<u32>,
-    /// Consecutive failures that make a link dead (default [`crate::DEFAULT_DEAD_AFTER`]).
+    /// Consecutive failures that make a link dead (default [`crate::handlers::link_health::DEFAULT_DEAD_AFTER`]).
     pub dead_after: Option<u32>,
 }
 

@@ -5,11 +5,15 @@
 //! row.
 
 use serde_json::Value;
+use std::ops::RangeInclusive;
 
 use crate::budget::BudgetSpec;
 use crate::job::family::Family;
 use crate::job::payloads::{self, validate, FieldError};
 use crate::retry::retry_policy::RetryPolicy;
+
+/// The attempts a type's row or a job at enqueue may allow.
+pub const MAX_ATTEMPTS: RangeInclusive<i64> = 1..=100;
 
 /// One job type: everything the platform needs to accept, route, run and retry it.
 #[derive(Debug)]
@@ -412,7 +416,7 @@ mod tests {
                 ..
             } = def.spec;
             assert!(
-                crate::job::enqueue::MAX_ATTEMPTS.contains(&i64::from(max_attempts)),
+                MAX_ATTEMPTS.contains(&i64::from(max_attempts)),
                 "{name}: {max_attempts} attempts is more than enqueue allows"
             );
             assert!(timeout_ms >= 1_000, "{name}: a timeout under 1 s");

@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use crate::budget::{alert_severity, RaisedAlert};
 use crate::job::family::{Escalation, Family};
-use crate::observe::severity::Severity;
 use crate::util::config_var::int_var;
+use crate::util::severity::Severity;
 
 /// Thresholds, each a var with a default: failure rate over 10 % in an hour, backlog over
 /// 1000 per family, jobs running over an hour, the family's SLA, an average attempt over 5

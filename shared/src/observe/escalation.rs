@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::observe::severity::Severity;
+use crate::util::severity::Severity;
 
 pub const PAGERDUTY_DEFAULT_URL: &str = "https://events.pagerduty.com/v2/enqueue";
 

@@ -60,7 +60,7 @@ pub struct JobRef<'a> {
     pub correlation_id: &'a str,
 }
 
-/// The `job.handler` attribute: the module that runs the type ([`crate::Handler::module`]).
+/// The `job.handler` attribute: the module that runs the type ([`crate::job::registry::Handler::module`]).
 pub fn handler_name(job_type: &str) -> String {
     match JobType::parse(job_type) {
         Some(t) => format!("consumer::handlers::{}", t.handler().module()),
@@ -364,7 +364,7 @@ mod tests {
         let mut settled = Settled::default();
         settled.add(&Decision::Succeed, 5);
         settled.add(&Decision::Succeed, 9);
-        let error = JobError::new(crate::ErrorClass::ServerError, "x");
+        let error = JobError::new(crate::retry::error_class::ErrorClass::ServerError, "x");
         settled.add(&Decision::Dead { error }, 2);
         assert_eq!(
             (

@@ -12,5 +12,4 @@ pub mod job_minutes;
 pub mod last_hour;
 pub mod log_line;
 pub mod prometheus;
-pub mod severity;
 pub mod span_events;

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::ops::RangeInclusive;
 
-use crate::api::api_error::ApiError;
-use crate::api::field_error::{decode_fields, invalid, join};
+use crate::request::api_error::ApiError;
+use crate::request::field_error::{decode_fields, invalid, join};
 use crate::retry::retry_policy::{FixedTable, RetryPolicy, MAX_FIXED_ENTRIES};
 
 /// The presets by name, with the attempts a preset brings when the job sets none.

@@ -3,10 +3,10 @@
 //! validator itself so a schedule can never hold a job that enqueue would refuse, and its cron
 //! expression parsed now so a bad one is a 422 at write time, never a failure at tick time.
 
-use crate::api::api_error::ApiError;
-use crate::api::field_error::{decode_fields, empty_object, invalid, not_an_object};
 use crate::job::enqueue::validate_enqueue;
 use crate::job::job_type::JobType;
+use crate::request::api_error::ApiError;
+use crate::request::field_error::{decode_fields, empty_object, invalid, not_an_object};
 use crate::retry::retry_policy::QueueDelayLimit;
 use crate::schedule::cron_schedule::CronSchedule;
 use crate::schedule::time_zones::TimeZones;

@@ -3,8 +3,8 @@
 //! may be named (`webapp:<token>`): the name, never the token, says who called
 //! (docs/configuration.md "Configuration").
 
-use crate::api::api_error::ApiError;
 use crate::job::enqueue::NewJob;
+use crate::request::api_error::ApiError;
 use crate::security::type_fence::{parse_fences, TypeFence};
 use sha2::{Digest, Sha256};
 use std::fmt;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::api::api_error::ApiError;
 use crate::job::enqueue::NewJob;
 use crate::job::job_type::JobType;
+use crate::request::api_error::ApiError;
 
 /// The job types one caller may use.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! held by a pause) is touched: back to the outbox (`sent_at` NULL, `run_at` kept) for the
 //! sweep to send again, or `dead` (delivery_exhausted) if it has no attempt left.
 
-use jobs_shared::ErrorClass::DeliveryExhausted;
-use jobs_shared::JobStatus::Dead;
+use jobs_shared::job::lifecycle::JobStatus::Dead;
+use jobs_shared::retry::error_class::ErrorClass::DeliveryExhausted;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 

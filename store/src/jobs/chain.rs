@@ -2,14 +2,15 @@
 //! the batch that records a step (docs/app-guide.md "Job chains"). `chain_status` lives on the
 //! chain's first job (the parent) and says `running`, `succeeded` or `failed`.
 
-use jobs_shared::{ChainMove, JobStatus, NewJob};
+use jobs_shared::job::chain::ChainMove;
+use jobs_shared::job::enqueue::NewJob;
+use jobs_shared::job::lifecycle::JobStatus;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::claim::Claimed;
 use super::indexes::ENDED;
-use super::insert::initial_status;
 use crate::d1::{json, num, opt_str};
 
 /// A chain's `chain_status` values.
@@ -139,7 +140,7 @@ pub(super) fn statements(
                     JsValue::from_str(&next.id),
                     JsValue::from_str(next.job_type.as_str()),
                     JsValue::from_str(next.family.as_str()),
-                    JsValue::from_str(initial_status(next).as_str()),
+                    JsValue::from_str(next.initial_status().as_str()),
                     num(next.priority),
                     JsValue::from_str(&next.payload),
                     num(next.max_attempts.into()),

@@ -7,18 +7,20 @@ use std::sync::LazyLock;
 
 use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
+use jobs_shared::job::family::Family;
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::ErrorClass::{Expired, LeaseExpired};
-use jobs_shared::JobStatus::{Dead, Running, Skipped};
-use jobs_shared::{sources_of, D1Stats, Family};
+use jobs_shared::job::lifecycle::sources_of;
+use jobs_shared::job::lifecycle::JobStatus::{Dead, Running, Skipped};
+use jobs_shared::observe::d1_stats::D1Stats;
+use jobs_shared::retry::error_class::ErrorClass::{Expired, LeaseExpired};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{counted_batch, json, num};
 use crate::job_runs::record_lost_attempts_sql;
-use crate::pauses::PAUSED_JOB_SQL;
 use crate::sql::status_list;
+use crate::sql::PAUSED_JOB_SQL;
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;

@@ -2,8 +2,9 @@
 //! one partial index (live jobs, or jobs that ended unsucceeded), never the succeeded history,
 //! which is counted from `job_minutes`. Each is a statement for the caller's one batch.
 
-use jobs_shared::JobStatus::{Queued, Retrying, Running, Scheduled, Succeeded};
-use jobs_shared::{Family, SqlValue};
+use jobs_shared::api::job_filter::SqlValue;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::lifecycle::JobStatus::{Queued, Retrying, Running, Scheduled, Succeeded};
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 

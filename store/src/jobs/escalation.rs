@@ -3,13 +3,13 @@
 //! are claimed a page at a time; the digested ones by day, with `escalation_digests`. Reads
 //! go through `jobs_escalation_due`, whose condition the statements repeat.
 
+use jobs_shared::job::family::{Escalation, Family};
+use jobs_shared::job::lifecycle::JobStatus::Dead;
 use jobs_shared::observe::escalation::DeadJob;
-use jobs_shared::JobStatus::Dead;
-use jobs_shared::{Escalation, Family};
+use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::d1::{json, num};
-use crate::escalation_digests::Digest;
 use crate::sql::name_list;
 
 /// `'high', 'default', ...`: the families whose deaths are escalated one by one, or digested.
@@ -59,7 +59,26 @@ pub async fn job_unclaim_escalation(
     Ok(())
 }
 
-/// The jobs a digest covers (see `escalation_digests::Digest` for its parameters).
+/// One day's digest as the sweep writes it at `at_ms`: the jobs that died before `before_ms`
+/// (the day's end) and were not escalated yet. Its statements bind `?1` day, `?2` before,
+/// `?3` at.
+pub struct Digest<'a> {
+    pub day: &'a str,
+    pub before_ms: i64,
+    pub at_ms: i64,
+}
+
+impl Digest<'_> {
+    pub(crate) fn params(&self) -> [JsValue; 3] {
+        [
+            JsValue::from_str(self.day),
+            num(self.before_ms),
+            num(self.at_ms),
+        ]
+    }
+}
+
+/// The jobs a digest covers (see [`Digest`] for its parameters).
 pub(crate) fn digest_pending_sql() -> String {
     let families = families_sql(true);
     format!(

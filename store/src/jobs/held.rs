@@ -2,13 +2,13 @@
 //! a resume (a page in the request) or the sweep (`held_job_releaser`) puts those no pause
 //! covers any more back in the outbox, with this one statement.
 
-use jobs_shared::PauseTarget;
+use jobs_shared::job::pause::PauseTarget;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::UNSENT_COLUMNS;
+use super::unsent::UNSENT_COLUMNS;
 use crate::d1::num;
-use crate::pauses::PAUSED_JOB_SQL;
+use crate::sql::PAUSED_JOB_SQL;
 
 /// Held jobs no pause covers (any more), of `target`'s jobs when given (then with one `?` for
 /// its name): the column is picked from a validated kind, never input.

@@ -3,7 +3,7 @@
 //! statement that needs one reads `FROM` [`PartialIndex::rows`]: the index named (`INDEXED BY`: a
 //! statement that could not use it fails rather than scanning) and its condition repeated.
 
-use jobs_shared::JobStatus;
+use jobs_shared::job::lifecycle::JobStatus;
 
 pub struct PartialIndex {
     pub name: &'static str,

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use jobs_shared::{D1Stats, DeliveryPlan, JobStatus, NewJob};
+use jobs_shared::job::enqueue::NewJob;
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::observe::d1_stats::D1Stats;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::D1Database;
@@ -57,16 +59,9 @@ struct LiveRow {
     status: String,
 }
 
-pub(super) fn initial_status(job: &NewJob) -> JobStatus {
-    match job.delivery {
-        DeliveryPlan::Send { .. } => JobStatus::Queued,
-        DeliveryPlan::Hold { .. } => JobStatus::Scheduled,
-    }
-}
-
 /// The rows of `jobs` as the INSERT binds them, each with what it records of the request that
 /// brought it: one JSON value, whose size enqueue bounds before writing
-/// (jobs_shared::check_stored_size).
+/// (jobs_shared::job::enqueue::check_stored_size).
 pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<String> {
     // Positional arrays, not objects: each field SQLite extracts from a row's JSON is work per
     // row, and a key lookup costs more than an index.
@@ -77,7 +72,7 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<
                 &job.id,
                 job.job_type.as_str(),
                 job.family.as_str(),
-                initial_status(job).as_str(),
+                job.initial_status().as_str(),
                 job.priority,
                 &job.payload,
                 job.dedup_key.as_deref(),
@@ -142,7 +137,7 @@ pub async fn job_insert_many(
             },
             _ => Written {
                 id: job.id.clone(),
-                status: initial_status(job).as_str().to_string(),
+                status: job.initial_status().as_str().to_string(),
                 deduplicated: false,
             },
         })

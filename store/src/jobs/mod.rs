@@ -17,9 +17,7 @@ mod outcome;
 mod read;
 mod rescue;
 mod sweep;
-
-use jobs_shared::util::queue_send::Stored;
-use serde::Deserialize;
+mod unsent;
 
 pub use arrivals::job_settle_dlq_arrivals;
 pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
@@ -32,6 +30,7 @@ pub use counts::{
     job_count_running_by_family, CountRow, RunningRow,
 };
 pub(crate) use escalation::digest_pending_sql;
+pub use escalation::Digest;
 pub use escalation::{
     job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
     job_unclaim_escalation,
@@ -49,29 +48,4 @@ pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
     job_promote, job_schedule, Aged,
 };
-
-/// A job read back to be sent: what its message and delay need.
-#[derive(Clone, Deserialize)]
-pub struct Unsent {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub job_type: String,
-    pub family: String,
-    /// Picks the family's lane.
-    pub priority: i64,
-    pub run_at: i64,
-    /// Carried in the message (the consumer reads the column too).
-    #[serde(default)]
-    pub correlation_id: Option<String>,
-}
-
-impl Unsent {
-    /// What its message and queue need.
-    pub fn stored(&self) -> Stored<'_> {
-        let cid = self.correlation_id.as_deref();
-        Stored::new(&self.id, &self.job_type, &self.family, self.priority, cid)
-    }
-}
-
-/// The columns an [`Unsent`] is read from, for `RETURNING` and `SELECT` lists.
-pub const UNSENT_COLUMNS: &str = "id, type, family, priority, run_at, correlation_id";
+pub use unsent::{Unsent, UNSENT_COLUMNS};

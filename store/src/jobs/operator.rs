@@ -2,9 +2,11 @@
 //! `status IN (...)` guard comes from the state machine), what the caller needs to answer, and
 //! the audit row, so a refused or failed action writes nothing at all.
 
+use jobs_shared::api::bulk_request::{Selection, MAX_BULK};
+use jobs_shared::api::job_filter::SqlValue;
 use jobs_shared::job::lease::SKIPPED_ATTEMPT;
-use jobs_shared::JobStatus::{self, Queued, Running, Skipped};
-use jobs_shared::{ErrorClass, Selection, SqlValue, MAX_BULK};
+use jobs_shared::job::lifecycle::JobStatus::{self, Queued, Running, Skipped};
+use jobs_shared::retry::error_class::ErrorClass;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 

@@ -4,11 +4,17 @@
 
 use std::sync::LazyLock;
 
+use jobs_shared::job::chain::ChainMove;
+use jobs_shared::job::enqueue::NewJob;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::job_outcome::Decision;
+use jobs_shared::job::lifecycle::JobStatus::{Queued, Running, Succeeded};
+use jobs_shared::job::run_details::{Ran, RunDetails};
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
+use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
-use jobs_shared::JobStatus::{Queued, Running, Succeeded};
-use jobs_shared::{ChainMove, D1Stats, Decision, Family, JobError, NewJob, Ran, RunDetails};
+use jobs_shared::retry::error_class::JobError;
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};

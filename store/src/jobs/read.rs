@@ -2,8 +2,9 @@
 //! (ids are ULIDs: the primary key's order), paged by a cursor, so a page reads about as many
 //! rows as it shows however many jobs the table holds.
 
-use jobs_shared::util::queue_send::Stored;
-use jobs_shared::{JobFilter, JobStatus, SqlValue};
+use jobs_shared::api::job_filter::{JobFilter, SqlValue};
+use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::runtime::queue_send::Stored;
 use serde::Deserialize;
 use worker::D1Database;
 

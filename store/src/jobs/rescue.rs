@@ -4,9 +4,9 @@
 //! moves, and the chains their dead steps fail.
 
 use jobs_shared::job::chain::ChainColumns;
-use jobs_shared::ErrorClass::LeaseExpired;
-use jobs_shared::JobStatus::{self, Dead, Running};
-use jobs_shared::FOUND_BY_SWEEP;
+use jobs_shared::job::lifecycle::JobStatus::{self, Dead, Running};
+use jobs_shared::job::run_details::FOUND_BY_SWEEP;
+use jobs_shared::retry::error_class::ErrorClass::LeaseExpired;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 

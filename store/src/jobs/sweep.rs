@@ -3,16 +3,21 @@
 //! priority aging, and retention. Each is a compare-and-set on the state it reads, so overlapping
 //! ticks write nothing twice.
 
-use jobs_shared::JobStatus::{Cancelled, Dead, Queued, Retrying, Scheduled, Skipped, Succeeded};
-use jobs_shared::{job_id, Family, AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP, MAX_PRIORITY};
+use jobs_shared::job::enqueue::MAX_PRIORITY;
+use jobs_shared::job::family::Family;
+use jobs_shared::job::ids::job_id;
+use jobs_shared::job::lifecycle::JobStatus::{
+    Cancelled, Dead, Queued, Retrying, Scheduled, Skipped, Succeeded,
+};
+use jobs_shared::schedule::sweep_policy::{AGING_AFTER_MS, AGING_EVERY_MS, AGING_STEP};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::indexes::{ENDED, UNFINISHED, WAITING};
-use super::{Unsent, UNSENT_COLUMNS};
+use super::unsent::{Unsent, UNSENT_COLUMNS};
 use crate::d1::{json, num};
 use crate::invocations::invocation_delete_unnamed;
-use crate::pauses::PAUSED_JOB_SQL;
+use crate::sql::PAUSED_JOB_SQL;
 use crate::sql::{status_list, waiting};
 use serde::Deserialize;
 

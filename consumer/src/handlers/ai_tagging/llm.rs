@@ -3,11 +3,14 @@
 //! LLM_PRICE_INPUT_PER_MTOK / LLM_PRICE_OUTPUT_PER_MTOK (USD; Claude Sonnet 4's by default).
 //! One call tags one item and reports what it cost.
 
-use jobs_shared::{
-    messages_url, most_a_call_uses, parse_reply, parse_tags, request_body, tagging_prompt, AiTags, ErrorClass,
-    JobError, TokenPrices, Usage, ANTHROPIC_VERSION, DEFAULT_LLM_BASE_URL, DEFAULT_LLM_MODEL,
-    TAGGING_SYSTEM_PROMPT,
+use jobs_shared::budget::{TokenPrices, Usage};
+use jobs_shared::handlers::ai_tags::{parse_tags, tagging_prompt, AiTags, TAGGING_SYSTEM_PROMPT};
+use jobs_shared::handlers::llm_messages::{
+    messages_url, most_a_call_uses, parse_reply, request_body, ANTHROPIC_VERSION,
+    DEFAULT_LLM_BASE_URL, DEFAULT_LLM_MODEL,
 };
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::runtime::vars;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
 use crate::outbound::fetch_timeout;
@@ -62,18 +65,18 @@ impl Llm {
 
     pub fn from_env(env: &Env) -> Result<Llm, JobError> {
         let not_configured = |message: String| JobError::new(ErrorClass::NotConfigured, message);
-        let api_key = crate::config(env, "LLM_API_KEY")
+        let api_key = vars::string(env, "LLM_API_KEY")
             .ok_or_else(|| not_configured("ai_tagging needs the secret LLM_API_KEY".into()))?;
         let prices = TokenPrices::configured(
-            crate::config(env, "LLM_PRICE_INPUT_PER_MTOK").as_deref(),
-            crate::config(env, "LLM_PRICE_OUTPUT_PER_MTOK").as_deref(),
+            vars::string(env, "LLM_PRICE_INPUT_PER_MTOK").as_deref(),
+            vars::string(env, "LLM_PRICE_OUTPUT_PER_MTOK").as_deref(),
         )
         .map_err(|e| not_configured(format!("LLM prices: {e}")))?;
-        let base = crate::config(env, "LLM_BASE_URL").unwrap_or(DEFAULT_LLM_BASE_URL.into());
+        let base = vars::string(env, "LLM_BASE_URL").unwrap_or(DEFAULT_LLM_BASE_URL.into());
         Ok(Llm {
             url: messages_url(&base),
             api_key,
-            model: crate::config(env, "LLM_MODEL").unwrap_or(DEFAULT_LLM_MODEL.into()),
+            model: vars::string(env, "LLM_MODEL").unwrap_or(DEFAULT_LLM_MODEL.into()),
             prices,
         })
     }

@@ -10,22 +10,28 @@
 //! the batch runner passes in). D1: one round trip for the budget, one to take the items, one
 //! per batch (two when D1 refuses the tags: the spend is then written alone).
 
+mod batch;
 mod llm;
 mod spent;
 
 use futures::stream::{self, StreamExt};
-use jobs_shared::observe::log_line::{emit, fault, LogLevel};
-use jobs_shared::{
-    cents, month_of, next_month_start_ms, percent_used, rfc3339, AiTaggingPayload, BudgetAction,
-    ErrorClass, JobError, JobType, RaisedAlert, Usage,
+use jobs_shared::budget::{
+    cents, month_of, next_month_start_ms, percent_used, BudgetAction, RaisedAlert,
 };
+use jobs_shared::job::job_type::JobType;
+use jobs_shared::job::payloads::AiTaggingPayload;
+use jobs_shared::observe::log_line::{emit, fault, LogLevel};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
+use jobs_shared::runtime::clock;
+use jobs_shared::util::time_fmt::rfc3339;
 use serde_json::{json, Value};
 use worker::D1Database;
 
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::job_events::SpanLog;
-use jobs_store::budgets::{self, Budget, ItemCounts, Spend};
-use jobs_store::feed_items::{self, Item, Tagged};
+use batch::Batch;
+use jobs_store::budgets::{self, Budget, ItemCounts};
+use jobs_store::feed_items::{self, Item};
 use llm::{Call, Llm, CALL_TIMEOUT_MS};
 use spent::Spent;
 
@@ -106,7 +112,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
             stopped = Some("max_batches");
             break;
         }
-        if crate::now_ms() > deadline {
+        if clock::now_ms() > deadline {
             stopped = Some("deadline");
             break;
         }
@@ -159,64 +165,6 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         "stopped": stopped,
         "budget": budget_view(&budget),
     })))
-}
-
-/// One batch's calls, sorted out.
-struct Batch<'a> {
-    tagged: Vec<Tagged<'a>>,
-    /// Items to give back: answered badly or not at all.
-    untagged: Vec<i64>,
-    invalid: usize,
-    failed: usize,
-    spend: Spend,
-    /// A failure that is the whole job's (429, a refused key), not the item's.
-    job_error: Option<JobError>,
-}
-
-impl<'a> Batch<'a> {
-    fn sort(items: &[Item], calls: &'a [Call], llm: &Llm, events: &SpanLog) -> Batch<'a> {
-        let mut batch = Batch {
-            tagged: Vec::new(),
-            untagged: Vec::new(),
-            invalid: 0,
-            failed: 0,
-            spend: Spend {
-                cost_cents: 0.0,
-                requests: calls.len() as u32,
-                usage: Usage::default(),
-            },
-            job_error: None,
-        };
-        for (item, call) in items.iter().zip(calls) {
-            batch.spend.usage += call.usage();
-            batch.spend.cost_cents += llm.prices.cost_cents(call.usage());
-            let (kind, reason) = match call {
-                Call::Tagged { tags, .. } => {
-                    batch.tagged.push(Tagged { id: item.id, tags });
-                    continue;
-                }
-                Call::Invalid { reason, .. } => {
-                    batch.invalid += 1;
-                    ("invalid_reply", reason.clone())
-                }
-                Call::Failed(e) => {
-                    batch.failed += 1;
-                    if matches!(e.class, ErrorClass::RateLimited | ErrorClass::NotConfigured) {
-                        batch.job_error.get_or_insert_with(|| e.clone());
-                    }
-                    ("call_failed", e.to_string())
-                }
-            };
-            batch.untagged.push(item.id);
-            let attrs = [
-                ("item_id", json!(item.id)),
-                ("kind", json!(kind)),
-                ("error", json!(reason)),
-            ];
-            events.once("item.failed", "warn", &attrs);
-        }
-        batch
-    }
 }
 
 /// One round trip: the batch's tags, the items it gives back, its spend and alerts. The money

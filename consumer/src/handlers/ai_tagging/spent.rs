@@ -2,11 +2,13 @@
 //! "Run records and artifacts"): the cost, the model, its calls and tokens, and one JSON line per
 //! call, kept as the run's `llm_responses` artifact.
 
-use jobs_shared::{byte_prefix, JobError, LlmUse};
+use jobs_shared::job::run_details::LlmUse;
+use jobs_shared::retry::error_class::JobError;
+use jobs_shared::util::text_prefix::byte_prefix;
 use serde_json::{json, Value};
 
+use super::batch::Batch;
 use super::llm::{Call, Llm};
-use super::Batch;
 use crate::artifacts;
 use crate::job_context::{HandlerRun, JobContext};
 use jobs_store::feed_items::Item;
@@ -41,7 +43,9 @@ impl Spent {
                 "output_tokens": usage.output_tokens,
             });
             let (status, field, text) = match call {
-                Call::Tagged { reply, .. } => ("tagged", "reply", byte_prefix(reply, MAX_REPLY_BYTES)),
+                Call::Tagged { reply, .. } => {
+                    ("tagged", "reply", byte_prefix(reply, MAX_REPLY_BYTES))
+                }
                 Call::Invalid { reason, reply, .. } => {
                     line["reason"] = Value::from(reason.as_str());
                     ("invalid", "reply", byte_prefix(reply, MAX_REPLY_BYTES))

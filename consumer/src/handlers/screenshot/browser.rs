@@ -3,19 +3,19 @@
 //! the main document's own HTTP status and Chrome's net error decide failures; then the wait
 //! (load, network idle, or a selector polled after load) and the capture.
 
+use jobs_shared::runtime::clock::now_ms;
 use std::time::Duration;
 
 use base64::Engine;
-use jobs_shared::{
-    classify_navigation_error, Capture, DocumentResponse, ErrorClass, JobError, PageWatch,
-    SETTLE_MS, WATCHED_EVENTS,
+use jobs_shared::handlers::screenshot::{
+    classify_navigation_error, Capture, DocumentResponse, PageWatch, SETTLE_MS, WATCHED_EVENTS,
 };
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::{json, Value};
 use worker::{Delay, Env};
 
 use super::cdp_session::{BrowserSession, Cdp};
-use super::Stop;
-use crate::now_ms;
+use super::stop::Stop;
 
 /// Any command but the navigation and the wait gets this long.
 const COMMAND_TIMEOUT_MS: i64 = 30_000;

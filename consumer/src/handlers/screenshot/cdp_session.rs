@@ -5,10 +5,11 @@
 //! /v1/devtools/browser/<id>` releases the browser. The local stand-in
 //! (dev/browser-standin) speaks the same protocol, so this code runs unchanged in tests.
 
+use jobs_shared::runtime::clock::now_ms;
 use std::collections::VecDeque;
 
 use futures::StreamExt;
-use jobs_shared::{ErrorClass, JobError};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 
 use crate::outbound::fetch_timeout;
 use serde::Deserialize;
@@ -17,8 +18,6 @@ use worker::{
     EventStream, Fetcher, Headers, Method, Request, RequestInit, Response, WebSocket,
     WebsocketEvent,
 };
-
-use crate::now_ms;
 
 /// The binding routes on the path alone; the host is a placeholder.
 const BASE: &str = "https://browser.binding/v1/devtools/browser";

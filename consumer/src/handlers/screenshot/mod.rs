@@ -10,18 +10,23 @@
 mod browser;
 mod cdp_session;
 mod rest;
+mod stop;
 
 use std::collections::HashMap;
 
-use jobs_shared::{
-    content_type, image_info, screenshot_key, screenshot_metadata, Artifact, Capture, CaptureMode,
-    ErrorClass, JobError, ScreenshotCapturePayload,
+use jobs_shared::handlers::image_size::image_info;
+use jobs_shared::handlers::screenshot::{
+    content_type, screenshot_key, screenshot_metadata, Capture, CaptureMode,
 };
+use jobs_shared::job::payloads::ScreenshotCapturePayload;
+use jobs_shared::job::run_details::Artifact;
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::{json, Value};
 use worker::HttpMetadata;
 
-use crate::config;
 use crate::job_context::{self, HandlerRun, JobContext, Release};
+use jobs_shared::runtime::vars;
+use stop::Stop;
 
 /// The wait for a browser slot when the service's 429 names none (Retry-After wins).
 const BROWSER_BUSY_RETRY_SECS: u64 = 10;
@@ -37,34 +42,11 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     }
 }
 
-/// Why a capture stopped: it failed (an attempt), or no browser was free to start it (not one).
-enum Stop {
-    Failed(JobError),
-    Busy(JobError),
-}
-
-impl From<JobError> for Stop {
-    fn from(e: JobError) -> Stop {
-        Stop::Failed(e)
-    }
-}
-
-impl Stop {
-    /// An error of the browser service itself (never the target page's): its 429 means no
-    /// browser is free.
-    fn of_service(e: JobError) -> Stop {
-        match e.class {
-            ErrorClass::RateLimited => Stop::Busy(e),
-            _ => Stop::Failed(e),
-        }
-    }
-}
-
 async fn capture(ctx: &JobContext<'_>) -> Result<(Value, Artifact), Stop> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let payload: ScreenshotCapturePayload = job_context::payload(job)?;
     let capture = Capture::new(payload, job_type.spec().timeout_ms);
-    let mode = CaptureMode::parse(config(env, "SCREENSHOT_MODE").as_deref())?;
+    let mode = CaptureMode::parse(vars::string(env, "SCREENSHOT_MODE").as_deref())?;
     let bucket = env.bucket("SCREENSHOTS").map_err(|_| {
         JobError::new(
             ErrorClass::NotConfigured,

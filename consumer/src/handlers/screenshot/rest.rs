@@ -3,15 +3,16 @@
 //! `CF_API_TOKEN`): the answer's body is the image. The endpoint does not report the target's
 //! own HTTP status, so failures are classified by the endpoint's status alone.
 
+use jobs_shared::handlers::screenshot::Capture;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
-use jobs_shared::{Capture, ErrorClass, JobError};
+use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::Value;
 use worker::{Env, Headers, Method, Request, RequestInit};
 
-use crate::config;
 use crate::job_context::invalid_request;
 use crate::outbound::fetch_timeout;
 use crate::outbound::Outbound;
+use jobs_shared::runtime::vars;
 
 const DEFAULT_API_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
 
@@ -24,7 +25,7 @@ pub async fn capture(
     outbound: &Outbound<'_>,
 ) -> Result<Vec<u8>, JobError> {
     let setting = |name: &str| {
-        config(env, name).ok_or_else(|| {
+        vars::string(env, name).ok_or_else(|| {
             JobError::new(
                 ErrorClass::NotConfigured,
                 format!("SCREENSHOT_MODE=rest needs {name}"),
@@ -32,7 +33,7 @@ pub async fn capture(
         })
     };
     let (account, token) = (setting("CF_ACCOUNT_ID")?, setting("CF_API_TOKEN")?);
-    let base = config(env, "CF_API_BASE_URL").unwrap_or_else(|| DEFAULT_API_BASE_URL.into());
+    let base = vars::string(env, "CF_API_BASE_URL").unwrap_or_else(|| DEFAULT_API_BASE_URL.into());
     // cacheTTL=0: a job asks for the page as it is now, not the endpoint's 5 s cache.
     let url = format!(
         "{}/accounts/{account}/browser-rendering/screenshot?cacheTTL=0",

@@ -12,8 +12,11 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::Queue as QueueSys;
 use worker::{console_error, console_warn, Env, Queue};
 
-use crate::util::js_json::to_js_array;
-use crate::{DeliveryPlan, Family, JobMessage, Lane, NewJob, QueueDelayLimit};
+use crate::job::enqueue::NewJob;
+use crate::job::envelope::JobMessage;
+use crate::job::family::{Family, Lane};
+use crate::retry::retry_policy::{DeliveryPlan, QueueDelayLimit};
+use crate::runtime::js_json::to_js_array;
 
 /// `QUEUE_MAX_DELAY_SECS` (see [`QueueDelayLimit`]), read once per isolate: a var changes only
 /// with a deployment, which starts new isolates. A bad value is logged then, once, and the
@@ -122,7 +125,7 @@ struct SendRequest<'a> {
 }
 
 /// One sendBatch of up to 100 messages. The requests cross into JS as one JSON text
-/// (util::js_json), not as three property sets and two conversions per message.
+/// (runtime::js_json), not as three property sets and two conversions per message.
 async fn send_batch(queue: &Queue, chunk: &[&Outgoing]) -> worker::Result<()> {
     let requests: Vec<SendRequest> = chunk
         .iter()

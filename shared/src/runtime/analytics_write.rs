@@ -8,7 +8,7 @@ use worker::{console_error, AnalyticsEngineDataset};
 
 use crate::observe::analytics_points::Point;
 
-#[wasm_bindgen(module = "/src/util/analytics_write.js")]
+#[wasm_bindgen(module = "/src/runtime/analytics_write.js")]
 extern "C" {
     /// Writes each point of `points_json` (a JSON array of [`DataPoint`]s) to `dataset`.
     #[wasm_bindgen(js_name = writePoints, catch)]

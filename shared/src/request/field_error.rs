@@ -1,7 +1,7 @@
 //! Errors that name the offending field, so an API client can point at the exact
 //! input to fix ("payload.viewport.width") instead of parsing prose.
 
-use crate::api::api_error::ApiError;
+use crate::request::api_error::ApiError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -124,6 +124,42 @@ pub(crate) fn invalid(
     ApiError::new(422, code, message).with_field(field)
 }
 
+/// Rejects fields other than `allowed`, so a typo cannot pass silently.
+pub fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
+    let object = body
+        .as_object()
+        .ok_or_else(|| ApiError::new(400, "invalid_body", "the body must be a JSON object"))?;
+    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(key) => Err(ApiError::new(
+            422,
+            "unknown_field",
+            format!("unknown field {key:?}; allowed: {}", allowed.join(", ")),
+        )
+        .with_field(key.as_str())),
+        None => Ok(()),
+    }
+}
+
+/// A whole-number query parameter `name` from 1 to `max`, `default` when absent.
+pub fn count_param(
+    name: &str,
+    value: Option<&str>,
+    default: u32,
+    max: u32,
+) -> Result<u32, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| {
+                ApiError::new(422, "out_of_range", format!("{name} must be 1 to {max}"))
+                    .with_field(name)
+            }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +241,13 @@ mod tests {
         assert_eq!(join("payload", ""), "payload");
         assert_eq!(join("payload", "url"), "payload.url");
         assert_eq!(join("jobs", "[3]"), "jobs[3]");
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        assert!(only_fields(&json!({"by": 1}), &["by"]).is_ok());
+        let e = only_fields(&json!({"by": 1, "bye": 2}), &["by"]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("bye"));
+        assert_eq!(only_fields(&json!([]), &[]).unwrap_err().status, 400);
     }
 }
