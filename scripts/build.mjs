@@ -24,13 +24,14 @@ const FEATURES = ["mutable-globals", "sign-ext", "nontrapping-float-to-int", "bu
 /**
  * What never goes into a WASM: build outputs, and what configuring or running a Worker writes
  * beside its sources (wrangler's configs, the consumer's generated local one, `.dev.vars`,
- * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`).
+ * `.wrangler/`, which every `wrangler dev` start writes, and the static files' `tz.bin`), and
+ * the store's `.sqlx/`, which every compile of the store writes again (store/build.rs).
  * Counted as inputs, they made every `npm run dev` rebuild the consumer. The producer's
  * `static/` is the files of the `jobs-static` Worker, which the producer reads through its
  * `STATIC` binding, not compiled in; a run of that Worker (a dry-run deploy, `wrangler dev`)
  * writes its `.wrangler/` there, which made the producer rebuild.
  */
-const NOT_INPUTS = /^(build|target|node_modules|static|\.wrangler|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
+const NOT_INPUTS = /^(build|target|node_modules|static|\.wrangler|\.sqlx|\.dev\.vars.*|wrangler(\..+)?\.toml|tz\.bin)$/;
 
 /**
  * The newest change under `path` (ms), what is not an input left out. A folder's own time
@@ -52,7 +53,8 @@ function newest(path, root = false) {
 export function upToDate(crate) {
   const wasm = join(root, crate, "build", "index_bg.wasm");
   if (!existsSync(wasm)) return false;
-  const inputs = [crate, "shared", "store", "Cargo.toml", "Cargo.lock"].map((p) => join(root, p));
+  // The migrations too: the store's statements are checked against them as it builds.
+  const inputs = [crate, "shared", "store", "migrations", "Cargo.toml", "Cargo.lock"].map((p) => join(root, p));
   const built = statSync(wasm).mtimeMs;
   return [...inputs, import.meta.filename].every((input) => newest(input, true) < built);
 }

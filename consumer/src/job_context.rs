@@ -86,8 +86,3 @@ pub fn invalid_request(e: worker::Error) -> JobError {
         format!("cannot build the request: {e}"),
     )
 }
-
-/// D1 failing under a handler is the platform's fault, and usually passes: retried.
-pub fn d1_error(e: worker::Error) -> JobError {
-    JobError::new(ErrorClass::Internal, format!("D1: {e}"))
-}

@@ -5,6 +5,7 @@
 
 use jobs_shared::job::run_details::artifact_bucket;
 use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::faults;
 use jobs_shared::security::auth::Caller;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -54,7 +55,7 @@ pub async fn get(
                 Value::String(text) => text.clone(),
                 value => value.to_string(),
             };
-            let response = Response::ok(body).map_err(|e| respond::internal(&e))?;
+            let response = Response::ok(body)?;
             respond::with_headers(response, &headers)
         }
     }
@@ -63,10 +64,10 @@ pub async fn get(
 /// The object under `key`, streamed from its bucket as R2 answers it.
 async fn stored(env: &Env, key: &str, headers: Vec<(&str, &str)>) -> Result<Response, ApiError> {
     let binding = artifact_bucket(key)
-        .ok_or_else(|| respond::internal(&format!("no bucket keeps the artifact {key}")))?;
+        .ok_or_else(|| faults::internal(&format!("no bucket keeps the artifact {key}")))?;
     let answer = JsFuture::from(r2_response(env, binding, key))
         .await
-        .map_err(|e| respond::internal(&format!("R2 get {key} failed: {e:?}")))?;
+        .map_err(|e| faults::internal(&format!("R2 get {key} failed: {e:?}")))?;
     if answer.is_undefined() {
         return Err(ApiError::new(
             503,

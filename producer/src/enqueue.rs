@@ -3,6 +3,7 @@
 //! send. 202 means D1 holds the job; a send that fails leaves it in the outbox, not lost.
 //! Every job of a request carries the request's correlation id (crate::correlation).
 
+use jobs_shared::runtime::faults;
 use std::rc::Rc;
 
 use jobs_shared::job::enqueue::{check_stored_size, validate_batch, validate_enqueue, NewJob};
@@ -60,7 +61,7 @@ pub async fn batch(
 fn with_request_id(answer: Result<Response, ApiError>, cid: &str) -> Result<Response, ApiError> {
     let response = match answer {
         Ok(response) => response,
-        Err(error) => respond::error(&error).map_err(|e| respond::internal(&e))?,
+        Err(error) => respond::error(&error)?,
     };
     respond::with_headers(response, &[(correlation::HEADER, cid)])
 }
@@ -135,7 +136,7 @@ async fn write_and_send(
         enqueued_by: by,
         at_ms: now,
     };
-    let rows = jobs::rows_json(&jobs, &request).map_err(|e| respond::internal(&e))?;
+    let rows = jobs::rows_json(&jobs, &request).map_err(|e| faults::internal(&e))?;
     check_stored_size(rows.len(), field)?;
     let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, cid).await;
     let (written, write) = answer?;

@@ -5,6 +5,7 @@
 //! request that finds no write in flight is written at once; nobody waits on a timer for
 //! company. Each job keeps its own request's correlation id and caller.
 
+use jobs_shared::runtime::faults;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -22,8 +23,8 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::{Context, Env};
 
 use crate::admin::d1;
+use crate::dispatch;
 use crate::env_config::now_ms;
-use crate::{dispatch, respond};
 
 /// What a request's write did: each of its jobs' [`Written`], and the write that carried it.
 pub type Answer = Result<(Vec<Written>, GroupWrite), ApiError>;
@@ -221,9 +222,7 @@ async fn insert(env: &Env, group: &[Rc<Entry>]) -> Inserted {
     let jobs: Vec<&NewJob> = group.iter().flat_map(|e| e.jobs.iter()).collect();
     let rows = jobs::joined_rows(group.iter().map(|e| e.rows.as_str()));
     let db = d1::database(env)?;
-    let (written, stats) = jobs::job_insert_many(&db, &jobs, &rows)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let (written, stats) = jobs::job_insert_many(&db, &jobs, &rows).await?;
     let write = GroupWrite {
         stats,
         requests: group.len(),
@@ -261,9 +260,7 @@ async fn send_new(env: &Env, group: &[Rc<Entry>], inserted: Inserted) -> Vec<Ans
 }
 
 fn given_up() -> ApiError {
-    respond::internal(
-        &"an enqueue write in flight for too long; its jobs may or may not be written",
-    )
+    faults::internal(&"an enqueue write in flight for too long; its jobs may or may not be written")
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ async fn read(env: &Env, id: &str, caller: &Caller) -> Result<(Value, i64), ApiE
     let (job_and_runs, steps) =
         futures::join!(job_and_runs(&db, id, caller), job_list_chain_steps(&db, id));
     let (job, runs) = job_and_runs?;
-    let steps = steps.map_err(|e| respond::internal(&e))?;
+    let steps = steps?;
     let mut body = view(&job, &runs);
     if let Value::Object(fields) = &mut body {
         fields.extend(chain_view::fields(&job, &steps, caller));
@@ -62,8 +62,8 @@ async fn job_and_runs(
     caller: &Caller,
 ) -> Result<(JobRow, Vec<RunRow>), ApiError> {
     let (job, runs) = futures::join!(job_get_by_id(db, id), job_run_list(db, id));
-    let runs = runs.map_err(|e| respond::internal(&e))?;
-    match job.map_err(|e| respond::internal(&e))? {
+    let runs = runs?;
+    match job? {
         Some(job) if caller.may_read(&job.summary.job_type) => Ok((job, runs)),
         _ => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }

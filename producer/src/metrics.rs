@@ -10,6 +10,7 @@ use jobs_shared::job::job_type::JobType;
 use jobs_shared::observe::alert_rules::FamilyWindow;
 use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
 use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::faults;
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
 use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
 use serde::Deserialize;
@@ -29,7 +30,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
     let tagging = JobType::AI_TAGGING;
     let tagging_budget = tagging
         .budget()
-        .ok_or_else(|| respond::internal(&"ai_tagging declares no budget"))?;
+        .ok_or_else(|| faults::internal(&"ai_tagging declares no budget"))?;
     let statements = [
         execution_histogram::histogram_list(&db),
         jobs::job_count_backlog_by_family(&db, now),
@@ -43,8 +44,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         budgets::budget_metrics(&db, tagging, tagging_budget, &month_of(now)),
     ]
     .into_iter()
-    .collect::<worker::Result<Vec<_>>>()
-    .map_err(|e| respond::internal(&e))?;
+    .collect::<worker::Result<Vec<_>>>()?;
     let results = d1::batch(&db, statements).await?;
     let backlog: Vec<FamilyWindow> = d1::rows(&results[1])?;
     let screenshot: Vec<Count> = d1::rows(&results[2])?;
@@ -66,6 +66,6 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         rss_errors: d1::rows(&results[8])?,
         tagging: d1::rows(&results[9])?.pop().unwrap_or_default(),
     };
-    let response = Response::ok(render(&snapshot)).map_err(|e| respond::internal(&e))?;
+    let response = Response::ok(render(&snapshot))?;
     respond::with_headers(response, &[("content-type", CONTENT_TYPE)])
 }

@@ -2,11 +2,11 @@
 
 use jobs_shared::request::api_error::ApiError;
 
-use crate::respond;
+use jobs_shared::runtime::faults;
 
 /// Sixteen random bytes; a CSPRNG failure is the platform's (503).
 pub fn bytes() -> Result<[u8; 16], ApiError> {
     let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).map_err(|e| respond::internal(&e))?;
+    getrandom::getrandom(&mut bytes).map_err(|e| faults::internal(&e))?;
     Ok(bytes)
 }

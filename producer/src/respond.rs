@@ -1,6 +1,5 @@
 //! JSON responses, and the one place an ApiError becomes HTTP.
 
-use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::request::api_error::ApiError;
 use serde::Serialize;
 use worker::{Response, Result};
@@ -8,7 +7,7 @@ use worker::{Response, Result};
 pub fn json<T: Serialize>(status: u16, body: &T) -> std::result::Result<Response, ApiError> {
     Response::from_json(body)
         .map(|r| r.with_status(status))
-        .map_err(|e| internal(&e))
+        .map_err(ApiError::from)
 }
 
 /// `response` with each (name, value) header set, in order.
@@ -17,29 +16,11 @@ pub fn with_headers(
     headers: &[(&str, &str)],
 ) -> std::result::Result<Response, ApiError> {
     for (name, value) in headers {
-        response
-            .headers_mut()
-            .set(name, value)
-            .map_err(|e| internal(&e))?;
+        response.headers_mut().set(name, value)?;
     }
     Ok(response)
 }
 
 pub fn error(err: &ApiError) -> Result<Response> {
     Ok(Response::from_json(&err.body())?.with_status(err.status))
-}
-
-/// A fault of ours or of the platform (D1, a binding): logged in full, answered without the
-/// details, as a retryable 503 the client can try again.
-pub fn internal(err: &dyn std::fmt::Display) -> ApiError {
-    fault(
-        LogLevel::Error,
-        "api",
-        format_args!("internal error: {err}"),
-    );
-    ApiError::new(
-        503,
-        "unavailable",
-        "a platform service failed; retry the request",
-    )
 }

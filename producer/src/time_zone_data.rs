@@ -3,6 +3,7 @@
 //! reads it through the STATIC binding the first time a schedule names a zone, then keeps it for
 //! the isolate. Not compiled in, it costs the Worker's WASM, and so every cold start, nothing.
 
+use jobs_shared::runtime::faults;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -11,7 +12,7 @@ use jobs_shared::schedule::cron_schedule::names_zone;
 use jobs_shared::schedule::time_zones::TimeZones;
 use worker::Env;
 
-use crate::{respond, static_files};
+use crate::static_files;
 
 /// The database if the expression it was loaded for names a zone.
 pub struct Loaded(Option<Rc<Vec<u8>>>);
@@ -39,7 +40,7 @@ pub async fn load_for(env: &Env, expression: &str) -> Result<Loaded, ApiError> {
     }
     let blob = static_files::bytes(env, "tz.bin").await?;
     if TimeZones::from_blob(&blob).is_none() {
-        return Err(respond::internal(&"tz.bin is not a time-zone database"));
+        return Err(faults::internal(&"tz.bin is not a time-zone database"));
     }
     let blob = Rc::new(blob);
     DATABASE.with(|d| *d.borrow_mut() = Some(blob.clone()));

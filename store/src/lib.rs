@@ -12,6 +12,9 @@
 //! spliced rather than bound so the partial indexes over `status` (`jobs_dedup_live`,
 //! `jobs_escalation_due`) still match the statements that need them.
 
+#[macro_use]
+mod checked;
+
 pub mod alerts;
 pub mod attempts;
 pub mod audit;

@@ -40,10 +40,8 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env, outbound) = (ctx.job, ctx.job_type, ctx.env, ctx.outbound);
     let deadline = now_ms() + i64::from(job_type.spec().timeout_ms);
     let payload: LinkHealthCheckPayload = job_context::payload(job)?;
-    let db = env.d1("DB").map_err(job_context::d1_error)?;
-    let known = links::link_list_states(&db, payload.urls.as_deref())
-        .await
-        .map_err(job_context::d1_error)?;
+    let db = env.d1("DB")?;
+    let known = links::link_list_states(&db, payload.urls.as_deref()).await?;
     // The table's links in the store's order: checked longest ago first.
     let table_order: Vec<String> = known.iter().map(|row| row.url.clone()).collect();
     let mut states: HashMap<String, LinkState> =
@@ -92,9 +90,7 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
         })
         .collect();
     if !checked.is_empty() {
-        links::link_set_checked_many(&db, &checked, now)
-            .await
-            .map_err(job_context::d1_error)?;
+        links::link_set_checked_many(&db, &checked, now).await?;
     }
     let count = |s: LinkStatus| checked.iter().filter(|c| c.status == s.as_str()).count();
     Ok(Some(json!({

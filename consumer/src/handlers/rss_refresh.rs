@@ -63,12 +63,10 @@ async fn refresh(
     for warning in warnings {
         fault(LogLevel::Warn, "config", warning);
     }
-    let db = env.d1("DB").map_err(job_context::d1_error)?;
+    let db = env.d1("DB")?;
     let force = payload.force_refresh.unwrap_or(false);
     let single = payload.source_id.as_deref();
-    let sources = rss_sources::rss_source_list_to_refresh(&db, single)
-        .await
-        .map_err(job_context::d1_error)?;
+    let sources = rss_sources::rss_source_list_to_refresh(&db, single).await?;
     if let Some(id) = single.filter(|_| sources.is_empty()) {
         events.once("source.not_found", "warn", &[("source_id", json!(id))]);
         return Err(JobError::new(
@@ -114,8 +112,7 @@ async fn refresh(
         HashSet::new()
     } else {
         rss_sources::rss_source_claim_many(&db, &due_ids, started, claim_until)
-            .await
-            .map_err(job_context::d1_error)?
+            .await?
             .into_iter()
             .collect()
     };
@@ -184,9 +181,7 @@ async fn refresh(
     }
     if !not_reached.is_empty() {
         let ids: Vec<&str> = not_reached.iter().map(|s| s.id.as_str()).collect();
-        rss_sources::rss_source_release_many(&db, &ids, claim_until)
-            .await
-            .map_err(job_context::d1_error)?;
+        rss_sources::rss_source_release_many(&db, &ids, claim_until).await?;
     }
     match first_error {
         Some(e) if single.is_some() => Err(e),
@@ -264,14 +259,11 @@ impl<'a> Writer<'a> {
                 let fetched = Refreshed::Fetched(&sorted);
                 let writes = rss_sources::rss_source_record_refresh(
                     self.db, &source.id, &fetched, fetch_ms, self.now,
-                )
-                .map_err(job_context::d1_error)?;
+                )?;
                 (Ok(sorted), writes)
             }
             Err(e) => {
-                let (writes, e) = self
-                    .failure(source, e, fetch_ms)
-                    .map_err(job_context::d1_error)?;
+                let (writes, e) = self.failure(source, e, fetch_ms)?;
                 (Err(e), writes)
             }
         };
@@ -371,13 +363,8 @@ impl<'a> Writer<'a> {
                 format!("D1 refused the feed's rows: {e}"),
             ),
         };
-        let (record, refused) = self
-            .failure(p.source, refused, p.fetch_ms)
-            .map_err(job_context::d1_error)?;
-        self.db
-            .batch(record.statements)
-            .await
-            .map_err(job_context::d1_error)?;
+        let (record, refused) = self.failure(p.source, refused, p.fetch_ms)?;
+        self.db.batch(record.statements).await?;
         self.done.push((p.source, Err(refused)));
         Ok(())
     }

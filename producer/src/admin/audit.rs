@@ -19,9 +19,7 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
         .transpose()?
         .map(|(id, _)| id);
     let db = d1::database(env)?;
-    let mut rows = audit_list(&db, before, limit)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let mut rows = audit_list(&db, before, limit).await?;
     let next_cursor = super::page_end(&mut rows, limit, |row| page_cursor::encode(row.id, ""));
     let entries: Vec<Value> = rows
         .iter()

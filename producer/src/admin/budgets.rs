@@ -89,11 +89,10 @@ pub async fn set_limit(
         now,
     );
     let mut statements = vec![
-        budget_set_limit(&db, job_type, &month, limit, now).map_err(|e| respond::internal(&e))?,
-        audit_insert_after_write(&db, &entry, false).map_err(|e| respond::internal(&e))?,
-        budget_alert_insert_reached(&db, job_type, &month, now)
-            .map_err(|e| respond::internal(&e))?,
-        budget_alert_delete_unreached(&db, job_type, &month).map_err(|e| respond::internal(&e))?,
+        budget_set_limit(&db, job_type, &month, limit, now)?,
+        audit_insert_after_write(&db, &entry, false)?,
+        budget_alert_insert_reached(&db, job_type, &month, now)?,
+        budget_alert_delete_unreached(&db, job_type, &month)?,
     ];
     statements.extend(status_statements(&db, budget, now)?);
     let results = d1::batch(&db, statements).await?;
@@ -120,7 +119,7 @@ fn status_statements(
     ]
     .into_iter()
     .collect::<worker::Result<_>>()
-    .map_err(|e| respond::internal(&e))
+    .map_err(ApiError::from)
 }
 
 fn status_view(
@@ -162,8 +161,8 @@ pub async fn history(req: &Request, env: &Env, name: &str) -> Result<Response, A
     let from = month_back(now, months - 1);
     let db = d1::database(env)?;
     let statements = vec![
-        budget_list_since(&db, job_type, &from).map_err(|e| respond::internal(&e))?,
-        budget_alert_list_by_type_since(&db, job_type, &from).map_err(|e| respond::internal(&e))?,
+        budget_list_since(&db, job_type, &from)?,
+        budget_alert_list_by_type_since(&db, job_type, &from)?,
     ];
     let results = d1::batch(&db, statements).await?;
     let rows: Vec<BudgetMonth> = d1::rows(&results[0])?;

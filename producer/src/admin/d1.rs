@@ -6,10 +6,9 @@ use serde::de::DeserializeOwned;
 use worker::{D1Database, D1PreparedStatement, D1Result, Env};
 
 use crate::request::Request;
-use crate::respond;
 
 pub fn database(env: &Env) -> Result<D1Database, ApiError> {
-    env.d1("DB").map_err(|e| respond::internal(&e))
+    env.d1("DB").map_err(ApiError::from)
 }
 
 /// Every statement in one round trip and one transaction.
@@ -17,13 +16,11 @@ pub async fn batch(
     db: &D1Database,
     statements: Vec<D1PreparedStatement>,
 ) -> Result<Vec<D1Result>, ApiError> {
-    db.batch(statements)
-        .await
-        .map_err(|e| respond::internal(&e))
+    db.batch(statements).await.map_err(ApiError::from)
 }
 
 pub fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, ApiError> {
-    result.results().map_err(|e| respond::internal(&e))
+    result.results().map_err(ApiError::from)
 }
 
 /// The query string as (key, value) pairs, in order, repeated keys and all (the `url` crate's

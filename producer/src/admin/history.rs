@@ -27,9 +27,7 @@ pub async fn get(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let now = env_config::now_ms();
     let since = minute_of(now) - (i64::from(minutes) - 1) * MINUTE_MS;
     let db = d1::database(env)?;
-    let rows = job_minute_list_since(&db, since)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let rows = job_minute_list_since(&db, since).await?;
     let families: Map<String, Value> = series(&rows, now, minutes.into())
         .into_iter()
         .map(|(family, points)| (family.as_str().to_string(), json!(points)))

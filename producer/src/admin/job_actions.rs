@@ -106,9 +106,7 @@ pub async fn move_one(
 async fn move_job(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
-    let changed = jobs::job_move_one(&db, id, (&mv.sources, mv.to), &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let changed = jobs::job_move_one(&db, id, (&mv.sources, mv.to), &entry).await?;
     if let Some(job) = &changed.job {
         if mv.to == JobStatus::Queued {
             send(admin.env, std::slice::from_ref(job)).await;
@@ -165,9 +163,7 @@ async fn change_priority(
         ("job.priority", json!({ "id": id, "priority": value }))
     };
     let entry = admin.entry(action, target);
-    let changed = jobs::job_set_priority(&db, id, value, boost, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let changed = jobs::job_set_priority(&db, id, value, boost, &entry).await?;
     if let (Some(job), Some(prior)) = (&changed.job, changed.prior_priority) {
         send_if_express(admin.env, job, prior).await;
     }
@@ -233,9 +229,7 @@ async fn bulk_move(
     if request.dry_run {
         let now_ms = env_config::now_ms();
         let (count, conflicts) =
-            jobs::job_count_movable(&db, &request.selection, (&mv.sources, mv.to), now_ms)
-                .await
-                .map_err(|e| respond::internal(&e))?;
+            jobs::job_count_movable(&db, &request.selection, (&mv.sources, mv.to), now_ms).await?;
         return respond::json(
             200,
             &json!({ "dry_run": true, "count": count, "conflicts": conflicts }),
@@ -246,9 +240,7 @@ async fn bulk_move(
         Selection::Filter(_) => json!({ "filter": body.get("filter"), "to": mv.to }),
     };
     let entry = admin.entry(mv.action, target);
-    let moved = jobs::job_move_many(&db, &request.selection, (&mv.sources, mv.to), &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let moved = jobs::job_move_many(&db, &request.selection, (&mv.sources, mv.to), &entry).await?;
     if mv.to == JobStatus::Queued {
         send(admin.env, &moved.jobs).await;
     }

@@ -49,8 +49,7 @@ pub async fn page(
             limit,
         },
     )
-    .await
-    .map_err(|e| respond::internal(&e))?;
+    .await?;
     let next = super::page_end(&mut rows, limit, |row| page_cursor::encode(0, &row.id));
     Ok((rows, next))
 }
@@ -59,9 +58,7 @@ pub async fn page(
 pub async fn failures(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let pairs = d1::only_params(req, &["limit"], true)?;
     let limit = page_cursor::limit(d1::param(&pairs, "limit"), 20, 200)?;
-    let rows = job_run_list_recent_failures(&d1::database(env)?, limit)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let rows = job_run_list_recent_failures(&d1::database(env)?, limit).await?;
     let failures: Vec<Value> = rows.iter().map(failure).collect();
     respond::json(200, &json!({ "failures": failures }))
 }

@@ -20,9 +20,7 @@ use crate::{body, env_config, respond};
 
 /// GET /v1/admin/pauses
 pub async fn list(admin: &Admin<'_>) -> Result<Response, ApiError> {
-    let rows = pauses::pause_list(&d1::database(admin.env)?)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let rows = pauses::pause_list(&d1::database(admin.env)?).await?;
     let pauses: Vec<_> = rows
         .iter()
         .map(|p| {
@@ -51,8 +49,7 @@ pub async fn pause(admin: &Admin<'_>, req: &mut Request) -> Result<Response, Api
         reason.as_deref(),
         &entry,
     )
-    .await
-    .map_err(|e| respond::internal(&e))?;
+    .await?;
     respond::json(
         if created { 201 } else { 200 },
         &json!({ "kind": target.kind, "name": target.name, "paused": true, "created": created }),
@@ -67,9 +64,8 @@ pub async fn resume(admin: &Admin<'_>, kind: &str, name: &str) -> Result<Respons
         "resume",
         json!({ "kind": target.kind, "name": target.name }),
     );
-    let resumed = pauses::pause_delete(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let resumed =
+        pauses::pause_delete(&d1::database(admin.env)?, &target, MAX_BULK as u32, &entry).await?;
     let (now, limit) = (env_config::now_ms(), queue_delay_limit(admin.env));
     // Due beyond the queue's delay limit: the sweep sends it from the outbox.
     let outgoing: Vec<_> = resumed

@@ -20,9 +20,7 @@ use crate::{body, random, respond};
 /// GET /v1/admin/rss-sources
 pub async fn list(env: &Env) -> Result<Response, ApiError> {
     let db = d1::database(env)?;
-    let rows = rss_source_list(&db)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let rows = rss_source_list(&db).await?;
     respond::json(
         200,
         &json!({ "sources": rows.iter().map(view).collect::<Vec<_>>() }),
@@ -35,9 +33,7 @@ pub async fn add(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiEr
     let id = uuid_v4(random::bytes()?);
     let db = d1::database(admin.env)?;
     let entry = admin.entry("rss_source.add", json!({ "id": id, "url": source.url }));
-    let row = rss_source_insert(&db, id.clone(), &source, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let row = rss_source_insert(&db, id.clone(), &source, &entry).await?;
     match row {
         Some(row) => respond::json(201, &view(&row)),
         None => {
@@ -57,9 +53,7 @@ pub async fn set_active(
     let db = d1::database(admin.env)?;
     let reason = format!("disabled by an operator ({})", admin.actor);
     let entry = admin.entry("rss_source.set_active", json!({ "id": id, "patch": body }));
-    let row = rss_source_set_active(&db, id, patch, &reason, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let row = rss_source_set_active(&db, id, patch, &reason, &entry).await?;
     match row {
         Some(row) => respond::json(200, &view(&row)),
         None => {

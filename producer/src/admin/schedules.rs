@@ -5,6 +5,7 @@
 
 use jobs_shared::api::page_cursor;
 use jobs_shared::request::api_error::ApiError;
+use jobs_shared::runtime::faults;
 use jobs_shared::schedule::schedule_spec::{merge_patch, validate_schedule, ScheduleSpec};
 use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::schedules::{self, ScheduleRow};
@@ -31,9 +32,7 @@ pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
         .map(page_cursor::decode)
         .transpose()?
         .map_or(0, |(id, _)| id);
-    let mut rows = schedules::schedule_list(db, after, limit)
-        .await
-        .map_err(|e| respond::internal(&e))?;
+    let mut rows = schedules::schedule_list(db, after, limit).await?;
     let next_cursor = admin::page_end(&mut rows, limit, |last| {
         page_cursor::encode(last.id, &last.name)
     });
@@ -51,10 +50,7 @@ pub async fn create(admin: &Admin<'_>, req: &mut Request) -> Result<Response, Ap
     let now = now_ms();
     let next = spec.enabled.then(|| spec.cron.next_after(now)).flatten();
     let entry = admin.entry_at("schedule.create", json!({ "name": spec.name }), now);
-    match schedules::schedule_insert(db, &spec, next, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?
-    {
+    match schedules::schedule_insert(db, &spec, next, &entry).await? {
         Some(row) => respond::json(201, &view(&row)),
         None => Err(name_taken(&spec.name)),
     }
@@ -64,8 +60,7 @@ pub async fn create(admin: &Admin<'_>, req: &mut Request) -> Result<Response, Ap
 pub async fn get(env: &Env, id: &str) -> Result<Response, ApiError> {
     let db = &d1::database(env)?;
     let (row, runs) = schedules::schedule_get_with_runs(db, id, RECENT_RUNS)
-        .await
-        .map_err(|e| respond::internal(&e))?
+        .await?
         .ok_or_else(|| not_found(id))?;
     let mut body = view(&row);
     body["recent_runs"] = runs
@@ -155,15 +150,10 @@ async fn validated(env: &Env, input: &Value) -> Result<ScheduleSpec, ApiError> {
 pub async fn delete(admin: &Admin<'_>, id: &str) -> Result<Response, ApiError> {
     let db = &d1::database(admin.env)?;
     let entry = admin.entry("schedule.delete", json!({ "id": id }));
-    if !schedules::schedule_delete(db, id, &entry)
-        .await
-        .map_err(|e| respond::internal(&e))?
-    {
+    if !schedules::schedule_delete(db, id, &entry).await? {
         return Err(not_found(id));
     }
-    Ok(Response::empty()
-        .map_err(|e| respond::internal(&e))?
-        .with_status(204))
+    Ok(Response::empty()?.with_status(204))
 }
 
 /// Writes an update. The next run is recomputed, from now, when the expression changes or
@@ -190,14 +180,13 @@ async fn save(
             "the schedule changed while this request was made; read it again and retry",
         )),
         Err(e) if e.to_string().contains("UNIQUE") => Err(name_taken(&spec.name)),
-        Err(e) => Err(respond::internal(&e)),
+        Err(e) => Err(faults::internal(&e)),
     }
 }
 
 async fn found(db: &D1Database, id: &str) -> Result<ScheduleRow, ApiError> {
     schedules::schedule_get(db, id)
-        .await
-        .map_err(|e| respond::internal(&e))?
+        .await?
         .ok_or_else(|| not_found(id))
 }
 

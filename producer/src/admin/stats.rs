@@ -44,8 +44,7 @@ async fn snapshot(db: &D1Database, now_ms: i64) -> Result<Snapshot, ApiError> {
         pause_list_names(db),
     ]
     .into_iter()
-    .collect::<worker::Result<Vec<_>>>()
-    .map_err(|e| respond::internal(&e))?;
+    .collect::<worker::Result<Vec<_>>>()?;
     let results = d1::batch(db, statements).await?;
     Ok(Snapshot {
         counts: d1::rows(&results[0])?,

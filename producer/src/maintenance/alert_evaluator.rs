@@ -23,7 +23,7 @@ use jobs_shared::observe::last_hour::WINDOW_MS;
 use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
 use jobs_shared::runtime::analytics_write::write_points_to;
 use jobs_shared::util::severity::Severity;
-use jobs_store::alerts::{self, AlertRow};
+use jobs_store::alerts::{self, AlertKey, AlertRow};
 use jobs_store::attempts::attempt_alert_window_by_family;
 use jobs_store::budget_alerts::{budget_alert_list_month, budget_alert_set_notified};
 use jobs_store::job_minutes::job_minute_record_backlog;
@@ -91,12 +91,12 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
         budgets,
     };
     let fired = firing(&obs, &config, now);
-    let stored_alerts: Vec<StoredAlert> = stored.iter().map(|r| r.alert.clone()).collect();
+    let stored_alerts: Vec<StoredAlert> = stored.iter().map(AlertRow::stored).collect();
     let (to_open, to_resolve) = changes(&fired, &stored_alerts);
     let pending = if to_open.is_empty() && to_resolve.is_empty() {
         stored
             .into_iter()
-            .filter(|r| r.notified.as_deref() != Some(r.alert.status.as_str()))
+            .filter(|r| r.notified.as_deref() != Some(r.status.as_str()))
             .collect()
     } else {
         write_changes(tick, &to_open, &to_resolve, !obs.budgets.is_empty()).await?
@@ -122,7 +122,10 @@ async fn write_changes(
     let mut statements: Vec<D1PreparedStatement> = Vec::new();
     for f in to_open {
         log_change("alert.opened", f.rule, &f.key, Some(&f.summary));
-        let key = (f.rule, f.key.as_str());
+        let key = AlertKey {
+            rule: f.rule,
+            key: &f.key,
+        };
         statements.push(alerts::alert_open(
             db,
             key,
@@ -133,13 +136,17 @@ async fn write_changes(
     }
     for s in to_resolve {
         log_change("alert.resolved", &s.rule, &s.key, None);
-        statements.push(alerts::alert_resolve(db, (&s.rule, &s.key), now)?);
+        let key = AlertKey {
+            rule: &s.rule,
+            key: &s.key,
+        };
+        statements.push(alerts::alert_resolve(db, key, now)?);
     }
     if budgets {
         // The budget module's queue of raised alerts (0005): they are in `alerts` now.
         statements.push(budget_alert_set_notified(db, now)?);
     }
-    statements.push(alerts::alert_list_unnotified(db));
+    statements.push(alerts::alert_list_unnotified(db)?);
     let results = tick.db.batch(statements).await?;
     results.last().map_or(Ok(Vec::new()), |r| r.results())
 }
@@ -153,7 +160,7 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
     let results = join_all(pending.iter().map(|row| {
         let config = &config;
         async move {
-            let a = &row.alert;
+            let a = row;
             // A severity the table should not hold reads as a warning.
             let severity = Severity::parse(&row.severity).unwrap_or(Severity::Warning);
             let open = (a.status == "open").then_some((severity, row.summary.as_str()));
@@ -165,13 +172,13 @@ async fn notify(tick: &Tick<'_>, pending: &[AlertRow]) -> worker::Result<usize> 
     .await;
     let mut statements = Vec::new();
     for (row, result) in pending.iter().zip(results) {
-        let a = &row.alert;
+        let a = row;
+        let key = AlertKey {
+            rule: &a.rule,
+            key: &a.key,
+        };
         match result {
-            Ok(_) => statements.push(alerts::alert_set_notified(
-                tick.db,
-                (&a.rule, &a.key),
-                &a.status,
-            )?),
+            Ok(_) => statements.push(alerts::alert_set_notified(tick.db, key, &a.status)?),
             Err(e) => {
                 let message = format_args!(
                     "alert {}/{} notification failed, retried next tick: {e}",

@@ -4,6 +4,7 @@
 
 pub mod analytics_write;
 pub mod clock;
+pub mod faults;
 pub mod js_json;
 pub mod queue_send;
 pub mod vars;

@@ -59,11 +59,9 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
     let spec = TYPE
         .budget()
         .ok_or_else(|| JobError::new(ErrorClass::NotConfigured, "ai_tagging declares no budget"))?;
-    let db = env.d1("DB").map_err(job_context::d1_error)?;
+    let db = env.d1("DB")?;
     let month = month_of(now_ms);
-    let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms)
-        .await
-        .map_err(job_context::d1_error)?;
+    let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms).await?;
     let action = json!(budget.action().as_str());
     events.once(
         "budget.check",
@@ -95,9 +93,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
 
     let max_items = MAX_BATCHES * budget.action().batch_size();
     let lease_until = now_ms + TYPE.family().lease_ms();
-    let items = feed_items::feed_item_take_untagged(&db, now_ms, lease_until, max_items)
-        .await
-        .map_err(job_context::d1_error)?;
+    let items = feed_items::feed_item_take_untagged(&db, now_ms, lease_until, max_items).await?;
     let deadline = now_ms + i64::from(TYPE.spec().timeout_ms) - WORST_BATCH_MS;
     let mut report = Report::default();
     let mut rest: &[Item] = &items;
@@ -148,9 +144,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         ];
         events.once("budget.exhausted_mid_batch", "warn", &attrs);
         let ids: Vec<i64> = rest.iter().map(|i| i.id).collect();
-        feed_items::feed_item_release_many(&db, &ids)
-            .await
-            .map_err(job_context::d1_error)?;
+        feed_items::feed_item_release_many(&db, &ids).await?;
     }
     Ok(Some(json!({
         "deferred": false,
@@ -182,17 +176,15 @@ async fn write(
         tagged: batch.tagged.len() as u32,
         failed: (batch.invalid + batch.failed) as u32,
     };
-    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, items, now_ms)
-        .map_err(job_context::d1_error)?;
-    let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)
-        .map_err(job_context::d1_error)?;
+    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, items, now_ms)?;
+    let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)?;
     statements.extend(spend.iter().cloned());
     let refused = match db.batch(statements).await {
-        Ok(results) => return budgets::after_spend(&results).map_err(job_context::d1_error),
+        Ok(results) => return budgets::after_spend(&results).map_err(JobError::from),
         Err(e) => e,
     };
-    let results = db.batch(spend).await.map_err(job_context::d1_error)?;
-    let (_, alerts) = budgets::after_spend(&results).map_err(job_context::d1_error)?;
+    let results = db.batch(spend).await?;
+    let (_, alerts) = budgets::after_spend(&results)?;
     alerts.iter().for_each(|alert| emit(&alert.log_line()));
     Err(JobError::new(
         ErrorClass::Internal,

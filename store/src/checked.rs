@@ -1,0 +1,176 @@
+//! Statements checked at build time against the migrations, run through worker's D1 (one
+//! prepared statement, for the caller's batch). sqlx-d1's macros see each statement's SQL, its
+//! parameters and, for a typed row, the row's fields, in a branch that never runs: a column that
+//! does not exist, a parameter too many or too few, or a row field with no column of its name
+//! and type fails `cargo build` (store/build.rs builds the schema they are checked against).
+//! sqlx-d1's own runtime is not used: it cannot run a D1 batch, and statements here run in
+//! batches (one round trip per request or consumer batch). Its macros add nothing to the WASM.
+//!
+//! Each statement is one string literal (the macros read nothing else), with every status and
+//! name written out in it: `tests/status_moves.rs` reads them to hold every status write to the
+//! state machine. A statement built at run time (an admin filter) says why where it is built,
+//! and binds every value.
+//!
+//! An argument is used twice (checked, then bound): pass values that are `Copy` or borrowed.
+
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
+
+/// A value as D1 binds it. Integers cross as JS numbers (row fields stay far below 2^53).
+pub trait D1Bind {
+    fn d1(&self) -> JsValue;
+}
+
+impl D1Bind for str {
+    fn d1(&self) -> JsValue {
+        JsValue::from_str(self)
+    }
+}
+
+impl D1Bind for String {
+    fn d1(&self) -> JsValue {
+        JsValue::from_str(self)
+    }
+}
+
+impl D1Bind for i64 {
+    fn d1(&self) -> JsValue {
+        JsValue::from_f64(*self as f64)
+    }
+}
+
+impl D1Bind for u32 {
+    fn d1(&self) -> JsValue {
+        JsValue::from_f64(f64::from(*self))
+    }
+}
+
+impl D1Bind for f64 {
+    fn d1(&self) -> JsValue {
+        JsValue::from_f64(*self)
+    }
+}
+
+impl D1Bind for bool {
+    fn d1(&self) -> JsValue {
+        JsValue::from_f64(f64::from(u8::from(*self)))
+    }
+}
+
+impl<T: D1Bind + ?Sized> D1Bind for &T {
+    fn d1(&self) -> JsValue {
+        (**self).d1()
+    }
+}
+
+impl<T: D1Bind> D1Bind for Option<T> {
+    fn d1(&self) -> JsValue {
+        self.as_ref().map_or(JsValue::NULL, D1Bind::d1)
+    }
+}
+
+/// `text` as D1 runs it: with each column alias's sqlx annotation taken off (`"count!: i64"`
+/// is read as `count`), so a row's keys are its fields' names. sqlx needs the annotation to
+/// type a computed column (a JSON extraction, a subquery); its own runtime takes it off too.
+pub fn runtime_sql(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..=open]);
+        let quoted = &rest[open + 1..];
+        let close = quoted.find('"').unwrap_or(quoted.len());
+        let name = &quoted[..close];
+        let bare = name.find(['!', '?', ':']).map_or(name, |at| &name[..at]);
+        out.push_str(bare.trim_end());
+        rest = &quoted[close..];
+        if let Some(after) = rest.strip_prefix('"') {
+            out.push('"');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The runtime text of a statement literal, worked out once per isolate.
+macro_rules! runtime_sql {
+    ($sql:expr) => {{
+        static SQL: ::std::sync::OnceLock<::std::string::String> = ::std::sync::OnceLock::new();
+        SQL.get_or_init(|| $crate::checked::runtime_sql($sql))
+            .as_str()
+    }};
+}
+
+/// `sql!(db, "SQL", args...)`: the statement, checked; `sql!(db, Row => "SQL", args...)` also
+/// checks that `Row`'s fields are its columns, by name, type and nullability (a column read as
+/// a `Row` is aliased to the field's name in the SQL). Both give a
+/// `worker::Result<D1PreparedStatement>`.
+macro_rules! sql {
+    ($db:expr, $row:path => $sql:literal $(, $arg:expr)* $(,)?) => {{
+        if false {
+            let _ = ::sqlx_d1::query_as!($row, $sql $(, $arg)*);
+        }
+        $crate::checked::bind($db, runtime_sql!($sql), &[$($crate::checked::D1Bind::d1(&$arg)),*])
+    }};
+    ($db:expr, $sql:literal $(, $arg:expr)* $(,)?) => {{
+        if false {
+            let _ = ::sqlx_d1::query!($sql $(, $arg)*);
+        }
+        $crate::checked::bind($db, runtime_sql!($sql), &[$($crate::checked::D1Bind::d1(&$arg)),*])
+    }};
+}
+
+/// A statement that returns each row packed into one JSON object (`RETURNING` or `SELECT`
+/// `json_object(...)`), read as a `Row` by name (`StatementResult::packed_results`): the hot
+/// paths' many-column rows cross from SQLite into Rust as one value each, not one per column.
+/// One list of `"field" = "column"` pairs makes both the object and the check that `Row`'s
+/// fields are those columns of `$table`:
+///
+/// ```ignore
+/// packed!(db, Claimed, from "jobs", { "id" = "id", "job_type" = "type" },
+///     "UPDATE jobs SET ... RETURNING " + PACKED + "", args...)
+/// ```
+macro_rules! packed {
+    ($db:expr, $row:path, from $table:literal,
+        { $key0:literal = $col0:literal $(, $key:literal = $col:literal)* $(,)? },
+        $pre:literal + PACKED + $post:literal $(, $arg:expr)* $(,)?) => {{
+        if false {
+            let _ = ::sqlx_d1::query_as!(
+                $row,
+                "SELECT " + $col0 + " AS " + $key0 $(+ ", " + $col + " AS " + $key)*
+                    + " FROM " + $table
+            );
+            let _ = ::sqlx_d1::query!(
+                $pre + "json_object('" + $key0 + "', " + $col0
+                    $(+ ", '" + $key + "', " + $col)* + ") AS \"j!: String\"" + $post
+                $(, $arg)*
+            );
+        }
+        let sql = runtime_sql!(concat!(
+            $pre, "json_object('", $key0, "', ", $col0
+            $(, ", '", $key, "', ", $col)*, ") AS \"j!: String\"", $post
+        ));
+        $crate::checked::bind($db, sql, &[$($crate::checked::D1Bind::d1(&$arg)),*])
+    }};
+}
+
+#[doc(hidden)]
+pub fn bind(db: &D1Database, sql: &str, values: &[JsValue]) -> worker::Result<D1PreparedStatement> {
+    db.prepare(sql).bind(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runtime_sql;
+
+    #[test]
+    fn takes_off_sqlx_annotations_and_nothing_else() {
+        assert_eq!(
+            runtime_sql(
+                r#"SELECT a ->> 'x' AS "x!: i64", b AS "b?", c AS "c: String", 'it''s "q"' FROM t"#
+            ),
+            r#"SELECT a ->> 'x' AS "x", b AS "b", c AS "c", 'it''s "q"' FROM t"#
+        );
+        assert_eq!(runtime_sql("SELECT 1"), "SELECT 1");
+    }
+}
