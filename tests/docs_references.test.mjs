@@ -1,7 +1,8 @@
 // The documentation's references hold (docs/development.md "Tests"): every markdown link names a
 // file of the repository and, after a `#`, a heading of it (GitHub's anchors); every comment or
 // string that cites a heading of the README, ARCHITECTURE.md or a page of docs/ names one that
-// file has; and the README stays short, the rest being in docs/. A heading renamed or moved
+// file has; every repository path the documentation names in code exists; and the README stays
+// short, the rest being in docs/. A heading renamed or moved
 // fails here, naming each file:line that still points at the old one.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -198,4 +199,27 @@ test("every citation of a heading in a comment or string names a heading its fil
 test(`README.md is at most ${README_MAX_LINES} lines: the rest lives in docs/`, () => {
   const lines = read("README.md").replace(/\n$/, "").split("\n").length;
   assert.ok(lines <= README_MAX_LINES, `README.md is ${lines} lines, over ${README_MAX_LINES}: move a section to a page of docs/`);
+});
+
+const TOP_FOLDERS = readdirSync(ROOT, { withFileTypes: true })
+  .filter((e) => e.isDirectory() && !SKIP_DIR_NAMES.has(e.name) && !e.name.startsWith("."))
+  .map((e) => e.name);
+
+test("every path of the repository the documentation names in code exists", () => {
+  const bad = [];
+  let count = 0;
+  // `store/src/jobs/claim.rs`, `tests/core.test.mjs`, `consumer/src/batch/`: a code span that is
+  // one path from a top folder (a glob, a placeholder or an example of a generated name is not).
+  const PATH = new RegExp(`^(?:${TOP_FOLDERS.join("|")})/[\\w./-]*$`);
+  for (const file of MARKDOWN) {
+    const body = read(file).replace(/^\s*(`{3,}|~{3,})[\s\S]*?^\s*\1/gm, (m) => m.replace(/[^\n]/g, " "));
+    for (const m of body.matchAll(/`([^`\n]+)`/g)) {
+      const span = m[1].trim();
+      if (!PATH.test(span) || /\.\.\.|\bNN\b|<|\*/.test(span)) continue;
+      count++;
+      if (!existsSync(join(ROOT, span.replace(/\/$/, "")))) bad.push(`${file}:${lineOf(body, m.index)}: \`${span}\` does not exist`);
+    }
+  }
+  assert.ok(count > 50, `found the paths (${count})`);
+  assert.deepEqual(bad, [], `paths the documentation names that do not exist:\n  ${bad.join("\n  ")}`);
 });
