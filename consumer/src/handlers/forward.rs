@@ -1,7 +1,6 @@
 //! Job types with no built-in handler are delivered to the app that owns them: a signed
 //! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE> (`attempt` as in
-//! `X-Jobs-Attempt`). The app's answer is the
-//! job's outcome, classified like any HTTP delivery.
+//! `X-Jobs-Attempt`). The app's answer is the job's outcome, classified like any HTTP delivery.
 
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::runtime::vars;
