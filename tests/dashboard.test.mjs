@@ -52,6 +52,8 @@ test("the page is served from static assets with a strict CSP and no data", asyn
 test("load the dashboard, see the API's numbers, replay a dead job by clicking", async () => {
   // More dead jobs than the list shows, older than the two the test follows.
   const older = await Promise.all(Array.from({ length: 50 }, () => p.enqueue({ type: "http", payload: { url: app.url("/gone") } })));
+  const refused = older.find((enq) => enq.status !== 202);
+  assert.equal(refused, undefined, `every enqueue is accepted: ${JSON.stringify(refused)}`);
   await p.deliver("jobs-default", older.map((enq) => jobMessage(enq.body.id, "http")));
   const dead = [];
   for (let i = 0; i < 2; i++) {
