@@ -12,15 +12,14 @@ use jobs_shared::job::job_type::JobType;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::budgets::BudgetKey;
-
 /// Raises every threshold the month's spend has reached and that was not raised before
 /// (rows: the new alerts, shared [`RaisedAlert`]). Write it after the statement that changes the
 /// month's spend or limit, in the same batch. The thresholds are shared `ALERT_THRESHOLDS`
 /// (a test holds the literal to them).
 pub fn budget_alert_insert_reached(
     db: &D1Database,
-    key: BudgetKey<'_>,
+    job_type: JobType,
+    month: &str,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
     sql!(db, RaisedAlert =>
@@ -31,8 +30,8 @@ pub fn budget_alert_insert_reached(
          WHERE b.job_type = ?1 AND b.month = ?2 \
          AND b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
          RETURNING job_type, month, threshold, spent_cents, limit_cents",
-        key.job_type.as_str(),
-        key.month,
+        job_type.as_str(),
+        month,
         now_ms
     )
 }
@@ -42,15 +41,16 @@ pub fn budget_alert_insert_reached(
 /// them again alerts again.
 pub fn budget_alert_delete_unreached(
     db: &D1Database,
-    key: BudgetKey<'_>,
+    job_type: JobType,
+    month: &str,
 ) -> worker::Result<D1PreparedStatement> {
     sql!(
         db,
         "DELETE FROM budget_alerts WHERE job_type = ?1 AND month = ?2 AND NOT EXISTS \
          (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 \
          AND b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * budget_alerts.threshold)",
-        key.job_type.as_str(),
-        key.month
+        job_type.as_str(),
+        month
     )
 }
 
@@ -68,13 +68,14 @@ pub struct BudgetAlert {
 /// A type's alerts of the month, lowest threshold first (rows: [`BudgetAlert`]).
 pub fn budget_alert_list_by_type(
     db: &D1Database,
-    key: BudgetKey<'_>,
+    job_type: JobType,
+    month: &str,
 ) -> worker::Result<D1PreparedStatement> {
     sql!(db, BudgetAlert =>
         "SELECT month, threshold, spent_cents, limit_cents, created_at, notified_at \
          FROM budget_alerts WHERE job_type = ?1 AND month = ?2 ORDER BY threshold",
-        key.job_type.as_str(),
-        key.month
+        job_type.as_str(),
+        month
     )
 }
 

@@ -110,7 +110,7 @@ pub fn budget_add_spend(
             items.tagged,
             items.failed
         )?,
-        budget_alert_insert_reached(db, key, now_ms)?,
+        budget_alert_insert_reached(db, key.job_type, key.month, now_ms)?,
     ])
 }
 

@@ -104,8 +104,8 @@ pub async fn set_limit(
     let mut statements = vec![
         budget_set_limit(&db, key, limit, now)?,
         audit_insert_after_write(&db, &entry, false)?,
-        budget_alert_insert_reached(&db, key, now)?,
-        budget_alert_delete_unreached(&db, key)?,
+        budget_alert_insert_reached(&db, job_type, &month, now)?,
+        budget_alert_delete_unreached(&db, job_type, &month)?,
     ];
     statements.extend(status_statements(&db, budget, now)?);
     let results = d1::batch(&db, statements).await?;
@@ -132,7 +132,7 @@ fn status_statements(
     [
         budget_get(db, key),
         budget_get_inherited_limit(db, key, budget.spec),
-        budget_alert_list_by_type(db, key),
+        budget_alert_list_by_type(db, budget.job_type, &month),
     ]
     .into_iter()
     .collect::<worker::Result<_>>()
