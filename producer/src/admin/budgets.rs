@@ -42,7 +42,7 @@ impl Budgeted {
     }
 }
 
-/// A job type that declares a budget.
+/// The path's job type, with its budget; a 404 when it declares none.
 fn budgeted(name: &str) -> Result<Budgeted, ApiError> {
     JobType::parse(name).and_then(Budgeted::of).ok_or_else(|| {
         ApiError::new(404, "not_found", format!("{name:?} has no budget")).with_field("type")
