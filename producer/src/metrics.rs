@@ -11,6 +11,7 @@ use jobs_shared::observe::alert_rules::FamilyWindow;
 use jobs_shared::observe::prometheus::{render, LabelledValue, MetricsSnapshot, CONTENT_TYPE};
 use jobs_shared::request::api_error::ApiError;
 use jobs_shared::runtime::faults;
+use jobs_store::budgets::BudgetKey;
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
 use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
 use serde::Deserialize;
@@ -28,6 +29,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
     let db = d1::database(env)?;
     let now = env_config::now_ms();
     let tagging = JobType::AI_TAGGING;
+    let month = month_of(now);
     let tagging_budget = tagging
         .budget()
         .ok_or_else(|| faults::internal(&"ai_tagging declares no budget"))?;
@@ -41,7 +43,14 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         alerts::alert_count_open_by_rule(&db),
         rss_sources::rss_source_metrics(&db),
         rss_sources::rss_source_error_metrics(&db),
-        budgets::budget_metrics(&db, tagging, tagging_budget, &month_of(now)),
+        budgets::budget_metrics(
+            &db,
+            BudgetKey {
+                job_type: tagging,
+                month: &month,
+            },
+            tagging_budget,
+        ),
     ]
     .into_iter()
     .collect::<worker::Result<Vec<_>>>()?;

@@ -1,13 +1,10 @@
 //! The `audit_log` table: one row per admin action, written in the same D1 batch as the action
 //! itself, so the log and the change commit (or fail) together.
 
-use jobs_shared::api::job_filter::SqlValue;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement};
-
-use crate::d1::{statement, text};
 
 /// Who did what to which jobs. `affected` is taken from SQLite's `changes()`, the row count of
 /// the statement just before this one in the batch.
@@ -25,42 +22,16 @@ pub fn audit_insert_after_write(
     entry: &Entry,
     only_if_changed: bool,
 ) -> worker::Result<D1PreparedStatement> {
-    statement(
+    let target = entry.target.to_string();
+    sql!(
         db,
         "INSERT INTO audit_log (at, actor, action, target, affected) \
-         SELECT ?, ?, ?, ?, changes() WHERE changes() > 0 OR ? = 0",
-        &[
-            SqlValue::Int(entry.now_ms),
-            text(entry.actor),
-            text(entry.action),
-            text(entry.target.to_string()),
-            SqlValue::Int(i64::from(only_if_changed)),
-        ],
-    )
-}
-
-/// An audit row whose count is computed by `count_sql` (with `count_values`) at that point of
-/// the batch, and written only if the previous statement changed a row.
-pub fn audit_insert_counted(
-    db: &D1Database,
-    entry: &Entry,
-    count_sql: &str,
-    count_values: &[SqlValue],
-) -> worker::Result<D1PreparedStatement> {
-    let mut values = vec![
-        SqlValue::Int(entry.now_ms),
-        text(entry.actor),
-        text(entry.action),
-        text(entry.target.to_string()),
-    ];
-    values.extend_from_slice(count_values);
-    statement(
-        db,
-        &format!(
-            "INSERT INTO audit_log (at, actor, action, target, affected) \
-             SELECT ?, ?, ?, ?, ({count_sql}) WHERE changes() > 0"
-        ),
-        &values,
+         SELECT ?1, ?2, ?3, ?4, changes() WHERE changes() > 0 OR ?5 = 0",
+        entry.now_ms,
+        entry.actor,
+        entry.action,
+        target,
+        only_if_changed
     )
 }
 
@@ -93,14 +64,12 @@ pub async fn audit_list(
     before: Option<i64>,
     limit: u32,
 ) -> worker::Result<Vec<AuditRow>> {
-    let stmt = statement(
-        db,
+    let (before, limit) = (before.unwrap_or(i64::MAX), i64::from(limit) + 1);
+    let stmt = sql!(db, AuditRow =>
         "SELECT id, at, actor, action, target, affected FROM audit_log \
-         WHERE id < ? ORDER BY id DESC LIMIT ?",
-        &[
-            SqlValue::Int(before.unwrap_or(i64::MAX)),
-            SqlValue::Int(i64::from(limit) + 1),
-        ],
+         WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
+        before,
+        limit
     )?;
     let results = db.batch(vec![stmt]).await?;
     results[0].results()

@@ -3,48 +3,36 @@
 //! spend, an operator's lower limit), and passed on by the sweep to `alerts` (`notified_at`).
 //! Only spend reaches a threshold (a limit of 0 with nothing spent stops work, alerting
 //! nothing), and a raised limit re-arms the thresholds the spend is now under.
+//!
+//! A month's spend in `budgets b` has reached a threshold (a percentage) when
+//! `b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * <threshold>`.
 
-use jobs_shared::budget::ALERT_THRESHOLDS;
+use jobs_shared::budget::RaisedAlert;
 use jobs_shared::job::job_type::JobType;
 use serde::Deserialize;
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::num;
-
 /// Raises every threshold the month's spend has reached and that was not raised before
-/// (rows: the new alerts, shared `RaisedAlert`). Write it after the statement that changes the
-/// month's spend or limit, in the same batch.
+/// (rows: the new alerts, shared [`RaisedAlert`]). Write it after the statement that changes the
+/// month's spend or limit, in the same batch. The thresholds are shared `ALERT_THRESHOLDS`
+/// (a test holds the literal to them).
 pub fn budget_alert_insert_reached(
     db: &D1Database,
     job_type: JobType,
     month: &str,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(insert_reached_sql()).bind(&[
-        JsValue::from_str(job_type.as_str()),
-        JsValue::from_str(month),
-        num(now_ms),
-    ])
-}
-
-/// Whether the month's spend in `budgets b` has reached `threshold` (a percentage): only spend
-/// reaches one, so a limit of 0 with nothing spent alerts nothing.
-fn reached_sql(threshold: &str) -> String {
-    format!("b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * {threshold}")
-}
-
-/// The thresholds are spelled once, by jobs_shared::budget::ALERT_THRESHOLDS.
-fn insert_reached_sql() -> String {
-    let thresholds = ALERT_THRESHOLDS.map(|t| format!("({t})")).join(", ");
-    format!(
+    sql!(db, RaisedAlert =>
         "INSERT OR IGNORE INTO budget_alerts \
          (job_type, month, threshold, spent_cents, limit_cents, created_at) \
          SELECT b.job_type, b.month, t.column1, b.spent_cents, b.limit_cents, ?3 \
-         FROM budgets b, (VALUES {thresholds}) t \
-         WHERE b.job_type = ?1 AND b.month = ?2 AND {} \
+         FROM budgets b, (VALUES (75), (90), (100)) t \
+         WHERE b.job_type = ?1 AND b.month = ?2 \
+         AND b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * t.column1 \
          RETURNING job_type, month, threshold, spent_cents, limit_cents",
-        reached_sql("t.column1")
+        job_type.as_str(),
+        month,
+        now_ms
     )
 }
 
@@ -56,15 +44,14 @@ pub fn budget_alert_delete_unreached(
     job_type: JobType,
     month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
+    sql!(
+        db,
         "DELETE FROM budget_alerts WHERE job_type = ?1 AND month = ?2 AND NOT EXISTS \
-         (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 AND {})",
-        reached_sql("budget_alerts.threshold")
-    ))
-    .bind(&[
-        JsValue::from_str(job_type.as_str()),
-        JsValue::from_str(month),
-    ])
+         (SELECT 1 FROM budgets b WHERE b.job_type = ?1 AND b.month = ?2 \
+         AND b.spent_cents > 0 AND b.spent_cents * 100 >= b.limit_cents * budget_alerts.threshold)",
+        job_type.as_str(),
+        month
+    )
 }
 
 /// An alert as the budget API shows it.
@@ -78,15 +65,18 @@ pub struct BudgetAlert {
     pub notified_at: Option<i64>,
 }
 
-const COLUMNS: &str = "month, threshold, spent_cents, limit_cents, created_at, notified_at";
-
-/// A type's alerts of `month`, lowest threshold first (rows: [`BudgetAlert`]).
+/// A type's alerts of the month, lowest threshold first (rows: [`BudgetAlert`]).
 pub fn budget_alert_list_by_type(
     db: &D1Database,
     job_type: JobType,
     month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    list_by_type(db, job_type, "=", month)
+    sql!(db, BudgetAlert =>
+        "SELECT month, threshold, spent_cents, limit_cents, created_at, notified_at \
+         FROM budget_alerts WHERE job_type = ?1 AND month = ?2 ORDER BY threshold",
+        job_type.as_str(),
+        month
+    )
 }
 
 /// A type's alerts of the months from `from` on, lowest threshold first (rows: [`BudgetAlert`]).
@@ -95,36 +85,24 @@ pub fn budget_alert_list_by_type_since(
     job_type: JobType,
     from: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    list_by_type(db, job_type, ">=", from)
+    sql!(db, BudgetAlert =>
+        "SELECT month, threshold, spent_cents, limit_cents, created_at, notified_at \
+         FROM budget_alerts WHERE job_type = ?1 AND month >= ?2 ORDER BY threshold",
+        job_type.as_str(),
+        from
+    )
 }
 
-/// `comparison` is a fixed operator, never input.
-fn list_by_type(
-    db: &D1Database,
-    job_type: JobType,
-    comparison: &'static str,
-    month: &str,
-) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "SELECT {COLUMNS} FROM budget_alerts WHERE job_type = ?1 AND month {comparison} ?2 \
-         ORDER BY threshold"
-    ))
-    .bind(&[
-        JsValue::from_str(job_type.as_str()),
-        JsValue::from_str(month),
-    ])
-}
-
-/// The budget alerts raised in `month` (rows: shared `RaisedAlert`).
+/// The budget alerts raised in `month` (rows: shared [`RaisedAlert`]).
 pub fn budget_alert_list_month(
     db: &D1Database,
     month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
+    sql!(db, RaisedAlert =>
         "SELECT job_type, month, threshold, spent_cents, limit_cents FROM budget_alerts \
          WHERE month = ?1",
+        month
     )
-    .bind(&[JsValue::from_str(month)])
 }
 
 /// Marks every raised budget alert passed on (to the `alerts` table).
@@ -132,17 +110,24 @@ pub fn budget_alert_set_notified(
     db: &D1Database,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare("UPDATE budget_alerts SET notified_at = ?1 WHERE notified_at IS NULL")
-        .bind(&[num(now_ms)])
+    sql!(
+        db,
+        "UPDATE budget_alerts SET notified_at = ?1 WHERE notified_at IS NULL",
+        now_ms
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use jobs_shared::budget::ALERT_THRESHOLDS;
 
     #[test]
     fn insert_lists_every_threshold() {
-        let sql = insert_reached_sql();
-        assert!(sql.contains("(VALUES (75), (90), (100))"), "{sql}");
+        let thresholds = ALERT_THRESHOLDS.map(|t| format!("({t})")).join(", ");
+        let source = include_str!("budget_alerts.rs");
+        assert!(
+            source.contains(&format!("(VALUES {thresholds}) t")),
+            "{thresholds}"
+        );
     }
 }

@@ -3,33 +3,25 @@
 //! used (a run opens it, an operator sets its limit); a batch's spend is added, with the alerts
 //! it raises (`budget_alerts`), inside the batch that stores the batch's results, so the budget
 //! is re-read between batches at no extra round trip.
+//!
+//! The limit a month starts with is the latest earlier month's, so an operator's change carries
+//! over, else the type's default: `COALESCE((SELECT limit_cents FROM budgets WHERE job_type = ?1
+//! AND month < ?2 ORDER BY month DESC LIMIT 1), ?3)` in the statements that need it, binding
+//! ?1 the type, ?2 the month, ?3 the default limit.
 
 use jobs_shared::budget::{BudgetAction, BudgetSpec, RaisedAlert, Usage};
 use jobs_shared::job::job_type::JobType;
+use jobs_shared::observe::prometheus::{LabelledValue, TaggingTotals};
 use serde::Deserialize;
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
 use crate::budget_alerts::budget_alert_insert_reached;
-use crate::d1::num;
 
-/// The limit a month starts with: the latest earlier month's, so an operator's change carries
-/// over, else the type's default. Binds ?1 type, ?2 month, ?3 default limit.
-const MONTH_LIMIT_SQL: &str = "COALESCE((SELECT limit_cents FROM budgets \
-     WHERE job_type = ?1 AND month < ?2 ORDER BY month DESC LIMIT 1), ?3)";
-
-/// A month's key, bound as ?1 and ?2.
-fn budget_key(job_type: JobType, month: &str) -> [JsValue; 2] {
-    [
-        JsValue::from_str(job_type.as_str()),
-        JsValue::from_str(month),
-    ]
-}
-
-/// [`MONTH_LIMIT_SQL`]'s binds for a month of a type.
-fn month_limit_binds(job_type: JobType, spec: BudgetSpec, month: &str) -> [JsValue; 3] {
-    let [job_type, month] = budget_key(job_type, month);
-    [job_type, month, num(spec.default_limit_cents)]
+/// Which budget: a budgeted job type's UTC month (`YYYY-MM`).
+#[derive(Clone, Copy)]
+pub struct BudgetKey<'a> {
+    pub job_type: JobType,
+    pub month: &'a str,
 }
 
 /// A month's budget as D1 holds it now (other jobs' spend and an operator's change included).
@@ -48,27 +40,27 @@ impl Budget {
 /// The month's budget, its row created first if the month is new (one round trip).
 pub async fn budget_open_month(
     db: &D1Database,
-    job_type: JobType,
+    key: BudgetKey<'_>,
     spec: BudgetSpec,
-    month: &str,
     now_ms: i64,
 ) -> worker::Result<Budget> {
-    let [job_type, month_key] = budget_key(job_type, month);
-    let create = db
-        .prepare(format!(
-            "INSERT INTO budgets (job_type, month, limit_cents, updated_at) \
-             SELECT ?1, ?2, {MONTH_LIMIT_SQL}, ?4 WHERE true \
-             ON CONFLICT (job_type, month) DO NOTHING"
-        ))
-        .bind(&[
-            job_type.clone(),
-            month_key.clone(),
-            num(spec.default_limit_cents),
-            num(now_ms),
-        ])?;
-    let read = db
-        .prepare("SELECT spent_cents, limit_cents FROM budgets WHERE job_type = ?1 AND month = ?2")
-        .bind(&[job_type, month_key])?;
+    let (job_type, month) = (key.job_type.as_str(), key.month);
+    let create = sql!(
+        db,
+        "INSERT INTO budgets (job_type, month, limit_cents, updated_at) \
+         SELECT ?1, ?2, COALESCE((SELECT limit_cents FROM budgets \
+         WHERE job_type = ?1 AND month < ?2 ORDER BY month DESC LIMIT 1), ?3), ?4 WHERE true \
+         ON CONFLICT (job_type, month) DO NOTHING",
+        job_type,
+        month,
+        spec.default_limit_cents,
+        now_ms
+    )?;
+    let read = sql!(db, Budget =>
+        "SELECT spent_cents, limit_cents FROM budgets WHERE job_type = ?1 AND month = ?2",
+        job_type,
+        month
+    )?;
     let results = db.batch(vec![create, read]).await?;
     results[1]
         .results::<Budget>()?
@@ -93,32 +85,32 @@ pub struct ItemCounts {
 /// reaches; append them last to a batch and read its results with [`after_spend`].
 pub fn budget_add_spend(
     db: &D1Database,
-    job_type: JobType,
-    month: &str,
+    key: BudgetKey<'_>,
     spend: &Spend,
     items: ItemCounts,
     now_ms: i64,
 ) -> worker::Result<Vec<D1PreparedStatement>> {
-    let [job_type_key, month_key] = budget_key(job_type, month);
+    let (input_tokens, output_tokens) = (
+        spend.usage.input_tokens as f64,
+        spend.usage.output_tokens as f64,
+    );
     Ok(vec![
-        db.prepare(
+        sql!(db, Budget =>
             "UPDATE budgets SET spent_cents = spent_cents + ?3, requests = requests + ?4, \
              tokens_input = tokens_input + ?5, tokens_output = tokens_output + ?6, updated_at = ?7, \
              items_tagged = items_tagged + ?8, items_failed = items_failed + ?9 \
              WHERE job_type = ?1 AND month = ?2 RETURNING spent_cents, limit_cents",
-        )
-        .bind(&[
-            job_type_key,
-            month_key,
-            JsValue::from_f64(spend.cost_cents),
-            JsValue::from_f64(spend.requests.into()),
-            JsValue::from_f64(spend.usage.input_tokens as f64),
-            JsValue::from_f64(spend.usage.output_tokens as f64),
-            num(now_ms),
-            JsValue::from_f64(items.tagged.into()),
-            JsValue::from_f64(items.failed.into()),
-        ])?,
-        budget_alert_insert_reached(db, job_type, month, now_ms)?,
+            key.job_type.as_str(),
+            key.month,
+            spend.cost_cents,
+            spend.requests,
+            input_tokens,
+            output_tokens,
+            now_ms,
+            items.tagged,
+            items.failed
+        )?,
+        budget_alert_insert_reached(db, key.job_type, key.month, now_ms)?,
     ])
 }
 
@@ -138,18 +130,20 @@ pub fn after_spend(results: &[D1Result]) -> worker::Result<(Budget, Vec<RaisedAl
 /// An operator's limit for the month (later months start from it), its row created if new.
 pub fn budget_set_limit(
     db: &D1Database,
-    job_type: JobType,
-    month: &str,
+    key: BudgetKey<'_>,
     limit_cents: i64,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    let [job_type, month] = budget_key(job_type, month);
-    db.prepare(
+    sql!(
+        db,
         "INSERT INTO budgets (job_type, month, limit_cents, updated_at) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (job_type, month) DO UPDATE SET limit_cents = excluded.limit_cents, \
          updated_at = excluded.updated_at",
+        key.job_type.as_str(),
+        key.month,
+        limit_cents,
+        now_ms
     )
-    .bind(&[job_type, month, num(limit_cents), num(now_ms)])
 }
 
 /// A month's row, as the budget API shows it.
@@ -163,30 +157,30 @@ pub struct BudgetMonth {
     pub tokens_output: i64,
 }
 
-const MONTH_COLUMNS: &str =
-    "month, limit_cents, spent_cents, requests, tokens_input, tokens_output";
-
 /// The month's row, absent until the month's first run or change (rows: [`BudgetMonth`]).
-pub fn budget_get(
-    db: &D1Database,
-    job_type: JobType,
-    month: &str,
-) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month = ?2"
-    ))
-    .bind(&budget_key(job_type, month))
+pub fn budget_get(db: &D1Database, key: BudgetKey<'_>) -> worker::Result<D1PreparedStatement> {
+    sql!(db, BudgetMonth =>
+        "SELECT month, limit_cents, spent_cents, requests, tokens_input, tokens_output \
+         FROM budgets WHERE job_type = ?1 AND month = ?2",
+        key.job_type.as_str(),
+        key.month
+    )
 }
 
 /// The limit the month starts (or would start) with (rows: [`InheritedLimit`]).
 pub fn budget_get_inherited_limit(
     db: &D1Database,
-    job_type: JobType,
+    key: BudgetKey<'_>,
     spec: BudgetSpec,
-    month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!("SELECT {MONTH_LIMIT_SQL} AS limit_cents"))
-        .bind(&month_limit_binds(job_type, spec, month))
+    sql!(db, InheritedLimit =>
+        "SELECT COALESCE((SELECT limit_cents FROM budgets \
+         WHERE job_type = ?1 AND month < ?2 ORDER BY month DESC LIMIT 1), ?3) \
+         AS \"limit_cents!: i64\"",
+        key.job_type.as_str(),
+        key.month,
+        spec.default_limit_cents
+    )
 }
 
 /// What [`budget_get_inherited_limit`] reads.
@@ -201,55 +195,59 @@ pub fn budget_list_since(
     job_type: JobType,
     from: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "SELECT {MONTH_COLUMNS} FROM budgets WHERE job_type = ?1 AND month >= ?2 \
-         ORDER BY month DESC"
-    ))
-    .bind(&budget_key(job_type, from))
+    sql!(db, BudgetMonth =>
+        "SELECT month, limit_cents, spent_cents, requests, tokens_input, tokens_output \
+         FROM budgets WHERE job_type = ?1 AND month >= ?2 ORDER BY month DESC",
+        job_type.as_str(),
+        from
+    )
 }
 
-/// Each job type's spend over every month (rows: `label`, `value`), for GET /metrics.
+/// Each job type's spend over every month (rows: shared [`LabelledValue`]), for GET /metrics.
 pub fn budget_spent_by_type(db: &D1Database) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
-        "SELECT job_type AS label, SUM(spent_cents) AS value FROM budgets GROUP BY job_type \
-         ORDER BY job_type",
-    )
-    .bind(&[])
+    sql!(db, LabelledValue =>
+        "SELECT job_type AS label, SUM(spent_cents) AS \"value!: f64\" FROM budgets \
+         GROUP BY job_type ORDER BY job_type")
 }
 
 /// Counts a run the budget held back (queue or hard stop) on the month's row, opened by
 /// [`budget_open_month`].
-pub async fn budget_count_throttle(
-    db: &D1Database,
-    job_type: JobType,
-    month: &str,
-) -> worker::Result<()> {
-    db.prepare("UPDATE budgets SET throttles = throttles + 1 WHERE job_type = ?1 AND month = ?2")
-        .bind(&budget_key(job_type, month))?
-        .run()
-        .await?;
+pub async fn budget_count_throttle(db: &D1Database, key: BudgetKey<'_>) -> worker::Result<()> {
+    sql!(
+        db,
+        "UPDATE budgets SET throttles = throttles + 1 WHERE job_type = ?1 AND month = ?2",
+        key.job_type.as_str(),
+        key.month
+    )?
+    .run()
+    .await?;
     Ok(())
 }
 
 /// A type's items, tokens, cost and throttles over every month, and this month's spend and
 /// limit (the one it would start with when it has no row yet, as the budget API shows), for
-/// GET /metrics (one row: `jobs_shared::observe::prometheus::TaggingTotals`).
+/// GET /metrics (one row: shared [`TaggingTotals`], its counts read as f64).
 pub fn budget_metrics(
     db: &D1Database,
-    job_type: JobType,
+    key: BudgetKey<'_>,
     spec: BudgetSpec,
-    month: &str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "SELECT COALESCE(SUM(items_tagged), 0) AS items_tagged, \
-         COALESCE(SUM(items_failed), 0) AS items_failed, \
-         COALESCE(SUM(tokens_input), 0) AS tokens_input, \
-         COALESCE(SUM(tokens_output), 0) AS tokens_output, \
-         COALESCE(SUM(spent_cents), 0) AS cost_cents, COALESCE(SUM(throttles), 0) AS throttles, \
-         COALESCE(SUM(CASE WHEN month = ?2 THEN spent_cents END), 0) AS month_spent_cents, \
-         COALESCE(MAX(CASE WHEN month = ?2 THEN limit_cents END), {MONTH_LIMIT_SQL}) \
-           AS month_limit_cents \
-         FROM budgets WHERE job_type = ?1"
-    ))
-    .bind(&month_limit_binds(job_type, spec, month))
+    sql!(db, TaggingTotals =>
+        "SELECT COALESCE(SUM(items_tagged), 0) AS \"items_tagged!: f64\", \
+         COALESCE(SUM(items_failed), 0) AS \"items_failed!: f64\", \
+         COALESCE(SUM(tokens_input), 0) AS \"tokens_input!: f64\", \
+         COALESCE(SUM(tokens_output), 0) AS \"tokens_output!: f64\", \
+         COALESCE(SUM(spent_cents), 0) AS \"cost_cents!: f64\", \
+         COALESCE(SUM(throttles), 0) AS \"throttles!: f64\", \
+         COALESCE(SUM(CASE WHEN month = ?2 THEN spent_cents END), 0) \
+           AS \"month_spent_cents!: f64\", \
+         COALESCE(MAX(CASE WHEN month = ?2 THEN limit_cents END), \
+           COALESCE((SELECT limit_cents FROM budgets \
+           WHERE job_type = ?1 AND month < ?2 ORDER BY month DESC LIMIT 1), ?3)) \
+           AS \"month_limit_cents!: i64\" \
+         FROM budgets WHERE job_type = ?1",
+        key.job_type.as_str(),
+        key.month,
+        spec.default_limit_cents
+    )
 }

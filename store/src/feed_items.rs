@@ -7,14 +7,12 @@ use jobs_shared::handlers::ai_tags::AiTags;
 use jobs_shared::handlers::feed::item_chunks;
 use jobs_shared::handlers::feed::NewFeedItem;
 use serde::{Deserialize, Serialize};
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::{json, num};
-
-/// Statements inserting one source's new items unless their GUID is known, each returning the
-/// ids it inserted, in bounded chunks (jobs_shared::handlers::feed::item_chunks). They carry `created_at = now`,
-/// which the source's counters count them by (`rss_sources::rss_source_record_refresh`).
+/// Statements inserting one source's new items (shared `NewFeedItem`, by its fields' names)
+/// unless their GUID is known, each returning the ids it inserted, in bounded chunks
+/// (jobs_shared::handlers::feed::item_chunks). They carry `created_at = now`, which the source's
+/// counters count them by (`rss_sources::rss_source_record_refresh`).
 pub fn feed_item_insert_many(
     db: &D1Database,
     source_id: &str,
@@ -24,15 +22,17 @@ pub fn feed_item_insert_many(
     item_chunks(items)
         .into_iter()
         .map(|chunk| {
-            db.prepare(
+            sql!(
+                db,
                 "INSERT OR IGNORE INTO feed_items (source_id, item_guid, title, url, \
                  description, published_at, content_hash, created_at) \
-                 SELECT ?1, json_extract(value, '$.guid'), json_extract(value, '$.title'), \
-                 json_extract(value, '$.url'), json_extract(value, '$.description'), \
-                 json_extract(value, '$.published_at'), json_extract(value, '$.content_hash'), \
+                 SELECT ?1, value ->> 'guid', value ->> 'title', value ->> 'url', \
+                 value ->> 'description', value ->> 'published_at', value ->> 'content_hash', \
                  ?2 FROM json_each(?3) RETURNING id",
+                source_id,
+                now_ms,
+                chunk
             )
-            .bind(&[JsValue::from_str(source_id), num(now_ms), chunk.into()])
         })
         .collect()
 }
@@ -46,13 +46,6 @@ pub struct Item {
     pub description: Option<String>,
 }
 
-/// A schedule's gate for `ScheduleGate::UntaggedFeedItems`: untagged items exist...
-pub const UNTAGGED_EXIST_SQL: &str = "EXISTS (SELECT 1 FROM feed_items WHERE ai_tagged = 0)";
-
-/// ...and how many, counted to at most 10,000 so the read stays bounded.
-pub const UNTAGGED_COUNT_SQL: &str =
-    "(SELECT COUNT(*) FROM (SELECT 1 FROM feed_items WHERE ai_tagged = 0 LIMIT 10000))";
-
 /// Takes up to `limit` untagged items no other job holds, oldest first, until `lease_until`.
 pub async fn feed_item_take_untagged(
     db: &D1Database,
@@ -60,20 +53,18 @@ pub async fn feed_item_take_untagged(
     lease_until: i64,
     limit: usize,
 ) -> worker::Result<Vec<Item>> {
-    let mut items: Vec<Item> = db
-        .prepare(
-            "UPDATE feed_items SET ai_lease_until = ?2 WHERE id IN (SELECT id FROM feed_items \
-             WHERE ai_tagged = 0 AND (ai_lease_until IS NULL OR ai_lease_until <= ?1) \
-             ORDER BY id LIMIT ?3) RETURNING id, title, url, description",
-        )
-        .bind(&[
-            num(now_ms),
-            num(lease_until),
-            JsValue::from_f64(limit as f64),
-        ])?
-        .all()
-        .await?
-        .results()?;
+    let limit = limit as i64;
+    let mut items: Vec<Item> = sql!(db, Item =>
+        "UPDATE feed_items SET ai_lease_until = ?2 WHERE id IN (SELECT id FROM feed_items \
+         WHERE ai_tagged = 0 AND (ai_lease_until IS NULL OR ai_lease_until <= ?1) \
+         ORDER BY id LIMIT ?3) RETURNING id AS \"id!\", title, url, description",
+        now_ms,
+        lease_until,
+        limit
+    )?
+    .all()
+    .await?
+    .results()?;
     items.sort_by_key(|i| i.id);
     Ok(items)
 }
@@ -93,14 +84,13 @@ pub fn feed_item_set_tags_many(
 ) -> worker::Result<Vec<D1PreparedStatement>> {
     let mut statements = Vec::new();
     if !tagged.is_empty() {
-        statements.push(
-            db.prepare(
-                "UPDATE feed_items SET ai_tagged = 1, ai_tags = json_extract(t.value, '$.tags'), \
-                 ai_lease_until = NULL FROM json_each(?1) t \
-                 WHERE feed_items.id = json_extract(t.value, '$.id')",
-            )
-            .bind(&[json(tagged)])?,
-        );
+        let tagged = serde_json::to_string(tagged).unwrap_or_default();
+        statements.push(sql!(
+            db,
+            "UPDATE feed_items SET ai_tagged = 1, ai_tags = t.value ->> 'tags', \
+             ai_lease_until = NULL FROM json_each(?1) t WHERE feed_items.id = t.value ->> 'id'",
+            tagged
+        )?);
     }
     if !untagged.is_empty() {
         statements.push(release(db, untagged)?);
@@ -115,9 +105,11 @@ pub async fn feed_item_release_many(db: &D1Database, ids: &[i64]) -> worker::Res
 }
 
 fn release(db: &D1Database, ids: &[i64]) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
+    let ids = serde_json::to_string(ids).unwrap_or_default();
+    sql!(
+        db,
         "UPDATE feed_items SET ai_lease_until = NULL \
          WHERE id IN (SELECT value FROM json_each(?1)) AND ai_tagged = 0",
+        ids
     )
-    .bind(&[json(ids)])
 }

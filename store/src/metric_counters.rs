@@ -1,9 +1,8 @@
 //! The `metric_counters` table: counters GET /metrics reads without counting a table (and the
 //! histogram roll-up's watermark, see `execution_histogram`).
 
+use jobs_shared::observe::prometheus::LabelledValue;
 use worker::{D1Database, D1PreparedStatement};
-
-use crate::d1::num;
 
 /// The counter of DLQ arrivals, per family (GET /metrics' job_dead_letters_total).
 pub const DEAD_LETTERS: &str = "dead_letters";
@@ -15,20 +14,23 @@ pub fn metric_counter_add(
     label: &str,
     by: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "INSERT INTO metric_counters (name, label, value) VALUES ('{name}', ?1, ?2) \
-         ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value"
-    ))
-    .bind(&[label.into(), num(by)])
+    sql!(
+        db,
+        "INSERT INTO metric_counters (name, label, value) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value",
+        name,
+        label,
+        by
+    )
 }
 
-/// Counter `name`, one row per label (rows: `label`, `value`).
+/// Counter `name`, one row per label (rows: [`LabelledValue`]).
 pub fn metric_counter_list(
     db: &D1Database,
     name: &'static str,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare(format!(
-        "SELECT label, value FROM metric_counters WHERE name = '{name}'"
-    ))
-    .bind(&[])
+    sql!(db, LabelledValue =>
+        "SELECT label, value AS \"value: f64\" FROM metric_counters WHERE name = ?1",
+        name
+    )
 }

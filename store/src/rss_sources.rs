@@ -5,16 +5,12 @@
 
 use jobs_shared::handlers::feed::SortedEntries;
 use jobs_shared::handlers::feed::{NewSource, SourcePatch};
+use jobs_shared::observe::prometheus::{RssErrorCount, RssSourceCounts};
 use serde::Deserialize;
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::audit::{write_audited, Entry};
-use crate::d1::{json, num, opt_str};
 use crate::feed_items::feed_item_insert_many;
-
-/// Sources one job looks at, at most (the due ones are a subset).
-const MAX_SOURCES: u32 = 500;
 
 /// What a refresh needs to decide whether a source is due.
 #[derive(Deserialize)]
@@ -29,17 +25,18 @@ pub struct SourceRow {
     pub retry_after_until: Option<i64>,
 }
 
-/// One source by id, or every active source, those tried longest ago (or never) first.
+/// One source by id, or every active source, those tried longest ago (or never) first: 500 at
+/// most (the due ones are a subset).
 pub async fn rss_source_list_to_refresh(
     db: &D1Database,
     id: Option<&str>,
 ) -> worker::Result<Vec<SourceRow>> {
-    db.prepare(format!(
+    sql!(db, SourceRow =>
         "SELECT id, name, url, is_active, error_count, last_fetched_at, refresh_interval_minutes, \
          retry_after_until FROM rss_sources WHERE (?1 IS NULL AND is_active = 1) OR id = ?1 \
-         ORDER BY last_attempt_at NULLS FIRST LIMIT {MAX_SOURCES}"
-    ))
-    .bind(&[opt_str(id)])?
+         ORDER BY last_attempt_at NULLS FIRST LIMIT 500",
+        id
+    )?
     .all()
     .await?
     .results()
@@ -57,16 +54,18 @@ pub async fn rss_source_claim_many(
     struct Claimed {
         id: String,
     }
-    let claimed: Vec<Claimed> = db
-        .prepare(
-            "UPDATE rss_sources SET refreshing_until = ?3 \
-             WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND (refreshing_until IS NULL OR refreshing_until <= ?2) RETURNING id",
-        )
-        .bind(&[json(ids), num(now_ms), num(until_ms)])?
-        .all()
-        .await?
-        .results()?;
+    let ids = serde_json::to_string(ids).unwrap_or_default();
+    let claimed: Vec<Claimed> = sql!(db, Claimed =>
+        "UPDATE rss_sources SET refreshing_until = ?3 \
+         WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND (refreshing_until IS NULL OR refreshing_until <= ?2) RETURNING id",
+        ids,
+        now_ms,
+        until_ms
+    )?
+    .all()
+    .await?
+    .results()?;
     Ok(claimed.into_iter().map(|c| c.id).collect())
 }
 
@@ -77,11 +76,14 @@ pub async fn rss_source_release_many(
     ids: &[&str],
     until_ms: i64,
 ) -> worker::Result<()> {
-    db.prepare(
+    let ids = serde_json::to_string(ids).unwrap_or_default();
+    sql!(
+        db,
         "UPDATE rss_sources SET refreshing_until = NULL \
          WHERE id IN (SELECT value FROM json_each(?1)) AND refreshing_until = ?2",
-    )
-    .bind(&[json(ids), num(until_ms)])?
+        ids,
+        until_ms
+    )?
     .run()
     .await?;
     Ok(())
@@ -136,28 +138,26 @@ pub fn rss_source_record_refresh(
             retry_after_until,
             error_type,
         } => Ok(SourceStatements {
-            statements: vec![db
-                .prepare(
-                    "UPDATE rss_sources SET error_count = ?2, is_active = ?3 IS NULL, \
-                     last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
-                     updated_at = ?6, disabled_reason = ?3, refreshing_until = NULL, \
-                     disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END, \
-                     errors_by_type = json_set(COALESCE(errors_by_type, '{}'), \
-                       '$.' || json_quote(?7), \
-                       COALESCE(json_extract(errors_by_type, '$.' || json_quote(?7)), 0) + 1), \
-                     fetch_failed_count = fetch_failed_count + 1, \
-                     fetch_failed_ms = fetch_failed_ms + ?8 WHERE id = ?1",
-                )
-                .bind(&[
-                    JsValue::from_str(source_id),
-                    JsValue::from_f64((*error_count).into()),
-                    opt_str(*disabled_reason),
-                    JsValue::from_str(message),
-                    retry_after_until.map_or(JsValue::NULL, num),
-                    num(now_ms),
-                    JsValue::from_str(error_type),
-                    num(fetch_ms),
-                ])?],
+            statements: vec![sql!(
+                db,
+                "UPDATE rss_sources SET error_count = ?2, is_active = ?3 IS NULL, \
+                 last_error_message = ?4, retry_after_until = ?5, last_attempt_at = ?6, \
+                 updated_at = ?6, disabled_reason = ?3, refreshing_until = NULL, \
+                 disabled_at = CASE WHEN ?3 IS NULL THEN NULL ELSE ?6 END, \
+                 errors_by_type = json_set(COALESCE(errors_by_type, '{}'), \
+                   '$.' || json_quote(?7), \
+                   COALESCE(json_extract(errors_by_type, '$.' || json_quote(?7)), 0) + 1), \
+                 fetch_failed_count = fetch_failed_count + 1, \
+                 fetch_failed_ms = fetch_failed_ms + ?8 WHERE id = ?1",
+                source_id,
+                error_count,
+                disabled_reason,
+                message,
+                retry_after_until,
+                now_ms,
+                error_type,
+                fetch_ms
+            )?],
             inserts: 0,
         }),
     }
@@ -173,43 +173,44 @@ fn rss_source_set_fetched(
     fetch_ms: i64,
     now_ms: i64,
 ) -> worker::Result<D1PreparedStatement> {
-    let new_here = "(SELECT count(*) FROM feed_items WHERE source_id = ?1 AND created_at = ?2)";
-    db.prepare(format!(
+    let (read, skipped) = (sorted.items.len() as u32 + sorted.duplicate, sorted.skipped);
+    sql!(
+        db,
         "UPDATE rss_sources SET error_count = 0, last_error_message = NULL, \
          retry_after_until = NULL, last_fetched_at = ?2, last_attempt_at = ?2, updated_at = ?2, \
          refreshing_until = NULL, \
-         items_new = items_new + {new_here}, \
-         items_duplicate = items_duplicate + ?3 - {new_here}, \
+         items_new = items_new + \
+           (SELECT count(*) FROM feed_items WHERE source_id = ?1 AND created_at = ?2), \
+         items_duplicate = items_duplicate + ?3 - \
+           (SELECT count(*) FROM feed_items WHERE source_id = ?1 AND created_at = ?2), \
          items_skipped = items_skipped + ?4, \
-         fetch_ok_count = fetch_ok_count + 1, fetch_ok_ms = fetch_ok_ms + ?5 WHERE id = ?1"
-    ))
-    .bind(&[
-        JsValue::from_str(source_id),
-        num(now_ms),
-        JsValue::from_f64((sorted.items.len() as u32 + sorted.duplicate).into()),
-        JsValue::from_f64(sorted.skipped.into()),
-        num(fetch_ms),
-    ])
+         fetch_ok_count = fetch_ok_count + 1, fetch_ok_ms = fetch_ok_ms + ?5 WHERE id = ?1",
+        source_id,
+        now_ms,
+        read,
+        skipped,
+        fetch_ms
+    )
 }
 
-/// Every source's item and fetch-time counters, for GET /metrics (rows:
-/// `jobs_shared::observe::prometheus::RssSourceCounts`).
+/// Every source's item and fetch-time counters, for GET /metrics (rows: shared
+/// [`RssSourceCounts`], its counts read as f64).
 pub fn rss_source_metrics(db: &D1Database) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
-        "SELECT id AS source_id, items_new, items_duplicate, fetch_ok_count, fetch_ok_ms, \
-         fetch_failed_count, fetch_failed_ms FROM rss_sources ORDER BY id",
-    )
-    .bind(&[])
+    sql!(db, RssSourceCounts =>
+        "SELECT id AS source_id, items_new AS \"items_new: f64\", \
+         items_duplicate AS \"items_duplicate: f64\", fetch_ok_count AS \"fetch_ok_count: f64\", \
+         fetch_ok_ms AS \"fetch_ok_ms: f64\", fetch_failed_count AS \"fetch_failed_count: f64\", \
+         fetch_failed_ms AS \"fetch_failed_ms: f64\" FROM rss_sources ORDER BY id")
 }
 
-/// Every source's failed fetches by error type, for GET /metrics (rows:
-/// `jobs_shared::observe::prometheus::RssErrorCount`).
+/// Every source's failed fetches by error type, for GET /metrics (rows: shared
+/// [`RssErrorCount`]). The casts change no value (a key is text, a count an integer): sqlx-d1
+/// cannot read `json_each`'s own columns, but can an expression of them.
 pub fn rss_source_error_metrics(db: &D1Database) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
-        "SELECT s.id AS source_id, e.key AS error_type, e.value AS count \
-         FROM rss_sources s, json_each(s.errors_by_type) e ORDER BY s.id, e.key",
-    )
-    .bind(&[])
+    sql!(db, RssErrorCount =>
+        "SELECT s.id AS source_id, CAST(e.key AS TEXT) AS \"error_type!: String\", \
+         CAST(e.value AS INTEGER) AS \"count!: f64\" \
+         FROM rss_sources s, json_each(s.errors_by_type) e ORDER BY s.id, e.key")
 }
 
 /// A source as the admin routes show it.
@@ -233,15 +234,13 @@ pub struct RssSource {
     pub created_at: i64,
 }
 
-const COLUMNS: &str = "id, name, url, refresh_interval_minutes, is_active, error_count, \
-     last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, items_duplicate, \
-     items_skipped, disabled_reason, disabled_at, created_at";
-
 /// Every source, oldest first.
 pub async fn rss_source_list(db: &D1Database) -> worker::Result<Vec<RssSource>> {
-    db.prepare(format!(
-        "SELECT {COLUMNS} FROM rss_sources ORDER BY created_at, id"
-    ))
+    sql!(db, RssSource =>
+        "SELECT id, name, url, refresh_interval_minutes, is_active, error_count, \
+         last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, \
+         items_duplicate, items_skipped, disabled_reason, disabled_at, created_at \
+         FROM rss_sources ORDER BY created_at, id")?
     .all()
     .await?
     .results()
@@ -254,18 +253,18 @@ pub async fn rss_source_insert(
     source: &NewSource,
     entry: &Entry<'_>,
 ) -> worker::Result<Option<RssSource>> {
-    let insert = db
-        .prepare(format!(
+    let insert = sql!(db, RssSource =>
         "INSERT INTO rss_sources (id, name, url, refresh_interval_minutes, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING RETURNING {COLUMNS}"
-    ))
-        .bind(&[
-            id.into(),
-            source.name.as_str().into(),
-            source.url.as_str().into(),
-            source.refresh_interval_minutes.into(),
-            num(entry.now_ms),
-        ])?;
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (url) DO NOTHING \
+         RETURNING id, name, url, refresh_interval_minutes, is_active, error_count, \
+         last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, \
+         items_duplicate, items_skipped, disabled_reason, disabled_at, created_at",
+        id,
+        source.name,
+        source.url,
+        source.refresh_interval_minutes,
+        entry.now_ms
+    )?;
     write_audited(db, insert, entry).await
 }
 
@@ -280,9 +279,8 @@ pub async fn rss_source_set_active(
     disabled_reason: &str,
     entry: &Entry<'_>,
 ) -> worker::Result<Option<RssSource>> {
-    let update = db
-        .prepare(format!(
-            "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
+    let update = sql!(db, RssSource =>
+        "UPDATE rss_sources SET is_active = COALESCE(?2, is_active), updated_at = ?3, \
          error_count = CASE WHEN ?4 = 1 THEN 0 ELSE error_count END, \
          last_error_message = CASE WHEN ?4 = 1 THEN NULL ELSE last_error_message END, \
          retry_after_until = CASE WHEN ?2 = 1 THEN NULL ELSE retry_after_until END, \
@@ -290,16 +288,14 @@ pub async fn rss_source_set_active(
            WHEN ?2 = 0 AND is_active = 1 THEN ?5 ELSE disabled_reason END, \
          disabled_at = CASE WHEN ?2 = 1 THEN NULL \
            WHEN ?2 = 0 AND is_active = 1 THEN ?3 ELSE disabled_at END \
-         WHERE id = ?1 RETURNING {COLUMNS}"
-        ))
-        .bind(&[
-            id.into(),
-            patch
-                .is_active
-                .map_or(JsValue::NULL, |active| i32::from(active).into()),
-            num(entry.now_ms),
-            i32::from(patch.resets_errors()).into(),
-            disabled_reason.into(),
-        ])?;
+         WHERE id = ?1 RETURNING id, name, url, refresh_interval_minutes, is_active, error_count, \
+         last_error_message, last_fetched_at, last_attempt_at, retry_after_until, items_new, \
+         items_duplicate, items_skipped, disabled_reason, disabled_at, created_at",
+        id,
+        patch.is_active,
+        entry.now_ms,
+        patch.resets_errors(),
+        disabled_reason
+    )?;
     write_audited(db, update, entry).await
 }

@@ -44,8 +44,13 @@ async fn check_links(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let known = links::link_list_states(&db, payload.urls.as_deref()).await?;
     // The table's links in the store's order: checked longest ago first.
     let table_order: Vec<String> = known.iter().map(|row| row.url.clone()).collect();
-    let mut states: HashMap<String, LinkState> =
-        known.into_iter().map(|row| (row.url, row.state)).collect();
+    let mut states: HashMap<String, LinkState> = known
+        .into_iter()
+        .map(|row| {
+            let state = row.state();
+            (row.url, state)
+        })
+        .collect();
     let urls: Vec<String> = match payload.urls {
         Some(mut urls) => {
             // A URL listed twice is checked once, not probed again with its state reset.

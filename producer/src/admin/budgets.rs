@@ -17,8 +17,8 @@ use jobs_store::budget_alerts::{
     budget_alert_list_by_type_since, BudgetAlert,
 };
 use jobs_store::budgets::{
-    budget_get, budget_get_inherited_limit, budget_list_since, budget_set_limit, BudgetMonth,
-    InheritedLimit,
+    budget_get, budget_get_inherited_limit, budget_list_since, budget_set_limit, BudgetKey,
+    BudgetMonth, InheritedLimit,
 };
 use serde_json::{json, Value};
 use worker::{D1Database, D1PreparedStatement, D1Result, Env, Response};
@@ -28,22 +28,31 @@ use crate::admin::Admin;
 use crate::request::Request;
 use crate::{body, env_config, respond};
 
-/// A job type that declares a budget.
-fn budgeted(name: &str) -> Result<(JobType, BudgetSpec), ApiError> {
-    JobType::parse(name)
-        .and_then(|t| t.budget().map(|b| (t, b)))
-        .ok_or_else(|| {
-            ApiError::new(404, "not_found", format!("{name:?} has no budget")).with_field("type")
-        })
+/// A job type that declares a budget, with that budget.
+#[derive(Clone, Copy)]
+struct Budgeted {
+    job_type: JobType,
+    spec: BudgetSpec,
+}
+
+impl Budgeted {
+    fn of(job_type: JobType) -> Option<Budgeted> {
+        let spec = job_type.budget()?;
+        Some(Budgeted { job_type, spec })
+    }
+}
+
+/// The path's job type, with its budget; a 404 when it declares none.
+fn budgeted(name: &str) -> Result<Budgeted, ApiError> {
+    JobType::parse(name).and_then(Budgeted::of).ok_or_else(|| {
+        ApiError::new(404, "not_found", format!("{name:?} has no budget")).with_field("type")
+    })
 }
 
 /// GET /v1/admin/budgets: every budgeted type, this month.
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
     d1::only_params(req, &[], false)?;
-    let types: Vec<_> = JobType::ALL
-        .into_iter()
-        .filter_map(|t| t.budget().map(|b| (t, b)))
-        .collect();
+    let types: Vec<Budgeted> = JobType::ALL.into_iter().filter_map(Budgeted::of).collect();
     let db = d1::database(env)?;
     let now = env_config::now_ms();
     let mut statements = Vec::new();
@@ -79,9 +88,13 @@ pub async fn set_limit(
     let env = admin.env;
     let budget = budgeted(name)?;
     let limit = validate_limit_change(&body::json(req).await?)?;
-    let (job_type, _) = budget;
+    let job_type = budget.job_type;
     let now = env_config::now_ms();
     let month = month_of(now);
+    let key = BudgetKey {
+        job_type,
+        month: &month,
+    };
     let db = d1::database(env)?;
     let entry = admin.entry_at(
         "budget.limit",
@@ -89,7 +102,7 @@ pub async fn set_limit(
         now,
     );
     let mut statements = vec![
-        budget_set_limit(&db, job_type, &month, limit, now)?,
+        budget_set_limit(&db, key, limit, now)?,
         audit_insert_after_write(&db, &entry, false)?,
         budget_alert_insert_reached(&db, job_type, &month, now)?,
         budget_alert_delete_unreached(&db, job_type, &month)?,
@@ -108,14 +121,18 @@ const STATUS_STATEMENTS: usize = 3;
 /// with, and its alerts.
 fn status_statements(
     db: &D1Database,
-    (job_type, spec): (JobType, BudgetSpec),
+    budget: Budgeted,
     now_ms: i64,
 ) -> Result<Vec<D1PreparedStatement>, ApiError> {
     let month = month_of(now_ms);
+    let key = BudgetKey {
+        job_type: budget.job_type,
+        month: &month,
+    };
     [
-        budget_get(db, job_type, &month),
-        budget_get_inherited_limit(db, job_type, spec, &month),
-        budget_alert_list_by_type(db, job_type, &month),
+        budget_get(db, key),
+        budget_get_inherited_limit(db, key, budget.spec),
+        budget_alert_list_by_type(db, budget.job_type, &month),
     ]
     .into_iter()
     .collect::<worker::Result<_>>()
@@ -123,7 +140,7 @@ fn status_statements(
 }
 
 fn status_view(
-    (job_type, _): (JobType, BudgetSpec),
+    Budgeted { job_type, .. }: Budgeted,
     now_ms: i64,
     results: &[D1Result],
 ) -> Result<Value, ApiError> {
@@ -154,7 +171,7 @@ fn status_view(
 /// GET /v1/admin/budgets/{type}/history?months=N: the last N months (this one included) that
 /// have a budget row, newest first.
 pub async fn history(req: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    let (job_type, _) = budgeted(name)?;
+    let job_type = budgeted(name)?.job_type;
     let pairs = d1::only_params(req, &["months"], false)?;
     let months = history_months(d1::param(&pairs, "months"))?;
     let now = env_config::now_ms();

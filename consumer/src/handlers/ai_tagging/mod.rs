@@ -30,7 +30,7 @@ use worker::D1Database;
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::job_events::SpanLog;
 use batch::Batch;
-use jobs_store::budgets::{self, Budget, ItemCounts};
+use jobs_store::budgets::{self, Budget, BudgetKey, ItemCounts};
 use jobs_store::feed_items::{self, Item};
 use llm::{Call, Llm, CALL_TIMEOUT_MS};
 use spent::Spent;
@@ -61,7 +61,11 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
         .ok_or_else(|| JobError::new(ErrorClass::NotConfigured, "ai_tagging declares no budget"))?;
     let db = env.d1("DB")?;
     let month = month_of(now_ms);
-    let mut budget = budgets::budget_open_month(&db, TYPE, spec, &month, now_ms).await?;
+    let key = BudgetKey {
+        job_type: TYPE,
+        month: &month,
+    };
+    let mut budget = budgets::budget_open_month(&db, key, spec, now_ms).await?;
     let action = json!(budget.action().as_str());
     events.once(
         "budget.check",
@@ -78,7 +82,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
     );
     if !budget.action().proceeds() {
         events.once("budget.throttle", "info", &[("budget_action", action)]);
-        if let Err(e) = budgets::budget_count_throttle(&db, TYPE, &month).await {
+        if let Err(e) = budgets::budget_count_throttle(&db, key).await {
             fault(
                 LogLevel::Warn,
                 "ai_tagging",
@@ -176,7 +180,11 @@ async fn write(
         tagged: batch.tagged.len() as u32,
         failed: (batch.invalid + batch.failed) as u32,
     };
-    let spend = budgets::budget_add_spend(db, TYPE, month, &batch.spend, items, now_ms)?;
+    let key = BudgetKey {
+        job_type: TYPE,
+        month,
+    };
+    let spend = budgets::budget_add_spend(db, key, &batch.spend, items, now_ms)?;
     let mut statements = feed_items::feed_item_set_tags_many(db, &batch.tagged, untagged)?;
     statements.extend(spend.iter().cloned());
     let refused = match db.batch(statements).await {
