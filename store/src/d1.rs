@@ -104,7 +104,12 @@ pub fn opt_str(s: Option<&str>) -> JsValue {
 
 /// `value` as one JSON text parameter, for `json_each(?)`.
 pub fn json<T: Serialize + ?Sized>(value: &T) -> JsValue {
-    JsValue::from_str(&serde_json::to_string(value).unwrap_or_default())
+    JsValue::from_str(&json_text(value))
+}
+
+/// `value` as JSON text, for a checked statement's `json_each(?)` parameter.
+pub fn json_text<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// A statement with its `?` placeholders bound in order.

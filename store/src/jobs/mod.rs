@@ -24,12 +24,10 @@ pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
 pub use claim::{
     job_claim, job_extend_leases, Claim, ClaimTerms, Claimed, Exhausted, Held, PastExpiry, Seen,
 };
-pub(crate) use counts::backlog_by_family_sql;
 pub use counts::{
     job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
     job_count_running_by_family, CountRow, RunningRow,
 };
-pub(crate) use escalation::digest_pending_sql;
 pub use escalation::Digest;
 pub use escalation::{
     job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
@@ -46,6 +44,6 @@ pub use read::{job_get_by_id, job_list, JobRow, Page, SummaryRow};
 pub use rescue::{job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued};
 pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
-    job_promote, job_schedule, Aged,
+    job_promote, job_schedule, Aged, Promotion,
 };
 pub use unsent::{Unsent, UNSENT_COLUMNS};
