@@ -26,8 +26,11 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let mut steps: Vec<Promotion> = Family::ALL
         .into_iter()
         .filter_map(|from| {
-            from.promotion()
-                .map(|(to, threshold)| Promotion { from, to, threshold })
+            from.promotion().map(|(to, threshold)| Promotion {
+                from,
+                to,
+                threshold,
+            })
         })
         .collect();
     steps.sort_by_key(|step| step.to.priority());
