@@ -5,7 +5,7 @@
 use jobs_shared::job::pause::PauseTarget;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::Unsent;
+use super::unsent::Unsent;
 use crate::sql::PAUSED_JOB_SQL;
 
 /// Held jobs no pause covers (any more), of `target`'s jobs when given (then with one `?` for

@@ -10,7 +10,7 @@ use jobs_shared::job::run_details::FOUND_BY_SWEEP;
 use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
 
-use super::Unsent;
+use super::unsent::Unsent;
 use crate::d1::json_text;
 
 /// A running job whose lease ran out, as the rescuer reads it.
