@@ -177,6 +177,7 @@ struct BulkByFilter {
 
 impl BulkByFilter {
     fn new(filter: &JobFilter, mv: OperatorMove, now_ms: i64) -> BulkByFilter {
+        // Built at run time: the request's filter picks its conditions and index; every value bound.
         let (rows, mut values) = filtered(filter, Some(&mv.sources()));
         // A retry takes a queued job only while its run_at is ahead.
         let due_later = if mv == OperatorMove::Retry {

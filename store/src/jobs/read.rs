@@ -141,8 +141,7 @@ pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<Li
     } else {
         ""
     };
-    // Built at run time: the request's filter picks the conditions and the index; every
-    // value bound.
+    // Built at run time: the request's filter picks its conditions and index; every value bound.
     let sql = format!("SELECT {SUMMARY_COLUMNS}{dlq} FROM {rows} ORDER BY id DESC LIMIT ?");
     let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
     results[0].results()
