@@ -17,7 +17,7 @@ use jobs_shared::job::lease::LOST_ATTEMPT;
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::retry::retry_policy::QueueDelayLimit;
 use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
-use jobs_store::jobs::{Claimed, Exhausted, FailedChain};
+use jobs_store::jobs::{ChainWrite, Claimed, Exhausted, FailedChain};
 use serde_json::Value;
 use worker::Env;
 
@@ -56,8 +56,11 @@ pub struct Planned {
 
 impl Planned {
     /// What the record writes for it (`jobs_store::jobs::Finished::chain`).
-    pub fn write(&self) -> (&ChainMove, Option<&NewJob>) {
-        (&self.chain, self.next.as_ref())
+    pub fn write(&self) -> ChainWrite<'_> {
+        ChainWrite {
+            chain: &self.chain,
+            next: self.next.as_ref(),
+        }
     }
 }
 
@@ -110,7 +113,11 @@ fn position(job: &Claimed) -> ChainPosition<'_> {
 pub fn failed_by_lost_attempt(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
     let (parent_id, message) =
         failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain, LOST_ATTEMPT)?;
-    Some((parent_id, message, now_ms))
+    Some(FailedChain {
+        parent_id,
+        message,
+        at_ms: now_ms,
+    })
 }
 
 /// The chain a step skipped at the claim for its expiry belongs to, failed; `None` outside
@@ -119,7 +126,11 @@ pub fn failed_by_expiry(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
     let ended = format!("was skipped: {EXPIRED_UNRUN}");
     let (parent_id, message) =
         failed_chain_of_ended_step(&job.id, &job.job_type, &job.chain, &ended)?;
-    Some((parent_id, message, now_ms))
+    Some(FailedChain {
+        parent_id,
+        message,
+        at_ms: now_ms,
+    })
 }
 
 /// Sends each next step's message with its correlation id (the step is already in D1; a

@@ -8,11 +8,10 @@ use jobs_shared::observe::log_line::{emit, event_line, fault, LogLevel};
 use jobs_shared::retry::d1_retry::d1_retry_secs;
 use jobs_shared::runtime::clock::now_ms;
 use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
-use jobs_store::dead_letters::dead_letter_insert_many;
+use jobs_store::dead_letters::{arrivals_json, dead_letter_insert_many, Arrival};
 use jobs_store::jobs::job_settle_dlq_arrivals;
 use jobs_store::metric_counters::{metric_counter_add, DEAD_LETTERS};
 use serde_json::{json, Value};
-use wasm_bindgen::JsValue;
 use worker::Env;
 
 use crate::delivery::Delivery;
@@ -42,14 +41,16 @@ pub async fn send(family: Family, dead: &[(&Delivery, JobMessage)], env: &Env) {
 /// (delivery_exhausted) if it has no attempt left. A finished, running or scheduled job is left as
 /// it is.
 pub async fn record(family: Family, deliveries: &[Delivery], env: &Env) {
-    let arrivals: Vec<_> = deliveries
+    let arrivals: Vec<Arrival> = deliveries
         .iter()
         .filter_map(|d| {
-            d.job_id()
-                .map(|id| json!({ "id": id, "attempts": d.delivery_attempts }))
+            d.job_id().map(|id| Arrival {
+                id,
+                attempts: d.delivery_attempts,
+            })
         })
         .collect();
-    let arrivals = JsValue::from_str(&Value::Array(arrivals).to_string());
+    let arrivals = arrivals_json(&arrivals);
     let now = now_ms();
     let written = async {
         let db = env.d1("DB")?;

@@ -20,9 +20,8 @@ pub fn fields(job: &JobRow, children: &[ChainStep], caller: &Caller) -> Map<Stri
     let Some(chain_status) = &job.chain_status else {
         return out;
     };
-    let mut steps = vec![
-        json!({ "step": 0, "id": job.summary.id, "type": job.summary.job_type, "status": job.summary.status }),
-    ];
+    let mut steps =
+        vec![json!({ "step": 0, "id": job.id, "type": job.job_type, "status": job.status })];
     steps.extend(children.iter().map(
         |s| json!({ "step": s.chain_step, "id": s.id, "type": s.job_type, "status": s.status }),
     ));

@@ -51,7 +51,7 @@ async fn read(env: &Env, id: &str, caller: &Caller) -> Result<(Value, i64), ApiE
     if let Value::Object(fields) = &mut body {
         fields.extend(chain_view::fields(&job, &steps, caller));
     }
-    Ok((body, job.summary.run_at))
+    Ok((body, job.run_at))
 }
 
 /// Job `id` and its runs' records, read concurrently; 404 when there is no such job, or none
@@ -64,7 +64,7 @@ async fn job_and_runs(
     let (job, runs) = futures::join!(job_get_by_id(db, id), job_run_list(db, id));
     let runs = runs?;
     match job? {
-        Some(job) if caller.may_read(&job.summary.job_type) => Ok((job, runs)),
+        Some(job) if caller.may_read(&job.job_type) => Ok((job, runs)),
         _ => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
     }
 }
@@ -83,32 +83,31 @@ fn artifacts_of(runs: &[Value]) -> Vec<Value> {
 }
 
 fn view(job: &JobRow, runs: &[RunRow]) -> Value {
-    let summary = &job.summary;
     let runs: Vec<Value> = runs.iter().map(run_view).collect();
     let artifacts = artifacts_of(&runs);
     json!({
-        "id": summary.id,
-        "type": summary.job_type,
-        "family": summary.family,
-        "status": summary.status,
-        "priority": summary.priority,
+        "id": job.id,
+        "type": job.job_type,
+        "family": job.family,
+        "status": job.status,
+        "priority": job.priority,
         // Its credential headers went out with its request; they are not shown again.
         "payload": redact_credentials(parse_json(&job.payload)),
         "dedup_key": job.dedup_key,
-        "attempts": summary.attempts,
-        "max_attempts": summary.max_attempts,
-        "run_at": rfc3339(summary.run_at),
-        "error": summary.error_class.as_ref().map(|class| json!({ "class": class, "message": summary.last_error })),
+        "attempts": job.attempts,
+        "max_attempts": job.max_attempts,
+        "run_at": rfc3339(job.run_at),
+        "error": job.error_class.as_ref().map(|class| json!({ "class": class, "message": job.last_error })),
         "result": job.result.as_deref().map(parse_json),
-        "created_at": rfc3339(summary.created_at),
+        "created_at": rfc3339(job.created_at),
         "updated_at": rfc3339(job.updated_at),
         "started_at": job.started_at.map(rfc3339),
-        "finished_at": summary.finished_at.map(rfc3339),
+        "finished_at": job.finished_at.map(rfc3339),
         // A job written without one (a schedule's run) goes by its own id in its logs and
         // requests (docs/app-guide.md "Correlation ids").
-        "correlation_id": job.correlation_id.as_deref().unwrap_or(&summary.id),
-        "enqueued_by": summary.enqueued_by,
-        "held": summary.held_at.is_some(),
+        "correlation_id": job.correlation_id.as_deref().unwrap_or(&job.id),
+        "enqueued_by": job.enqueued_by,
+        "held": job.held_at.is_some(),
         "retry": job.retry_policy.as_deref().map(parse_json),
         "expires_at": job.expires_at.map(rfc3339),
         "runs": runs,

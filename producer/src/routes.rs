@@ -4,7 +4,6 @@
 //! `route`), so a known path answers a method it lacks with 405 and its `Allow` methods.
 
 use jobs_shared::api::route::{Method, Route};
-use jobs_shared::job::lifecycle::JobStatus::{Cancelled, Queued};
 
 use crate::admin::job_actions::Move;
 use crate::admin::{
@@ -44,9 +43,9 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/admin/history", Admin => |c| history::get(c.req, c.env);
     Get "/v1/admin/jobs", Admin => |c| jobs::list(c.req, c.env);
     Post "/v1/admin/jobs/retry", Admin =>
-        |c| job_actions::bulk(&c.admin(), c.req, Move::to(Queued, "jobs.retry"));
+        |c| job_actions::bulk(&c.admin(), c.req, Move::retry("jobs.retry"));
     Post "/v1/admin/jobs/cancel", Admin =>
-        |c| job_actions::bulk(&c.admin(), c.req, Move::to(Cancelled, "jobs.cancel"));
+        |c| job_actions::bulk(&c.admin(), c.req, Move::cancel("jobs.cancel"));
     Post "/v1/admin/jobs/status", Admin => |c| job_actions::bulk_set_status(&c.admin(), c.req);
     Get "/v1/admin/jobs/{id}", Admin =>
         |c| job_view::get_for_operator(c.env, c.param("id"), &c.caller());
@@ -57,9 +56,9 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/admin/jobs/{id}/boost", Admin =>
         |c| job_actions::boost(&c.admin(), c.req, c.param("id"));
     Post "/v1/admin/jobs/{id}/retry", Admin =>
-        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::to(Queued, "job.retry"));
+        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::retry("job.retry"));
     Post "/v1/admin/jobs/{id}/cancel", Admin =>
-        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::to(Cancelled, "job.cancel"));
+        |c| job_actions::move_one(&c.admin(), c.req, c.param("id"), Move::cancel("job.cancel"));
     Get "/v1/admin/failures", Admin => |c| jobs::failures(c.req, c.env);
     Get "/v1/admin/dead-letters", Admin => |c| dead_letters::list(c.req, c.env);
     Post "/v1/admin/dead-letters/replay", Admin => |c| dead_letters::replay(&c.admin(), c.req);

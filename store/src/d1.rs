@@ -25,11 +25,11 @@ impl StatementResult {
         Ok(self.field("results")?.unwrap_or_default())
     }
 
-    /// The rows of a statement that returns each as one JSON text column `j`
-    /// (`json_array(...) AS j`), each read as a `T` from that array (a struct reads its fields
-    /// in order). The hot paths' many-column rows cross this way: a value costs at every hop
-    /// from SQLite into Rust (D1's rows, its answer, its objects, their JSON), and a row packed
-    /// into one is about a sixth of a claim's round trip cheaper (docs/performance.md "Benchmark").
+    /// The rows of a statement that returns each as one JSON text column `j` (`packed!`:
+    /// `json_object(...) AS j`), each read as a `T` from that object, field by name. The hot
+    /// paths' many-column rows cross this way: a value costs at every hop from SQLite into Rust
+    /// (D1's rows, its answer, its objects, their JSON), and a row packed into one is about a
+    /// sixth of a claim's round trip cheaper (docs/performance.md "Benchmark").
     pub fn packed_results<T: DeserializeOwned>(&self) -> worker::Result<Vec<T>> {
         let results = Reflect::get(&self.0, &"results".into())?;
         from_json_bytes(packed_rows(&results)).map_err(worker::Error::RustError)
@@ -104,7 +104,12 @@ pub fn opt_str(s: Option<&str>) -> JsValue {
 
 /// `value` as one JSON text parameter, for `json_each(?)`.
 pub fn json<T: Serialize + ?Sized>(value: &T) -> JsValue {
-    JsValue::from_str(&serde_json::to_string(value).unwrap_or_default())
+    JsValue::from_str(&json_text(value))
+}
+
+/// `value` as JSON text, for a checked statement's `json_each(?)` parameter.
+pub fn json_text<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// A statement with its `?` placeholders bound in order.

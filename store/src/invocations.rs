@@ -7,7 +7,7 @@ use jobs_shared::job::ids::job_id;
 use jobs_shared::job::run_details::InvocationDetails;
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::{json, num};
+use crate::d1::json_text;
 
 /// The invocation `id`'s shared details, written with its batch's record. A second record of
 /// the same invocation (its runs recorded one by one after the batch's record was refused)
@@ -17,8 +17,13 @@ pub fn invocation_insert(
     id: &str,
     details: &InvocationDetails<'_>,
 ) -> worker::Result<D1PreparedStatement> {
-    db.prepare("INSERT OR IGNORE INTO invocations (id, details) VALUES (?1, ?2)")
-        .bind(&[id.into(), json(details)])
+    let details = json_text(details);
+    sql!(
+        db,
+        "INSERT OR IGNORE INTO invocations (id, details) VALUES (?1, ?2)",
+        id,
+        &details
+    )
 }
 
 /// A day, the margin past a consumer invocation's wall time.
@@ -39,9 +44,11 @@ pub(crate) fn invocation_delete_unnamed(
     limit: u32,
 ) -> worker::Result<D1PreparedStatement> {
     let before = job_id(succeeded_before_ms - DAY_MS, 0);
-    db.prepare(
+    sql!(
+        db,
         "DELETE FROM invocations WHERE changes() < ?2 AND id IN \
          (SELECT id FROM invocations WHERE id < ?1 ORDER BY id LIMIT ?2)",
+        &before,
+        limit
     )
-    .bind(&[before.into(), num(limit.into())])
 }

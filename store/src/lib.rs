@@ -7,10 +7,10 @@
 //! statements for the caller to batch with others, so a request or a consumer batch keeps its
 //! round trips whatever tables it touches.
 //!
-//! Status literals are spelled once, by `JobStatus` (shared `job::lifecycle`): statement text
-//! is built with `format!` from its `Display` (`'{Running}'`) or [`sql::status_list`], and
-//! spliced rather than bound so the partial indexes over `status` (`jobs_dedup_live`,
-//! `jobs_escalation_due`) still match the statements that need them.
+//! Statuses are written out in each statement's literal (`checked.rs`), not bound, so the
+//! partial indexes over `status` (`jobs_dedup_live`, `jobs_escalation_due`) still match the
+//! statements that need them, and `tests/status_moves.rs` holds every status write to the
+//! state machine (shared `job::lifecycle`).
 
 #[macro_use]
 mod checked;

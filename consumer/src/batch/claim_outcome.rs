@@ -109,8 +109,13 @@ mod tests {
     use jobs_store::jobs::Held;
 
     fn ended(id: &str) -> Exhausted {
-        serde_json::from_value(serde_json::json!({ "id": id, "type": "noop", "attempts": 3 }))
-            .unwrap()
+        Exhausted {
+            id: id.into(),
+            job_type: "noop".into(),
+            attempts: 3,
+            correlation_id: None,
+            chain: Default::default(),
+        }
     }
 
     /// Each outcome as (kind, the job id it carries).

@@ -12,7 +12,7 @@ use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::retry::retry_policy::RetryPolicy;
 use jobs_shared::retry::retry_request::JobRetry;
 use jobs_shared::runtime::clock::now_ms;
-use jobs_store::jobs::Claimed;
+use jobs_store::jobs::{Claimed, RunKey};
 use worker::js_sys::Math;
 use worker::{D1Database, Env};
 
@@ -54,7 +54,12 @@ pub async fn run_all<'a>(
         .map(|(_, job)| start(ctx, &gate, job))
         .buffered(ctx.limits.connections)
         .collect::<Vec<_>>();
-    let held: Vec<(&str, u32)> = jobs.iter().map(|(_, j)| (j.id.as_str(), j.runs)).collect();
+    let held: Vec<RunKey> = (jobs.iter())
+        .map(|(_, j)| RunKey {
+            id: &j.id,
+            run: j.runs,
+        })
+        .collect();
     let claim = ctx.terms.claim();
     let leases = Leases {
         held: &held,

@@ -12,7 +12,7 @@ use futures::FutureExt;
 use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_store::jobs;
+use jobs_store::jobs::{self, RunKey};
 use worker::{D1Database, Delay};
 
 /// What the heartbeat did: its D1 work, and the lease its jobs hold as D1 last confirmed it
@@ -22,10 +22,10 @@ pub struct Heartbeat {
     pub lease_until: Option<i64>,
 }
 
-/// The leases of the jobs `held` ((id, run) pairs), first taken until `lease_until` for
+/// The leases of the jobs `held` (each a job's run), first taken until `lease_until` for
 /// `lease_ms`.
 pub struct Leases<'a> {
-    pub held: &'a [(&'a str, u32)],
+    pub held: &'a [RunKey<'a>],
     pub lease_until: i64,
     pub lease_ms: i64,
 }

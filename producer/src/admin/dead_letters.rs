@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use worker::{Env, Response};
 
 use super::job_actions::{self, Move};
-use super::jobs::{page, summary};
+use super::jobs::{listed, page};
 use super::Admin;
 use crate::request::Request;
 use crate::respond;
@@ -16,7 +16,7 @@ use crate::respond;
 /// GET /v1/admin/dead-letters?type=&family=&error_class=&finished_after=...&cursor=&limit=
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let (rows, next_cursor) = page(req, env, Some(&[JobStatus::Dead])).await?;
-    let dead: Vec<Value> = rows.iter().map(summary).collect();
+    let dead: Vec<Value> = rows.iter().map(listed).collect();
     respond::json(
         200,
         &json!({ "dead_letters": dead, "next_cursor": next_cursor }),

@@ -4,13 +4,13 @@
 //! the sweep).
 
 use jobs_shared::api::bulk_request::{BulkRequest, Selection};
-use jobs_shared::api::operator_action::{check_move, move_sources, parse_int, parse_target};
+use jobs_shared::api::operator_action::{check_move, parse_int, parse_target};
 use jobs_shared::job::family::Family;
 use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::request::api_error::ApiError;
 use jobs_shared::retry::retry_policy::{plan_delivery_at, DeliveryPlan};
 use jobs_shared::runtime::queue_send::queue_delay_limit;
-use jobs_store::jobs::{self, Changed, SummaryRow};
+use jobs_store::jobs::{self, Changed, OperatorMove, SummaryRow};
 use serde_json::json;
 use worker::{Env, Response};
 
@@ -22,32 +22,50 @@ use crate::request::Request;
 use crate::{body, env_config, respond};
 use jobs_shared::runtime::queue_send::Outgoing;
 
-/// A move: the states it may start from, where it goes, and its audit name.
+/// A move: which (store `OperatorMove`: the states it may start from, where it goes), and its
+/// audit name.
 #[derive(Clone)]
 pub struct Move {
+    kind: OperatorMove,
     sources: Vec<JobStatus>,
     to: JobStatus,
     action: &'static str,
 }
 
 impl Move {
-    /// Any move the operator may make (shared `move_sources`): as the state machine allows it,
-    /// and a requeue of a queued job whose run_at is ahead, which makes it due now.
-    pub fn to(to: JobStatus, action: &'static str) -> Move {
+    fn of(kind: OperatorMove, action: &'static str) -> Move {
         Move {
-            sources: move_sources(to),
-            to,
+            kind,
+            sources: kind.sources(),
+            to: kind.to(),
             action,
         }
     }
 
+    /// A requeue (shared `move_sources`): as the state machine allows it, and of a queued job
+    /// whose run_at is ahead, which makes it due now.
+    pub fn retry(action: &'static str) -> Move {
+        Move::of(OperatorMove::Retry, action)
+    }
+
+    pub fn cancel(action: &'static str) -> Move {
+        Move::of(OperatorMove::Cancel, action)
+    }
+
     /// Replay: a requeue of dead jobs only.
     pub fn replay(action: &'static str) -> Move {
-        Move {
-            sources: vec![JobStatus::Dead],
-            to: JobStatus::Queued,
-            action,
-        }
+        Move::of(OperatorMove::Replay, action)
+    }
+
+    /// The move to the status a request's body names (`{"status": ...}`, shared
+    /// `parse_target`).
+    fn to_target(body: &serde_json::Value, action: &'static str) -> Result<Move, ApiError> {
+        let to = parse_target(body)?;
+        let kind = OperatorMove::for_target(to).ok_or_else(|| {
+            ApiError::new(422, "invalid_field", format!("{to} is set by the consumer"))
+                .with_field("status")
+        })?;
+        Ok(Move::of(kind, action))
     }
 
     /// 409 naming both states.
@@ -86,8 +104,7 @@ pub async fn set_status(
 ) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     jobs_shared::request::field_error::only_fields(&body, &["status"])?;
-    let to = parse_target(&body)?;
-    move_job(admin, id, Move::to(to, "job.set_status")).await
+    move_job(admin, id, Move::to_target(&body, "job.set_status")?).await
 }
 
 /// POST /v1/admin/jobs/{id}/retry or /cancel, POST /v1/admin/dead-letters/{id}/replay: one
@@ -106,7 +123,7 @@ pub async fn move_one(
 async fn move_job(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
-    let changed = jobs::job_move_one(&db, id, (&mv.sources, mv.to), &entry).await?;
+    let changed = jobs::job_move_one(&db, id, mv.kind, &entry).await?;
     if let Some(job) = &changed.job {
         if mv.to == JobStatus::Queued {
             send(admin.env, std::slice::from_ref(job)).await;
@@ -215,8 +232,8 @@ pub async fn bulk(admin: &Admin<'_>, req: &mut Request, mv: Move) -> Result<Resp
 pub async fn bulk_set_status(admin: &Admin<'_>, req: &mut Request) -> Result<Response, ApiError> {
     let body = body::json(req).await?;
     let request = BulkRequest::parse_with(&body, &["status"])?;
-    let to = parse_target(&body)?;
-    bulk_move(admin, &body, request, Move::to(to, "jobs.set_status")).await
+    let mv = Move::to_target(&body, "jobs.set_status")?;
+    bulk_move(admin, &body, request, mv).await
 }
 
 async fn bulk_move(
@@ -229,7 +246,7 @@ async fn bulk_move(
     if request.dry_run {
         let now_ms = env_config::now_ms();
         let (count, conflicts) =
-            jobs::job_count_movable(&db, &request.selection, (&mv.sources, mv.to), now_ms).await?;
+            jobs::job_count_movable(&db, &request.selection, mv.kind, now_ms).await?;
         return respond::json(
             200,
             &json!({ "dry_run": true, "count": count, "conflicts": conflicts }),
@@ -240,7 +257,7 @@ async fn bulk_move(
         Selection::Filter(_) => json!({ "filter": body.get("filter"), "to": mv.to }),
     };
     let entry = admin.entry(mv.action, target);
-    let moved = jobs::job_move_many(&db, &request.selection, (&mv.sources, mv.to), &entry).await?;
+    let moved = jobs::job_move_many(&db, &request.selection, mv.kind, &entry).await?;
     if mv.to == JobStatus::Queued {
         send(admin.env, &moved.jobs).await;
     }

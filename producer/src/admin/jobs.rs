@@ -7,7 +7,7 @@ use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::request::api_error::ApiError;
 use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::job_runs::{job_run_list_recent_failures, FailureRow};
-use jobs_store::jobs::{job_list, Page, SummaryRow};
+use jobs_store::jobs::{job_list, ListedRow, Page, SummaryRow};
 use serde_json::{json, Value};
 use worker::{Env, Response};
 
@@ -18,7 +18,7 @@ use crate::respond;
 /// GET /v1/admin/jobs?status=&type=&family=&error_class=&created_after=...&cursor=&limit=
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
     let (rows, next_cursor) = page(req, env, None).await?;
-    let jobs: Vec<Value> = rows.iter().map(summary).collect();
+    let jobs: Vec<Value> = rows.iter().map(listed).collect();
     respond::json(200, &json!({ "jobs": jobs, "next_cursor": next_cursor }))
 }
 
@@ -28,7 +28,7 @@ pub async fn page(
     req: &Request,
     env: &Env,
     only: Option<&[JobStatus]>,
-) -> Result<(Vec<SummaryRow>, Option<String>), ApiError> {
+) -> Result<(Vec<ListedRow>, Option<String>), ApiError> {
     let pairs = d1::query(req)?;
     let filter = JobFilter::from_query(
         pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -50,7 +50,7 @@ pub async fn page(
         },
     )
     .await?;
-    let next = super::page_end(&mut rows, limit, |row| page_cursor::encode(0, &row.id));
+    let next = super::page_end(&mut rows, limit, |row| page_cursor::encode(0, &row.job.id));
     Ok((rows, next))
 }
 
@@ -63,9 +63,22 @@ pub async fn failures(req: &Request, env: &Env) -> Result<Response, ApiError> {
     respond::json(200, &json!({ "failures": failures }))
 }
 
-/// One job as the admin lists show it.
+/// One job as the admin lists show it: its summary, with its DLQ arrivals on the dead-letter
+/// list.
+pub fn listed(row: &ListedRow) -> Value {
+    let mut view = summary(&row.job);
+    if let Some(arrivals) = row.dlq_arrivals {
+        view["dlq"] = json!({
+            "arrivals": arrivals,
+            "last_arrived_at": row.dlq_last_arrived_at.map(rfc3339),
+        });
+    }
+    view
+}
+
+/// One job as the admin actions answer it.
 pub fn summary(row: &SummaryRow) -> Value {
-    let mut view = json!({
+    json!({
         "id": row.id,
         "type": row.job_type,
         "family": row.family,
@@ -80,14 +93,7 @@ pub fn summary(row: &SummaryRow) -> Value {
         "error": row.error_class.as_ref().map(|class| json!({ "class": class, "message": row.last_error })),
         "held": row.held_at.is_some(),
         "enqueued_by": row.enqueued_by,
-    });
-    if let Some(arrivals) = row.dlq_arrivals {
-        view["dlq"] = json!({
-            "arrivals": arrivals,
-            "last_arrived_at": row.dlq_last_arrived_at.map(rfc3339),
-        });
-    }
-    view
+    })
 }
 
 fn failure(row: &FailureRow) -> Value {

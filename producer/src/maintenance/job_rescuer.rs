@@ -72,7 +72,7 @@ async fn page(tick: &Tick<'_>) -> worker::Result<Page> {
     rescued.iter().for_each(|r| log(r, tick.now_ms, dead));
     let (dead_jobs, requeued): (Vec<Rescued>, Vec<Rescued>) =
         rescued.into_iter().partition(|r| r.status == dead);
-    let requeued: Vec<Unsent> = requeued.into_iter().map(|r| r.job).collect();
+    let requeued: Vec<Unsent> = requeued.iter().map(Rescued::unsent).collect();
     let sent = job_sender::send(tick, &requeued).await?;
     dead_letter(tick.env, &dead_jobs).await;
     Ok(Page {
@@ -89,9 +89,11 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
             let due = now + i64::from(*delay_secs) * 1000;
             (JobStatus::Queued, due, None, error)
         }
-        Decision::Hold { error, until_ms } => (JobStatus::Scheduled, *until_ms, None, error),
         Decision::Dead { error } => (JobStatus::Dead, now, Some(now), error),
-        Decision::Succeed | Decision::Skip { .. } => unreachable!("a lost attempt is a failure"),
+        // A lost attempt is a failure, due again at once (`after_lost_attempt`): never held.
+        Decision::Hold { .. } | Decision::Succeed | Decision::Skip { .. } => {
+            unreachable!("a lost attempt is a failure due at once")
+        }
     };
     LostMove {
         id: &job.id,
@@ -106,7 +108,7 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
 /// The chain a dead step fails, if the step is in one.
 fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
     let (parent_id, message) =
-        failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain, LOST_ATTEMPT)?;
+        failed_chain_of_dead_step(&job.id, &job.job_type, &job.chain(), LOST_ATTEMPT)?;
     Some(DeadStepChain {
         parent_id,
         message,
@@ -118,7 +120,7 @@ fn failed_chain(job: &Expired) -> Option<DeadStepChain<'_>> {
 async fn dead_letter(env: &Env, jobs: &[Rescued]) {
     let outgoing: Vec<_> = jobs
         .iter()
-        .filter_map(|r| Outgoing::stored(r.job.stored(), 0))
+        .filter_map(|r| Outgoing::stored(r.unsent().stored(), 0))
         .collect();
     send_to(env, &outgoing, Destination::DeadLetters).await;
 }
@@ -126,11 +128,11 @@ async fn dead_letter(env: &Env, jobs: &[Rescued]) {
 /// `job.interrupted` for the lost attempt, then `job.exhausted` if it was the last.
 fn log(r: &Rescued, now_ms: i64, dead: &str) {
     let job = JobRef {
-        id: &r.job.id,
-        job_type: &r.job.job_type,
-        queue: &r.job.family,
+        id: &r.id,
+        job_type: &r.job_type,
+        queue: &r.family,
         attempt: r.attempts,
-        correlation_id: r.job.correlation_id.as_deref().unwrap_or(&r.job.id),
+        correlation_id: r.correlation_id.as_deref().unwrap_or(&r.id),
     };
     let error = JobError::new(ErrorClass::LeaseExpired, LOST_ATTEMPT);
     let duration = r.started_at.map(|at| now_ms - at);

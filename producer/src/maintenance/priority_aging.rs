@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use jobs_shared::job::family::Family;
 use jobs_shared::schedule::sweep_policy::AGING_STEP;
-use jobs_store::jobs::{job_age_priority, job_promote, Aged, Unsent};
+use jobs_store::jobs::{job_age_priority, job_promote, Aged, Promotion, Unsent};
 use serde_json::{json, Value};
 
 use super::job_sender;
@@ -23,14 +23,17 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let (now, batch) = (tick.now_ms, tick.config.batch);
     let mut statements = vec![job_age_priority(tick.db, now, batch)?];
     // Highest target first, so a job climbs at most one family per tick.
-    let mut steps: Vec<(Family, Family, u8)> = Family::ALL
+    let mut steps: Vec<Promotion> = Family::ALL
         .into_iter()
         .filter_map(|from| {
-            from.promotion()
-                .map(|(to, threshold)| (from, to, threshold))
+            from.promotion().map(|(to, threshold)| Promotion {
+                from,
+                to,
+                threshold,
+            })
         })
         .collect();
-    steps.sort_by_key(|(_, to, _)| to.priority());
+    steps.sort_by_key(|step| step.to.priority());
     for step in steps {
         statements.push(job_promote(tick.db, step, now, batch)?);
     }
@@ -44,13 +47,13 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     let moved: HashSet<&str> = promoted.iter().map(|p| p.id.as_str()).collect();
     let express: Vec<Unsent> = aged
         .iter()
-        .filter(|a| a.held_at.is_none() && !moved.contains(a.job.id.as_str()))
+        .filter(|a| a.held_at.is_none() && !moved.contains(a.id.as_str()))
         .filter(|a| {
-            let priority = a.job.priority;
-            Family::parse(&a.job.family)
+            let priority = a.priority;
+            Family::parse(&a.family)
                 .is_some_and(|f| f.enters_express(priority - AGING_STEP, priority))
         })
-        .map(|a| a.job.clone())
+        .map(Aged::unsent)
         .collect();
     let expressed = express.len();
     promoted.extend(express);

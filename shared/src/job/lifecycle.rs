@@ -33,6 +33,8 @@ const TRANSITIONS: &[(JobStatus, JobStatus)] = &[
     (Running, Retrying),   // a retryable failure with attempts left
     (Retrying, Running),   // the delayed redelivery is claimed
     (Running, Dead),       // attempts exhausted, or a non-retryable error
+    (Queued, Dead),        // the queue gave up its message and it has no attempt left
+    (Retrying, Dead),      // likewise (a DLQ arrival: delivery_exhausted)
     (Running, Queued),     // lease expired: the worker died, the sweep re-sends it
     (Retrying, Scheduled), // next delivery beyond the queue delay limit: held in D1
     (Queued, Scheduled),   // likewise, e.g. an operator postpones it

@@ -3,35 +3,25 @@
 //! leases of those it still runs.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
 
 use jobs_shared::job::chain::ChainColumns;
 use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::family::Family;
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::job::lifecycle::sources_of;
-use jobs_shared::job::lifecycle::JobStatus::{Dead, Running, Skipped};
 use jobs_shared::observe::d1_stats::D1Stats;
-use jobs_shared::retry::error_class::ErrorClass::{Expired, LeaseExpired};
-use serde::Deserialize;
-use wasm_bindgen::JsValue;
+use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
 
-use crate::d1::{counted_batch, json, num};
-use crate::job_runs::record_lost_attempts_sql;
-use crate::sql::status_list;
-use crate::sql::PAUSED_JOB_SQL;
+use crate::d1::{counted_batch, json_text};
 
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;
 
-/// A job this batch now runs, read from the claim's packed row: its fields in the order of
-/// [`CLAIMED_COLUMNS`] (see `StatementResult::packed_results`).
+/// A job this batch now runs, read from the claim's packed row (an object of these fields,
+/// see `StatementResult::packed_results`).
 #[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
 pub struct Claimed {
     pub id: String,
-    #[serde(rename = "type")]
     pub job_type: String,
     pub payload: String,
     pub attempts: u32,
@@ -53,12 +43,6 @@ pub struct Claimed {
     /// When it was due: its latency is from here to its end.
     pub run_at: i64,
 }
-
-/// The columns of a [`Claimed`], in its fields' order: the claim returns them packed into one
-/// JSON array per row.
-const CLAIMED_COLUMNS: &str = "id, type, payload, attempts, max_attempts, runs, parent_id, \
-     chain_step, next_steps, chain_status, correlation_id, retry_policy, enqueued_by, \
-     created_at, run_at";
 
 impl Claimed {
     /// The job's correlation id: the enqueue request's, or its own id for jobs that had none.
@@ -93,35 +77,51 @@ pub struct Held {
 
 /// A job whose lease ran out under an attempt that was its last: the claim records the lost
 /// attempt and ends it `dead` instead of running it again.
-#[derive(Deserialize)]
 pub struct Exhausted {
     pub id: String,
-    #[serde(rename = "type")]
     pub job_type: String,
     pub attempts: u32,
     pub correlation_id: Option<String>,
     /// A dead step fails its chain.
-    #[serde(flatten)]
     pub chain: ChainColumns,
 }
 
 /// A job whose `expires_at` passed before it started: the claim ends it `skipped` instead of
 /// running it (no attempt spent, no run record).
-#[derive(Deserialize)]
 pub struct PastExpiry {
-    #[serde(flatten)]
     pub job: Exhausted,
     pub expires_at: i64,
 }
 
 /// A job the claim ended instead of running, `dead` ([`Exhausted`]) or `skipped`
-/// ([`PastExpiry`]), or held for a pause (`status` `held`).
+/// ([`PastExpiry`]), or held for a pause (`status` `held`), as the settling batch returns it.
 #[derive(Deserialize)]
 struct Ended {
-    #[serde(flatten)]
-    job: Exhausted,
+    id: String,
+    job_type: String,
+    attempts: u32,
+    correlation_id: Option<String>,
+    parent_id: Option<String>,
+    chain_step: Option<u32>,
+    chain_status: Option<String>,
     expires_at: Option<i64>,
     status: String,
+}
+
+impl Ended {
+    fn job(self) -> Exhausted {
+        Exhausted {
+            id: self.id,
+            job_type: self.job_type,
+            attempts: self.attempts,
+            correlation_id: self.correlation_id,
+            chain: ChainColumns {
+                parent_id: self.parent_id,
+                chain_step: self.chain_step,
+                chain_status: self.chain_status,
+            },
+        }
+    }
 }
 
 /// What a batch claims under: its queue's family (only a message from the job's current
@@ -150,24 +150,51 @@ pub struct Claim {
 }
 
 /// Moves every claimable job among `ids` to `running` (attempts + 1, a lease) and returns it.
-/// Claimable: a state the state machine lets into `running`, or `running` whose lease ran out
-/// (its worker died). Claiming also proves the job's message left the outbox. Only a message
-/// from the job's current family's queue claims it: after a promotion the old one is stale.
-/// Why a message claimed nothing is read in the batch's record round trip
-/// (`job_set_outcome_many`), for those ids only.
+/// Claimable: a state the state machine lets into `running` (`queued`, `retrying`), or
+/// `running` whose lease ran out (its worker died). Claiming also proves the job's message
+/// left the outbox. Only a message from the job's current family's queue claims it: after a
+/// promotion the old one is stale. Why a message claimed nothing is read in the batch's record
+/// round trip (`job_set_outcome_many`), for those ids only.
 ///
 /// One statement claims what is plainly runnable: due, queued or retrying, not expired, not
 /// paused. That is every message of a usual batch, and then it is the whole claim: each
 /// statement of a batch is work of its own for D1, whatever it touches. Only when some message
 /// claimed nothing does a second round trip settle those ids ([`job_claim_settling`]): a lost
 /// lease to record and rescue, an expired or paused job, a stale or early message.
+///
+/// Both claims return each job packed into one JSON object (`packed!`), the unary `+` on the
+/// status and run_at terms keeps SQLite on the primary key (it cannot see how short a
+/// `json_each` list is and would otherwise scan the whole backlog by status), and whether a
+/// pause covers a job begins with whether anything at all is paused, which SQLite reads once
+/// per statement.
 pub async fn job_claim(
     db: &D1Database,
     ids: &[&str],
     terms: &ClaimTerms<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
-    let plain = claim_statement(db, &CLAIM_SQL.plain, json(ids), terms)?;
+    let ids_json = json_text(ids);
+    let plain = packed!(db, Claimed, from "jobs", {
+            "id" = "id", "job_type" = "type", "payload" = "payload", "attempts" = "attempts",
+            "max_attempts" = "max_attempts", "runs" = "runs", "parent_id" = "parent_id",
+            "chain_step" = "chain_step", "next_steps" = "next_steps",
+            "chain_status" = "chain_status", "correlation_id" = "correlation_id",
+            "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
+            "created_at" = "created_at", "run_at" = "run_at",
+        },
+        "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
+         started_at = ?2, updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+         WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+         AND +status IN ('queued', 'retrying') AND (expires_at IS NULL OR expires_at > ?2) \
+         AND family = ?5 AND NOT (EXISTS (SELECT 1 FROM pauses) AND EXISTS (SELECT 1 FROM pauses p \
+         WHERE (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family))) \
+         RETURNING " + PACKED + "",
+        &ids_json,
+        terms.now_ms,
+        terms.lease_until,
+        terms.due_ms(),
+        terms.family.as_str()
+    )?;
     let results = counted_batch(db, vec![plain], stats).await?;
     let mut claimed: Vec<Claimed> = results[0].packed_results()?;
     let taken: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
@@ -200,46 +227,113 @@ pub async fn job_claim(
 /// be) until the resume clears held_at and re-sends it. The claim sets no column that a
 /// claimed job's index entries depend on (`finished_at` would rewrite its `jobs_unfinished`
 /// entry: a row written per job), so the ends cannot share its UPDATE.
-/// The unary `+` on the status and run_at terms keeps SQLite on the primary key: it cannot see
-/// how short a `json_each` list is and would otherwise scan the whole backlog by status.
 async fn job_claim_settling(
     db: &D1Database,
     ids: &[&str],
     terms: &ClaimTerms<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
-    let sql = &*CLAIM_SQL;
-    let &ClaimTerms {
-        family,
+    let ids_json = json_text(ids);
+    let (now_ms, family, due_ms) = (terms.now_ms, terms.family.as_str(), terms.due_ms());
+    // A running job whose lease ran out (its worker died): its attempt's record.
+    let record_lost = sql!(
+        db,
+        "INSERT INTO job_runs (job_id, run, attempt, started_at, finished_at, outcome, \
+         error_class, error_message, duration_ms, details) \
+         SELECT id, runs, attempts, COALESCE(started_at, ?2), ?2, \
+         CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'retrying' END, 'lease_expired', \
+         ?5, ?2 - COALESCE(started_at, ?2), json_set(?4, '$.lease_until', lease_until) \
+         FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND +status = 'running' AND lease_until < ?2 AND family = ?3 \
+         ON CONFLICT DO NOTHING",
+        &ids_json,
         now_ms,
-        found_by,
-        ..
-    } = terms;
-    let ids_json = json(ids);
-    let family_name = JsValue::from_str(family.as_str());
-    let record_lost = db.prepare(&sql.record_lost).bind(&[
-        ids_json.clone(),
-        num(now_ms),
-        family_name.clone(),
-        JsValue::from_str(found_by),
-    ])?;
-    let end = db.prepare(&sql.end).bind(&[
-        ids_json.clone(),
-        num(now_ms),
-        family_name,
-        num(terms.due_ms()),
-    ])?;
-    let claim = claim_statement(db, &sql.settling, ids_json, terms)?;
+        family,
+        terms.found_by,
+        LOST_ATTEMPT
+    )?;
+    // Before the claim, so what it ends or holds is no longer claimable: a lost attempt that
+    // was the job's last (`dead`), a claimable job past its `expires_at` (`skipped`), a due one
+    // a pause covers (`held`: its status stays). Each column reads which, the same CASE (SET
+    // reads the row as it was).
+    let end = sql!(db, Ended =>
+        "UPDATE jobs SET \
+         status = CASE WHEN +status = 'running' AND lease_until < ?2 AND attempts >= max_attempts \
+         THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' ELSE status END, \
+         finished_at = IIF((CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) = 'held', finished_at, ?2), \
+         lease_until = IIF((CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) = 'held', lease_until, NULL), \
+         updated_at = IIF((CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) = 'held', updated_at, ?2), \
+         error_class = CASE (CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) WHEN 'dead' THEN 'lease_expired' WHEN 'skipped' THEN 'expired' \
+         ELSE error_class END, \
+         last_error = CASE (CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) WHEN 'dead' THEN ?5 WHEN 'skipped' THEN ?6 ELSE last_error END, \
+         escalated_at = IIF((CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) = 'dead', NULL, escalated_at), \
+         sent_at = CASE (CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) WHEN 'dead' THEN sent_at WHEN 'held' THEN ?2 \
+         ELSE COALESCE(sent_at, ?2) END, \
+         held_at = IIF((CASE WHEN +status = 'running' AND lease_until < ?2 \
+         AND attempts >= max_attempts THEN 'dead' WHEN expires_at <= ?2 THEN 'skipped' \
+         ELSE 'held' END) = 'held', ?2, held_at) \
+         WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
+         AND ((+status = 'running' AND lease_until < ?2 AND attempts >= max_attempts) \
+         OR ((+status IN ('queued', 'retrying') OR (+status = 'running' AND lease_until < ?2)) \
+         AND (expires_at <= ?2 OR (+run_at <= ?4 AND (EXISTS (SELECT 1 FROM pauses) \
+         AND EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'type' AND p.name = jobs.type) \
+         OR (p.kind = 'family' AND p.name = jobs.family))))))) \
+         RETURNING id, type AS job_type, attempts, correlation_id, parent_id, chain_step, \
+         chain_status, expires_at, \
+         IIF(status IN ('dead', 'skipped'), status, 'held') AS \"status!: String\"",
+        &ids_json,
+        now_ms,
+        family,
+        due_ms,
+        LOST_ATTEMPT,
+        EXPIRED_UNRUN
+    )?;
+    // What remains claimable: the plain claim's, or running with its lease run out.
+    let claim = packed!(db, Claimed, from "jobs", {
+            "id" = "id", "job_type" = "type", "payload" = "payload", "attempts" = "attempts",
+            "max_attempts" = "max_attempts", "runs" = "runs", "parent_id" = "parent_id",
+            "chain_step" = "chain_step", "next_steps" = "next_steps",
+            "chain_status" = "chain_status", "correlation_id" = "correlation_id",
+            "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
+            "created_at" = "created_at", "run_at" = "run_at",
+        },
+        "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
+         started_at = ?2, updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
+         WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
+         AND (+status IN ('queued', 'retrying') OR (+status = 'running' AND lease_until < ?2)) \
+         AND family = ?5 AND NOT (EXISTS (SELECT 1 FROM pauses) AND EXISTS (SELECT 1 FROM pauses p \
+         WHERE (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family))) \
+         RETURNING " + PACKED + "",
+        &ids_json,
+        now_ms,
+        terms.lease_until,
+        due_ms,
+        family
+    )?;
     let results = counted_batch(db, vec![record_lost, end, claim], stats).await?;
     let (mut exhausted, mut expired, mut held) = (Vec::new(), Vec::new(), Vec::new());
     for ended in results[1].results::<Ended>()? {
         match (ended.status.as_str(), ended.expires_at) {
-            (status, _) if status == Dead.as_str() => exhausted.push(ended.job),
-            (status, Some(expires_at)) if status == Skipped.as_str() => expired.push(PastExpiry {
-                job: ended.job,
+            ("dead", _) => exhausted.push(ended.job()),
+            ("skipped", Some(expires_at)) => expired.push(PastExpiry {
+                job: ended.job(),
                 expires_at,
             }),
-            _ => held.push(Held { id: ended.job.id }),
+            _ => held.push(Held { id: ended.id }),
         }
     }
     Ok(Claim {
@@ -250,141 +344,40 @@ async fn job_claim_settling(
     })
 }
 
-/// One of the two claim UPDATEs (`sql`), bound: ?1 the ids (a JSON array), ?2 now, ?3 lease
-/// end, ?4 due, ?5 family.
-fn claim_statement(
-    db: &D1Database,
-    sql: &str,
-    ids: JsValue,
-    terms: &ClaimTerms<'_>,
-) -> worker::Result<D1PreparedStatement> {
-    db.prepare(sql).bind(&[
-        ids,
-        num(terms.now_ms),
-        num(terms.lease_until),
-        num(terms.due_ms()),
-        JsValue::from_str(terms.family.as_str()),
-    ])
+/// A job's run (`id`, `run`): a row of the heartbeat's and the release's JSON arrays, whose
+/// writes are guarded by it, so a job another attempt took over is left alone.
+#[derive(Clone, Copy, Serialize)]
+pub struct RunKey<'a> {
+    pub id: &'a str,
+    pub run: u32,
 }
 
-/// The claim's SQL (see [`job_claim`]), built once per isolate: every consumer batch runs it.
-static CLAIM_SQL: LazyLock<ClaimSql> = LazyLock::new(ClaimSql::build);
-
-struct ClaimSql {
-    /// The claim of what is plainly runnable, alone in its round trip.
-    plain: String,
-    /// The settling batch's three statements, for the ids the plain claim missed.
-    record_lost: String,
-    end: String,
-    settling: String,
-}
-
-impl ClaimSql {
-    fn build() -> ClaimSql {
-        let claimable = status_list(&sources_of(Running));
-        // A running job whose lease ran out: its worker died.
-        let ran_out = format!("+status = '{Running}' AND lease_until < ?2");
-        // A job the claim may start: claimable, or lost by a dead worker.
-        let runnable = format!("(+status IN ({claimable}) OR ({ran_out}))");
-        let lost = format!("id IN (SELECT value FROM json_each(?1)) AND {ran_out} AND family = ?3");
-        // A lost attempt that was the job's last.
-        let exhausted = format!("{ran_out} AND attempts >= max_attempts");
-        // Before the claim, so what it ends or holds is no longer claimable: a lost attempt
-        // that was the job's last (`dead`), a claimable job past its `expires_at`
-        // (`skipped`), a due one a pause covers (`held`: its status stays). SET reads the
-        // row as it was.
-        let to = format!(
-            "(CASE WHEN {exhausted} THEN '{Dead}' \
-             WHEN expires_at <= ?2 THEN '{Skipped}' ELSE 'held' END)"
-        );
-        // The claim of the jobs `which` selects.
-        let claim = |which: &str| {
-            format!(
-                "UPDATE jobs SET status = '{Running}', attempts = attempts + 1, runs = runs + 1, started_at = ?2, \
-                 updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
-                 AND {which} \
-                 AND family = ?5 AND NOT {PAUSED_JOB_SQL} \
-                 RETURNING json_array({CLAIMED_COLUMNS}) AS j"
-            )
-        };
-        ClaimSql {
-            plain: claim(&format!(
-                "+status IN ({claimable}) AND (expires_at IS NULL OR expires_at > ?2)"
-            )),
-            record_lost: record_lost_attempts_sql("?2", &lost, "?4"),
-            end: format!(
-                "UPDATE jobs SET status = IIF({to} = 'held', status, {to}), \
-                 finished_at = IIF({to} = 'held', finished_at, ?2), \
-                 lease_until = IIF({to} = 'held', lease_until, NULL), \
-                 updated_at = IIF({to} = 'held', updated_at, ?2), \
-                 error_class = CASE {to} WHEN '{Dead}' THEN '{LeaseExpired}' \
-                 WHEN '{Skipped}' THEN '{Expired}' ELSE error_class END, \
-                 last_error = CASE {to} WHEN '{Dead}' THEN '{LOST_ATTEMPT}' \
-                 WHEN '{Skipped}' THEN '{EXPIRED_UNRUN}' ELSE last_error END, \
-                 escalated_at = IIF({to} = '{Dead}', NULL, escalated_at), \
-                 sent_at = CASE {to} WHEN '{Dead}' THEN sent_at WHEN 'held' THEN ?2 \
-                 ELSE COALESCE(sent_at, ?2) END, \
-                 held_at = IIF({to} = 'held', ?2, held_at) \
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND family = ?3 \
-                 AND (({exhausted}) OR ({runnable} \
-                 AND (expires_at <= ?2 OR (+run_at <= ?4 AND {PAUSED_JOB_SQL})))) \
-                 RETURNING id, type, attempts, correlation_id, parent_id, chain_step, chain_status, \
-                 expires_at, IIF(status IN ('{Dead}', '{Skipped}'), status, 'held') AS status"
-            ),
-            settling: claim(&runnable),
-        }
-    }
-}
-
-/// Extends the lease of jobs a live batch is still running (the heartbeat): guarded by the
-/// run, so a job another attempt took over is left alone.
+/// Extends the lease of jobs a live batch is still running (the heartbeat). The unary `+`
+/// keeps SQLite on the primary key.
 pub async fn job_extend_leases(
     db: &D1Database,
-    jobs: &[(&str, u32)],
+    jobs: &[RunKey<'_>],
     lease_until: i64,
     stats: &mut D1Stats,
 ) -> worker::Result<()> {
-    let extend = db
-        .prepare(format!(
-            "UPDATE jobs SET lease_until = ?2 FROM json_each(?1) o \
-             WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
-        ))
-        .bind(&[json(jobs), num(lease_until)])?;
+    let jobs = json_text(jobs);
+    let extend = sql!(
+        db,
+        "UPDATE jobs SET lease_until = ?2 FROM json_each(?1) o \
+         WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' \
+         AND jobs.runs = o.value ->> 'run'",
+        &jobs,
+        lease_until
+    )?;
     counted_batch(db, vec![extend], stats).await.map(|_| ())
 }
 
 /// The state of the jobs `ids` (rows: [`Seen`]): read for messages that claimed nothing.
 pub(super) fn job_list_seen(db: &D1Database, ids: &[&str]) -> worker::Result<D1PreparedStatement> {
-    db.prepare(
+    let ids = json_text(ids);
+    sql!(db, Seen =>
         "SELECT id, status, run_at, lease_until, family FROM jobs \
          WHERE id IN (SELECT value FROM json_each(?1))",
+        &ids
     )
-    .bind(&[json(ids)])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A packed row is read by position: it must give what the same columns by name give.
-    #[test]
-    fn claimed_columns_are_in_the_order_of_its_fields() {
-        let values = [
-            r#""i""#, r#""t""#, r#""p""#, "1", "2", "3", r#""pa""#, "4", r#""n""#, r#""cs""#,
-            r#""c""#, r#""r""#, r#""e""#, "5", "6",
-        ];
-        let names: Vec<&str> = CLAIMED_COLUMNS.split(',').map(str::trim).collect();
-        assert_eq!(names.len(), values.len());
-        let by_name: Vec<String> = (names.iter().zip(values))
-            .map(|(name, value)| format!(r#""{name}":{value}"#))
-            .collect();
-        let by_name: Claimed = serde_json::from_str(&format!("{{{}}}", by_name.join(","))).unwrap();
-        let packed: Claimed = serde_json::from_str(&format!("[{}]", values.join(","))).unwrap();
-        assert_eq!(packed, by_name);
-        assert_eq!(
-            (packed.id.as_str(), packed.runs, packed.run_at),
-            ("i", 3, 6)
-        );
-    }
 }

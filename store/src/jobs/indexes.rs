@@ -1,7 +1,11 @@
 //! The partial indexes over `jobs` (migration 0015, docs/performance.md "Cost"). SQLite uses a
 //! partial index only for a statement whose WHERE repeats the index's own condition, so each
-//! statement that needs one reads `FROM` [`PartialIndex::rows`]: the index named (`INDEXED BY`: a
-//! statement that could not use it fails rather than scanning) and its condition repeated.
+//! statement that needs one names it (`INDEXED BY`: a statement that could not use it fails,
+//! at build time for a checked one, rather than scanning) and repeats its condition word for
+//! word: `jobs INDEXED BY jobs_unfinished WHERE finished_at IS NULL`, `jobs INDEXED BY
+//! jobs_waiting WHERE status IN ('scheduled', 'retrying')`, `jobs INDEXED BY jobs_ended WHERE
+//! finished_at IS NOT NULL AND status <> 'succeeded'`. The operator's lists, built at run
+//! time, pick theirs here.
 
 use jobs_shared::job::lifecycle::JobStatus;
 
@@ -23,12 +27,6 @@ impl PartialIndex {
 pub const UNFINISHED: PartialIndex = PartialIndex {
     name: "jobs_unfinished",
     term: "finished_at IS NULL",
-};
-
-/// `scheduled` and `retrying` jobs, by (status, run_at): what the sweep sends when due.
-pub const WAITING: PartialIndex = PartialIndex {
-    name: "jobs_waiting",
-    term: "status IN ('scheduled', 'retrying')",
 };
 
 /// Jobs that ended without succeeding (dead, cancelled, skipped), by (status, finished_at).
@@ -59,6 +57,7 @@ mod tests {
     use super::*;
     use JobStatus::*;
 
+    /// Each index as created, and as the statements that read it repeat it.
     #[test]
     fn each_index_is_created_with_the_condition_its_statements_repeat() {
         let migration = include_str!("../../../migrations/0015_happy_path_indexes.sql");
@@ -68,7 +67,20 @@ mod tests {
             .collect::<Vec<_>>()
             .join(" ");
         let statements = statements.split_whitespace().collect::<Vec<_>>().join(" ");
-        for index in [&UNFINISHED, &WAITING, &ENDED] {
+        let waiting = PartialIndex {
+            name: "jobs_waiting",
+            term: "status IN ('scheduled', 'retrying')",
+        };
+        let sources = [
+            include_str!("sweep.rs"),
+            include_str!("counts.rs"),
+            include_str!("rescue.rs"),
+            include_str!("chain.rs"),
+            include_str!("../job_minutes.rs"),
+        ]
+        .map(crate::sql::written)
+        .concat();
+        for index in [&UNFINISHED, &waiting, &ENDED] {
             let create = format!("CREATE INDEX {} ON jobs", index.name);
             let at = statements
                 .find(&create)
@@ -80,6 +92,13 @@ mod tests {
                 "{}: {}",
                 index.name,
                 &rest[..end]
+            );
+            let read = format!("INDEXED BY {} WHERE", index.name);
+            assert_eq!(
+                sources.matches(&read).count(),
+                sources.matches(&format!("{read} {}", index.term)).count(),
+                "{}",
+                index.name
             );
         }
     }

@@ -20,16 +20,15 @@ mod sweep;
 mod unsent;
 
 pub use arrivals::job_settle_dlq_arrivals;
-pub use chain::{job_list_chain_steps, ChainStep, FailedChain};
+pub use chain::{job_list_chain_steps, ChainStep, ChainWrite, FailedChain};
 pub use claim::{
-    job_claim, job_extend_leases, Claim, ClaimTerms, Claimed, Exhausted, Held, PastExpiry, Seen,
+    job_claim, job_extend_leases, Claim, ClaimTerms, Claimed, Exhausted, Held, PastExpiry, RunKey,
+    Seen,
 };
-pub(crate) use counts::backlog_by_family_sql;
 pub use counts::{
     job_count_backlog_by_family, job_count_by_family_and_status, job_count_running,
     job_count_running_by_family, CountRow, RunningRow,
 };
-pub(crate) use escalation::digest_pending_sql;
 pub use escalation::Digest;
 pub use escalation::{
     job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
@@ -40,12 +39,13 @@ pub(crate) use held::releasable;
 pub use insert::{job_insert_many, joined_rows, rows_json, Accepted, Written};
 pub use operator::{
     job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
+    OperatorMove,
 };
 pub use outcome::{job_set_outcome_many, Finished, Leftovers};
-pub use read::{job_get_by_id, job_list, JobRow, Page, SummaryRow};
+pub use read::{job_get_by_id, job_list, JobRow, ListedRow, Page, SummaryRow};
 pub use rescue::{job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued};
 pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
-    job_promote, job_schedule, Aged,
+    job_promote, job_schedule, Aged, Promotion,
 };
 pub use unsent::{Unsent, UNSENT_COLUMNS};

@@ -1,14 +1,10 @@
 //! A consumer batch's record: one round trip writes every attempt's record (a failure's run
-//! record, the batch's successes in one row) and its job's next state, a chain's next move, the claims to undo, and reads the jobs of the messages
-//! that claimed nothing. Never one per message.
+//! record, the batch's successes in one row) and its job's next state, a chain's next move,
+//! the claims to undo, and reads the jobs of the messages that claimed nothing. Never one per
+//! message.
 
-use std::sync::LazyLock;
-
-use jobs_shared::job::chain::ChainMove;
-use jobs_shared::job::enqueue::NewJob;
 use jobs_shared::job::family::Family;
 use jobs_shared::job::job_outcome::Decision;
-use jobs_shared::job::lifecycle::JobStatus::{Queued, Running, Succeeded};
 use jobs_shared::job::run_details::{Ran, RunDetails};
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
 use jobs_shared::observe::d1_stats::D1Stats;
@@ -16,17 +12,15 @@ use jobs_shared::observe::job_event::run_outcome;
 use jobs_shared::observe::job_minutes::MinuteTally;
 use jobs_shared::retry::error_class::JobError;
 use serde::Serialize;
-use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::chain::{self, job_set_chain_failed_many, FailedChain};
-use super::claim::{job_list_seen, Claimed, Seen};
-use crate::d1::{counted_batch, json, num};
+use super::chain::{self, job_set_chain_failed_many, ChainWrite, FailedChain};
+use super::claim::{job_list_seen, Claimed, RunKey, Seen};
+use crate::d1::{counted_batch, json_text};
 use crate::invocations::invocation_insert;
 use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_failed;
-use crate::sql::rows_cte;
-use crate::success_batches::{success_batch_insert, Success};
+use crate::success_batches::{success_batch_insert, Success, SuccessBatch};
 
 /// What the record writes beside the attempts' outcomes, and the jobs it reads.
 #[derive(Clone, Copy, Default)]
@@ -54,7 +48,7 @@ pub struct Finished<'a> {
     /// What ran it and what it produced (job_runs.details, or a success's jobs.run_details).
     pub details: &'a RunDetails,
     /// The chain's move after it, with the next step's job when there is one.
-    pub chain: (&'a ChainMove, Option<&'a NewJob>),
+    pub chain: ChainWrite<'a>,
 }
 
 /// The batch's second round trip: every attempt's record and the job's next state (plus a
@@ -63,12 +57,15 @@ pub struct Finished<'a> {
 ///
 /// Outcomes are two set-based statements per kind of outcome, whatever the batch size, since
 /// per-statement overhead is most of D1's cost at batch sizes. A success writes only its job's
-/// row (its run record is kept there), so it costs no row of its own beyond the batch's one. Successes, nearly every row,
-/// carry only what differs between them (id, run, times, result, cost); their constant columns
-/// are in the SQL, and rows are positional arrays: each field SQLite extracts from a row's JSON
-/// is real work per row. Every write is guarded by (status = running, runs = this run), so an
-/// attempt that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot
-/// overwrite the newer one. The unary `+` keeps SQLite on the primary key (see `job_claim`).
+/// row (its run record is kept there), so it costs no row of its own beyond the batch's one.
+/// Successes, nearly every row, carry only what differs between them (id, run, end, result,
+/// cost, details when not the batch's); their constant columns are in the SQL. Each kind's
+/// rows are one JSON array of objects (`SucceededRow`, `FailedRow`), read through a
+/// `MATERIALIZED` CTE: a row read straight from `json_each` is rendered again at every
+/// reference, and materialized the record's UPDATE takes a fifth less time (docs/performance.md
+/// "Benchmark"). Every write is guarded by (status = running, runs = this run), so an attempt
+/// that lost its lease to a rescuer, or was overtaken by an operator's retry, cannot overwrite
+/// the newer one. The unary `+` keeps SQLite on the primary key (see `job_claim`).
 pub async fn job_set_outcome_many(
     db: &D1Database,
     family: Family,
@@ -94,19 +91,19 @@ pub async fn job_set_outcome_many(
     for f in finished {
         match f.decision {
             Decision::Succeed => {
-                succeeded.push(row(&SucceededRow::of(f, shared)));
+                succeeded.push(json_text(&SucceededRow::of(f, shared)));
                 successes.push(f);
             }
             Decision::Retry { error, delay_secs } => {
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
-                failed.push(row(&FailedRow::of(f, error, Some(run_at), true)));
+                failed.push(json_text(&FailedRow::of(f, error, Some(run_at), true)));
             }
             // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
             Decision::Hold { error, until_ms } => {
-                failed.push(row(&FailedRow::of(f, error, Some(*until_ms), false)))
+                failed.push(json_text(&FailedRow::of(f, error, Some(*until_ms), false)))
             }
             Decision::Dead { error } | Decision::Skip { error } => {
-                failed.push(row(&FailedRow::of(f, error, None, true)))
+                failed.push(json_text(&FailedRow::of(f, error, None, true)))
             }
         }
     }
@@ -119,25 +116,20 @@ pub async fn job_set_outcome_many(
             &shared.shared_by_invocation(),
         )?);
     }
-    // Whether the details carry the lease (the consumer's account of it), or the SQL reads it.
-    let lease_known = num(shared.is_some_and(|d| d.lease_until.is_some()).into());
-    let invocation = JsValue::from_str(shared.map_or("", |d| &d.invocation));
-    let shared = json(&shared.map(|d| &d.ran));
-    for (range, array) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
-        let rows = JsValue::from_str(&array);
-        statements.push(db.prepare(&*SUCCEEDED_UPDATE).bind(&[
-            rows.clone(),
-            shared.clone(),
-            lease_known.clone(),
-            invocation.clone(),
-        ])?);
+    let ran = json_text(&shared.map(|d| &d.ran));
+    let shared = SharedRun {
+        ran: &ran,
+        lease_known: shared.is_some_and(|d| d.lease_until.is_some()),
+        invocation: shared.map_or("", |d| &d.invocation),
+    };
+    for (range, rows) in json_arrays(&succeeded, MAX_ROWS_JSON_BYTES) {
+        statements.push(succeeded_update(db, &rows, &shared)?);
         // Right after the update: it counts the rows the update changed.
         statements.push(success_batch(db, family, &rows, &successes[range])?);
     }
-    for (_, array) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
-        let rows = JsValue::from_str(&array);
-        statements.push(job_run_insert_failed(db, &rows, 11)?);
-        statements.push(db.prepare(&*FAILED_UPDATE).bind(&[rows])?);
+    for (_, rows) in json_arrays(&failed, MAX_ROWS_JSON_BYTES) {
+        statements.push(job_run_insert_failed(db, &rows)?);
+        statements.push(failed_update(db, &rows)?);
     }
     if !released.is_empty() {
         statements.push(release(db, released)?);
@@ -175,15 +167,15 @@ pub async fn job_set_outcome_many(
 fn success_batch(
     db: &D1Database,
     family: Family,
-    rows: &JsValue,
+    rows: &str,
     successes: &[&Finished<'_>],
 ) -> worker::Result<D1PreparedStatement> {
-    let last = successes
+    let finished_at = successes
         .iter()
         .map(|f| f.finished_at)
         .max()
         .unwrap_or_default();
-    let first = successes
+    let first_job_id = successes
         .iter()
         .map(|f| f.job.id.as_str())
         .min()
@@ -200,112 +192,98 @@ fn success_batch(
             )
         })
         .collect();
-    success_batch_insert(db, rows, (last, first, family.as_str()), &packed)
+    let batch = SuccessBatch {
+        rows,
+        successes: &packed,
+        finished_at,
+        first_job_id,
+        family,
+    };
+    success_batch_insert(db, &batch)
 }
 
-/// The jobs' update for one kind of outcome, setting `jobs_set`: SQL over a row array
-/// `o.value` (?1; fields by position: 0 id, 1 run, 2 started_at, 3 finished_at, the rest the
-/// kind's own, the run's details last). A failure's run records are written just before,
-/// under the same guard; the successes' row just after, from what it changed. Each kind's is
-/// built once per isolate: every consumer batch runs it.
-fn jobs_update(jobs_set: &str) -> String {
-    format!(
-        "{cte} UPDATE jobs SET {jobs_set}, lease_until = NULL, updated_at = o.value ->> 3, \
-         escalated_at = NULL FROM o \
-         WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1",
-        cte = rows_cte("?1"),
-    )
-}
-
-/// Succeeded rows: [id, run, started_at, finished_at, result, cost_cents, details], details
-/// (the run's own, shared `Ran`) null where they are the batch's shared ones (?2). The run's
-/// record stays on the job row, with its invocation (?4), whose `invocations` row keeps the
-/// rest; the batch's successes get one `success_batches` row. That row carries the lease the
-/// job held when the consumer knows it (?3, nearly always); else each job's is read into its
-/// details here, which costs a JSON edit per row.
-static SUCCEEDED_UPDATE: LazyLock<String> = LazyLock::new(|| {
-    jobs_update(&format!(
-        "status = '{Succeeded}', result = o.value ->> 4, error_class = NULL, \
-         last_error = NULL, sent_at = o.value ->> 3, finished_at = o.value ->> 3, \
-         run_cost_cents = o.value ->> 5, \
-         run_details = IIF(?3, COALESCE(o.value ->> 6, ?2), \
-         json_set(COALESCE(o.value ->> 6, ?2), '$.lease_until', jobs.lease_until)), \
-         run_invocation = ?4"
-    ))
-});
-
-/// Failed rows: [id, run, started_at, finished_at, cost_cents, outcome, error_class,
-/// error_message, run_at, sent_at, finished_at or null, details]. The run's outcome is also the
-/// job's new status (retrying, dead, or skipped: a skip's reason is its error class).
-static FAILED_UPDATE: LazyLock<String> = LazyLock::new(|| {
-    jobs_update(
-        "status = o.value ->> 5, result = NULL, error_class = o.value ->> 6, \
-         last_error = o.value ->> 7, run_at = COALESCE(o.value ->> 8, jobs.run_at), \
-         sent_at = o.value ->> 9, finished_at = o.value ->> 10",
-    )
-});
-
-/// One outcome row as JSON (rows are joined into arrays that fit D1, see `job_set_outcome_many`).
-fn row(row: &impl Serialize) -> String {
-    serde_json::to_string(row).unwrap_or_default()
-}
-
-/// Undoes the claim of jobs that never started: no attempt was spent on them.
-fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedStatement> {
-    let rows: Vec<(&str, u32)> = jobs.iter().map(|j| (j.id.as_str(), j.runs)).collect();
-    db.prepare(format!(
-        "UPDATE jobs SET status = '{Queued}', attempts = attempts - 1, runs = runs - 1, \
-         lease_until = NULL FROM json_each(?1) o \
-         WHERE jobs.id = o.value ->> 0 AND +jobs.status = '{Running}' AND jobs.runs = o.value ->> 1"
-    ))
-    .bind(&[json(&rows)])
-}
-
-/// A success as the succeeded statements read it.
+/// A success as the succeeded update reads it (`?1`'s rows): its run's details (shared
+/// [`Ran`]) null where they are the batch's shared ones.
 #[derive(Serialize)]
-struct SucceededRow<'a>(
-    &'a str,
-    u32,
-    i64,
-    i64,
-    Option<&'a str>,
-    f64,
-    Option<&'a Ran>,
-);
+struct SucceededRow<'a> {
+    id: &'a str,
+    run: u32,
+    finished_at: i64,
+    result: Option<&'a str>,
+    cost_cents: f64,
+    details: Option<&'a Ran>,
+}
 
 impl<'a> SucceededRow<'a> {
     /// Its own details ([`Ran`]: what its invocation shares is kept there), left out (null)
     /// when they equal `shared`'s.
     fn of(f: &'a Finished<'_>, shared: Option<&RunDetails>) -> Self {
-        let job = f.job;
-        SucceededRow(
-            &job.id,
-            job.runs,
-            f.started_at,
-            f.finished_at,
-            f.result.as_deref(),
-            f.cost_cents,
-            (Some(&f.details.ran) != shared.map(|d| &d.ran)).then_some(&f.details.ran),
-        )
+        SucceededRow {
+            id: &f.job.id,
+            run: f.job.runs,
+            finished_at: f.finished_at,
+            result: f.result.as_deref(),
+            cost_cents: f.cost_cents,
+            details: (Some(&f.details.ran) != shared.map(|d| &d.ran)).then_some(&f.details.ran),
+        }
     }
 }
 
-/// A failure as the failed statements read it.
+/// What a batch's successes share: the details most have (shared [`Ran`], as JSON), whether
+/// those carry the lease (the consumer's account of it), and their invocation.
+struct SharedRun<'a> {
+    ran: &'a str,
+    lease_known: bool,
+    invocation: &'a str,
+}
+
+/// The successes' update: each job `succeeded`, its run's record kept on its row with its
+/// invocation (`?4`), whose `invocations` row keeps the rest; a row's details null are the
+/// batch's shared ones (`?2`). The batch's successes get one `success_batches` row, right
+/// after. Its details carry the lease the job held when the consumer knows it (`?3`, nearly
+/// always); else each job's is read into its details here, which costs a JSON edit per row.
+fn succeeded_update(
+    db: &D1Database,
+    rows: &str,
+    shared: &SharedRun<'_>,
+) -> worker::Result<D1PreparedStatement> {
+    sql!(
+        db,
+        "WITH o AS MATERIALIZED (SELECT value FROM json_each(?1)) \
+         UPDATE jobs SET status = 'succeeded', result = o.value ->> 'result', \
+         error_class = NULL, last_error = NULL, sent_at = o.value ->> 'finished_at', \
+         finished_at = o.value ->> 'finished_at', run_cost_cents = o.value ->> 'cost_cents', \
+         run_details = IIF(?3, COALESCE(o.value ->> 'details', ?2), \
+         json_set(COALESCE(o.value ->> 'details', ?2), '$.lease_until', jobs.lease_until)), \
+         run_invocation = ?4, lease_until = NULL, updated_at = o.value ->> 'finished_at', \
+         escalated_at = NULL FROM o \
+         WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' \
+         AND jobs.runs = o.value ->> 'run'",
+        rows,
+        shared.ran,
+        shared.lease_known,
+        shared.invocation
+    )
+}
+
+/// A failure as its run record (`job_runs::job_run_insert_failed`) and the failed update read
+/// it: `sent_at` null while no message is in the queue, `ended_at` the job's end when the
+/// attempt ended it (dead or skipped), else null.
 #[derive(Serialize)]
-struct FailedRow<'a>(
-    &'a str,
-    u32,
-    i64,
-    i64,
-    f64,
-    &'static str,
-    &'static str,
-    &'a str,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    &'a RunDetails,
-);
+struct FailedRow<'a> {
+    id: &'a str,
+    run: u32,
+    started_at: i64,
+    finished_at: i64,
+    cost_cents: f64,
+    outcome: &'static str,
+    error_class: &'static str,
+    error_message: &'a str,
+    run_at: Option<i64>,
+    sent_at: Option<i64>,
+    ended_at: Option<i64>,
+    details: &'a RunDetails,
+}
 
 impl<'a> FailedRow<'a> {
     /// `message_in_queue`: false while no message is in the queue (sent_at stays NULL).
@@ -316,20 +294,59 @@ impl<'a> FailedRow<'a> {
         message_in_queue: bool,
     ) -> Self {
         let ended = matches!(f.decision, Decision::Dead { .. } | Decision::Skip { .. });
-        let finished = ended.then_some(f.finished_at);
-        FailedRow(
-            &f.job.id,
-            f.job.runs,
-            f.started_at,
-            f.finished_at,
-            f.cost_cents,
-            run_outcome(f.decision),
-            error.class.as_str(),
-            &error.message,
+        FailedRow {
+            id: &f.job.id,
+            run: f.job.runs,
+            started_at: f.started_at,
+            finished_at: f.finished_at,
+            cost_cents: f.cost_cents,
+            outcome: run_outcome(f.decision),
+            error_class: error.class.as_str(),
+            error_message: &error.message,
             run_at,
-            message_in_queue.then_some(f.finished_at),
-            finished,
-            f.details,
-        )
+            sent_at: message_in_queue.then_some(f.finished_at),
+            ended_at: ended.then_some(f.finished_at),
+            details: f.details,
+        }
     }
+}
+
+/// The failures' update, right after their run records (which it repeats the guard of): the
+/// run's outcome is the job's new status (retrying, dead, or skipped: a skip's reason is its
+/// error class).
+fn failed_update(db: &D1Database, rows: &str) -> worker::Result<D1PreparedStatement> {
+    sql!(
+        db,
+        "WITH o AS MATERIALIZED (SELECT value FROM json_each(?1)) \
+         UPDATE jobs SET status = CASE o.value ->> 'outcome' WHEN 'retrying' THEN 'retrying' \
+         WHEN 'dead' THEN 'dead' WHEN 'skipped' THEN 'skipped' END, \
+         result = NULL, error_class = o.value ->> 'error_class', \
+         last_error = o.value ->> 'error_message', \
+         run_at = COALESCE(o.value ->> 'run_at', jobs.run_at), sent_at = o.value ->> 'sent_at', \
+         finished_at = o.value ->> 'ended_at', lease_until = NULL, \
+         updated_at = o.value ->> 'finished_at', escalated_at = NULL FROM o \
+         WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' \
+         AND jobs.runs = o.value ->> 'run'",
+        rows
+    )
+}
+
+/// Undoes the claim of jobs that never started: no attempt was spent on them.
+fn release(db: &D1Database, jobs: &[&Claimed]) -> worker::Result<D1PreparedStatement> {
+    let rows: Vec<RunKey> = jobs
+        .iter()
+        .map(|j| RunKey {
+            id: &j.id,
+            run: j.runs,
+        })
+        .collect();
+    let rows = json_text(&rows);
+    sql!(
+        db,
+        "UPDATE jobs SET status = 'queued', attempts = attempts - 1, runs = runs - 1, \
+         lease_until = NULL FROM json_each(?1) o \
+         WHERE jobs.id = o.value ->> 'id' AND +jobs.status = 'running' \
+         AND jobs.runs = o.value ->> 'run'",
+        &rows
+    )
 }

@@ -11,11 +11,24 @@ use worker::D1Database;
 use super::indexes::holding;
 use crate::d1::{statement, text};
 
-/// A job row as the API shows it: its summary and the rest.
+/// A job row as the API shows it: its summary's columns (see [`SummaryRow`]) and the rest.
 #[derive(Deserialize)]
 pub struct JobRow {
-    #[serde(flatten)]
-    pub summary: SummaryRow,
+    pub id: String,
+    pub job_type: String,
+    pub family: String,
+    pub status: String,
+    pub priority: i64,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub runs: i64,
+    pub run_at: i64,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub error_class: Option<String>,
+    pub last_error: Option<String>,
+    pub held_at: Option<i64>,
+    pub enqueued_by: Option<String>,
     pub payload: String,
     pub dedup_key: Option<String>,
     pub result: Option<String>,
@@ -35,31 +48,28 @@ pub struct JobRow {
 
 /// The job `id`, if there is one.
 pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<JobRow>> {
-    db.prepare(format!(
-        "SELECT {SUMMARY_COLUMNS}, payload, dedup_key, result, updated_at, started_at, \
-         correlation_id, retry_policy, expires_at, parent_id, chain_step, chain_status, \
-         chain_error, next_steps \
-         FROM jobs WHERE id = ?"
-    ))
-    .bind(&[id.into()])?
+    sql!(db, JobRow =>
+        "SELECT id, type AS job_type, family, status, priority, attempts, max_attempts, runs, \
+         run_at, created_at, finished_at, error_class, last_error, held_at, enqueued_by, \
+         payload, dedup_key, result, updated_at, started_at, correlation_id, retry_policy, \
+         expires_at, parent_id, chain_step, chain_status, chain_error, next_steps \
+         FROM jobs WHERE id = ?1",
+        id
+    )?
     .first(None)
     .await
 }
 
-/// The columns every admin job summary shows; also what a job action's `RETURNING` gives back.
-pub(super) const SUMMARY_COLUMNS: &str = "id, type, family, status, priority, attempts, \
-     max_attempts, runs, run_at, created_at, finished_at, error_class, last_error, held_at, \
-     enqueued_by";
+/// The columns of a [`SummaryRow`], for the statements built at run time (a list, a bulk move
+/// by filter); the others write them out.
+pub(super) const SUMMARY_COLUMNS: &str = "id, type AS job_type, family, status, priority, \
+     attempts, max_attempts, runs, run_at, created_at, finished_at, error_class, last_error, \
+     held_at, enqueued_by";
 
-/// The dead-letter list's extra columns: how often the job reached its family's DLQ.
-const DLQ_COLUMNS: &str = ", (SELECT COUNT(*) FROM dead_letters d WHERE d.job_id = jobs.id) \
-     AS dlq_arrivals, (SELECT MAX(arrived_at) FROM dead_letters d WHERE d.job_id = jobs.id) \
-     AS dlq_last_arrived_at";
-
+/// A job as the operator's lists and actions show it.
 #[derive(Deserialize)]
 pub struct SummaryRow {
     pub id: String,
-    #[serde(rename = "type")]
     pub job_type: String,
     pub family: String,
     pub status: String,
@@ -74,10 +84,6 @@ pub struct SummaryRow {
     pub last_error: Option<String>,
     pub held_at: Option<i64>,
     pub enqueued_by: Option<String>,
-    #[serde(default)]
-    pub dlq_arrivals: Option<i64>,
-    #[serde(default)]
-    pub dlq_last_arrived_at: Option<i64>,
 }
 
 impl SummaryRow {
@@ -85,6 +91,16 @@ impl SummaryRow {
     pub fn stored(&self) -> Stored<'_> {
         Stored::new(&self.id, &self.job_type, &self.family, self.priority, None)
     }
+}
+
+/// A job of a list page: its summary, and on the dead-letter list how often it reached its
+/// family's DLQ. Read from a statement built at run time, so not checked as a row.
+#[derive(Deserialize)]
+pub struct ListedRow {
+    #[serde(flatten)]
+    pub job: SummaryRow,
+    pub dlq_arrivals: Option<i64>,
+    pub dlq_last_arrived_at: Option<i64>,
 }
 
 pub struct Page<'a> {
@@ -111,15 +127,22 @@ pub(super) fn filtered(filter: &JobFilter, only: Option<&[JobStatus]>) -> (Strin
 /// One page, plus one row more than `limit` when there is a next page. A filter on live
 /// statuses, or on statuses that ended unsucceeded, reads their index and sorts what it holds;
 /// any other walks the primary key from the newest job.
-pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<SummaryRow>> {
+pub async fn job_list(db: &D1Database, page: &Page<'_>) -> worker::Result<Vec<ListedRow>> {
     let (mut rows, mut values) = filtered(page.filter, page.only);
     if let Some(id) = &page.after {
         rows.push_str(" AND id < ?");
         values.push(text(id.as_str()));
     }
     values.push(SqlValue::Int(i64::from(page.limit) + 1));
-    let extra = if page.only.is_some() { DLQ_COLUMNS } else { "" };
-    let sql = format!("SELECT {SUMMARY_COLUMNS}{extra} FROM {rows} ORDER BY id DESC LIMIT ?");
+    let dlq = if page.only.is_some() {
+        ", (SELECT COUNT(*) FROM dead_letters d WHERE d.job_id = jobs.id) AS dlq_arrivals, \
+         (SELECT MAX(arrived_at) FROM dead_letters d WHERE d.job_id = jobs.id) \
+         AS dlq_last_arrived_at"
+    } else {
+        ""
+    };
+    // Built at run time: the request's filter picks its conditions and index; every value bound.
+    let sql = format!("SELECT {SUMMARY_COLUMNS}{dlq} FROM {rows} ORDER BY id DESC LIMIT ?");
     let results = db.batch(vec![statement(db, &sql, &values)?]).await?;
     results[0].results()
 }

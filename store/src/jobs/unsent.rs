@@ -3,18 +3,19 @@
 use jobs_shared::runtime::queue_send::Stored;
 use serde::Deserialize;
 
-/// A job read back to be sent: what its message and delay need.
+/// A job read back to be sent: what its message and delay need (columns `id`, `type AS
+/// job_type`, `family`, `priority`, `run_at`, `correlation_id`).
 #[derive(Clone, Deserialize)]
 pub struct Unsent {
     pub id: String,
-    #[serde(rename = "type")]
+    /// Also read as `type`: the statements of schedules.rs splice [`UNSENT_COLUMNS`].
+    #[serde(alias = "type")]
     pub job_type: String,
     pub family: String,
     /// Picks the family's lane.
     pub priority: i64,
     pub run_at: i64,
     /// Carried in the message (the consumer reads the column too).
-    #[serde(default)]
     pub correlation_id: Option<String>,
 }
 
@@ -26,5 +27,6 @@ impl Unsent {
     }
 }
 
-/// The columns an [`Unsent`] is read from, for `RETURNING` and `SELECT` lists.
+/// The columns an [`Unsent`] is read from, for the statements of schedules.rs that splice them
+/// (this module's own statements write them out).
 pub const UNSENT_COLUMNS: &str = "id, type, family, priority, run_at, correlation_id";
