@@ -2,7 +2,7 @@
 //! bucket (shared `observe::execution_histogram`), rolled up from the attempts
 //! ([`crate::attempts`]) by the sweep up to a watermark kept in `metric_counters`.
 
-use jobs_shared::observe::execution_histogram::{HistogramRow, DURATION_BUCKETS_MS};
+use jobs_shared::observe::execution_histogram::HistogramRow;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -11,10 +11,6 @@ pub fn histogram_list(db: &D1Database) -> worker::Result<D1PreparedStatement> {
     sql!(db, HistogramRow =>
         "SELECT job_type, family, status, bucket, count, sum_ms FROM execution_histogram")
 }
-
-/// The roll-up's watermark in `metric_counters` (migration 0006 starts it at the migration
-/// time): attempts that ended before it are in the histogram.
-pub(crate) const WATERMARK: &str = "name = 'watermark' AND label = 'execution_histogram'";
 
 #[derive(Deserialize)]
 struct Watermark {
@@ -36,8 +32,8 @@ pub async fn histogram_watermark_get(db: &D1Database) -> worker::Result<Option<i
 /// being `from`, so an overlapping or repeated roll-up adds nothing twice.
 ///
 /// The attempts are [`crate::attempts`]' stream (the failed runs through `job_runs_failed`, and
-/// each success of the success batches, stored as `[type, duration_ms, ...]`), of which it reads
-/// the type, family, outcome and duration; the bucket is shared `bucket_of` ([`bucket_sql`]).
+/// each success of the success batches, through the view `success_attempts`), of which it reads
+/// the type, family, outcome and duration; the bucket is shared `bucket_of`, written out (a test holds the two equal).
 pub fn histogram_add_span(
     db: &D1Database,
     from: i64,
@@ -60,9 +56,8 @@ pub fn histogram_add_span(
            FROM job_runs r INDEXED BY job_runs_failed JOIN jobs j ON j.id = r.job_id \
            WHERE r.outcome <> 'succeeded' AND r.finished_at >= ?1 AND r.finished_at < ?2 \
            UNION ALL \
-           SELECT b.family, s.value ->> 0, 'succeeded', s.value ->> 1 \
-           FROM success_batches b, json_each(b.successes) s \
-           WHERE b.finished_at >= ?1 AND b.finished_at < ?2) a \
+           SELECT family, type, 'succeeded', duration_ms FROM success_attempts \
+           WHERE finished_at >= ?1 AND finished_at < ?2) a \
          WHERE (SELECT value FROM metric_counters \
            WHERE name = 'watermark' AND label = 'execution_histogram') = ?1 \
          GROUP BY a.type, a.family, a.outcome, bucket \
@@ -81,24 +76,25 @@ pub fn histogram_add_span(
     Ok([add, advance])
 }
 
-/// SQL giving the (non-cumulative) bucket index of `column` (ms), as shared `bucket_of`; the
-/// last index is +Inf.
-pub(crate) fn bucket_sql(column: &str) -> String {
-    let arms: Vec<String> = DURATION_BUCKETS_MS
-        .iter()
-        .enumerate()
-        .map(|(i, le)| format!("WHEN {column} <= {le} THEN {i}"))
-        .collect();
-    format!(
-        "CASE {} ELSE {} END",
-        arms.join(" "),
-        DURATION_BUCKETS_MS.len()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jobs_shared::observe::execution_histogram::DURATION_BUCKETS_MS;
+
+    /// SQL giving the (non-cumulative) bucket index of `column` (ms), as shared `bucket_of`; the
+    /// last index is +Inf.
+    fn bucket_sql(column: &str) -> String {
+        let arms: Vec<String> = DURATION_BUCKETS_MS
+            .iter()
+            .enumerate()
+            .map(|(i, le)| format!("WHEN {column} <= {le} THEN {i}"))
+            .collect();
+        format!(
+            "CASE {} ELSE {} END",
+            arms.join(" "),
+            DURATION_BUCKETS_MS.len()
+        )
+    }
 
     #[test]
     fn bucket_sql_names_every_bound() {

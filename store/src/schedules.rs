@@ -12,6 +12,7 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use crate::audit::{audit_insert_after_write, write_audited, Entry};
+use crate::jobs::Unsent;
 
 /// A stored schedule, as D1 returns it.
 #[derive(Deserialize)]
@@ -309,14 +310,14 @@ pub fn schedule_fire(
         ScheduleGate::Always => (
             sql!(
                 db,
-                "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
+                Unsent => "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
                  attempts, max_attempts, run_at, created_at, updated_at, enqueued_by, retry_policy) \
                  SELECT ?3, type, ?4, 'queued', priority, payload, dedup_key, 0, ?5, ?6, ?6, ?6, \
                  'schedule:' || name, retry_policy \
                  FROM schedules WHERE id = ?1 AND next_run_at = ?2 AND enabled = 1 \
                  AND NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2) \
                  ON CONFLICT DO NOTHING \
-                 RETURNING id, type, family, priority, run_at, correlation_id",
+                 RETURNING id, type AS job_type, family, priority, run_at, correlation_id",
                 id,
                 due_at,
                 job_id,
@@ -341,7 +342,7 @@ pub fn schedule_fire(
         ScheduleGate::UntaggedFeedItems => (
             sql!(
                 db,
-                "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
+                Unsent => "INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
                  attempts, max_attempts, run_at, created_at, updated_at, enqueued_by, retry_policy) \
                  SELECT ?3, type, ?4, 'queued', priority, json_set(payload, '$.untagged_count', \
                  (SELECT COUNT(*) FROM (SELECT 1 FROM feed_items WHERE ai_tagged = 0 LIMIT 10000))), \
@@ -350,7 +351,7 @@ pub fn schedule_fire(
                  AND NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2) \
                  AND EXISTS (SELECT 1 FROM feed_items WHERE ai_tagged = 0) \
                  ON CONFLICT DO NOTHING \
-                 RETURNING id, type, family, priority, run_at, correlation_id",
+                 RETURNING id, type AS job_type, family, priority, run_at, correlation_id",
                 id,
                 due_at,
                 job_id,

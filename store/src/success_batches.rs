@@ -12,8 +12,9 @@ use crate::d1::json_text;
 
 /// One success as the batch's row keeps it: `[type, duration_ms, wait_ms, latency_ms]`, its
 /// wait (from enqueue to start) on its job's first run only, its latency from the job's due
-/// time. An array, not an object: the layout migration 0016 wrote, which the windows read by
-/// position ([`crate::attempts`]).
+/// time. An array, not an object: the layout migration 0016 stores, kept small since every
+/// success writes one; the view `success_attempts` (migration 0021) names its fields for every
+/// statement that reads them.
 #[derive(Serialize)]
 pub struct Success<'a>(pub &'a str, pub i64, pub Option<i64>, pub i64);
 

@@ -16,10 +16,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::stream::{self, StreamExt};
-use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::job::envelope::JobMessage;
 use jobs_shared::job::ids::job_id;
 use jobs_shared::job::job_type::JobType;
+use jobs_shared::job::lease::ConsumerLimits;
 use serde::Deserialize;
 use worker::{
     event, BatchMessageBuilder, Context, Env, Fetch, MessageBatch, MessageExt, Method, Request,

@@ -6,19 +6,6 @@ use jobs_shared::job::pause::PauseTarget;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::unsent::Unsent;
-use crate::sql::PAUSED_JOB_SQL;
-
-/// Held jobs no pause covers (any more), of `target`'s jobs when given (then with one `?` for
-/// its name): the column is picked from a validated kind, never input. For pauses.rs, which
-/// splices it; [`job_release_held`] writes the same condition out.
-pub(crate) fn releasable(target: Option<&PauseTarget>) -> String {
-    let scope = match target {
-        Some(t) if t.kind == "type" => " AND jobs.type = ?",
-        Some(_) => " AND jobs.family = ?",
-        None => "",
-    };
-    format!("held_at IS NOT NULL AND NOT {PAUSED_JOB_SQL}{scope}")
-}
 
 /// Puts up to `limit` releasable held jobs (of `target`'s, when given) back in the outbox,
 /// oldest hold first, returning them (rows: [`Unsent`]) to be sent. Releasable: held, and no

@@ -35,7 +35,6 @@ pub use escalation::{
     job_unclaim_escalation,
 };
 pub use held::job_release_held;
-pub(crate) use held::releasable;
 pub use insert::{job_insert_many, joined_rows, rows_json, Accepted, Written};
 pub use operator::{
     job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
@@ -48,4 +47,4 @@ pub use sweep::{
     job_age_priority, job_delete_finished, job_list_stranded, job_list_unsent, job_mark_sent,
     job_promote, job_schedule, Aged, Promotion,
 };
-pub use unsent::{Unsent, UNSENT_COLUMNS};
+pub use unsent::Unsent;

@@ -8,8 +8,6 @@ use serde::Deserialize;
 #[derive(Clone, Deserialize)]
 pub struct Unsent {
     pub id: String,
-    /// Also read as `type`: the statements of schedules.rs splice [`UNSENT_COLUMNS`].
-    #[serde(alias = "type")]
     pub job_type: String,
     pub family: String,
     /// Picks the family's lane.
@@ -26,7 +24,3 @@ impl Unsent {
         Stored::new(&self.id, &self.job_type, &self.family, self.priority, cid)
     }
 }
-
-/// The columns an [`Unsent`] is read from, for the statements of schedules.rs that splice them
-/// (this module's own statements write them out).
-pub const UNSENT_COLUMNS: &str = "id, type, family, priority, run_at, correlation_id";
