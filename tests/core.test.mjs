@@ -182,7 +182,7 @@ describe("jobs flow through the real local queues", () => {
     assert.equal(paths.size, 100);
   });
 
-  test("a job delayed beyond the queue's 12 h limit is held in D1 as scheduled, not sent", async () => {
+  test("a job delayed beyond the queue's 12 h limit is kept in D1 as scheduled, not sent", async () => {
     const enq = await p.enqueue({ type: "http", payload: { url: app.url("/later") }, delay_seconds: 86_400 });
     assert.equal(enq.status, 202);
     assert.equal(enq.body.status, "scheduled");
@@ -315,7 +315,7 @@ describe("messages delivered by the test", () => {
       assert.equal((await p.getJob(soon.body.id)).body.status, "queued");
     });
 
-    test("a stray message for a job held in D1 (scheduled) is acked; the job waits for the sweep", async () => {
+    test("a stray message for a job kept in D1 (scheduled) is acked; the job waits for the sweep", async () => {
       const enq = await p.enqueue({ type: "http", payload: { url: app.url("/held-for-sweep") }, delay_seconds: 86_400 });
       assert.equal(enq.body.status, "scheduled");
       const result = await p.deliver("jobs-default", [{ id: "m-held", ...message(enq.body) }]);

@@ -36,7 +36,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     const enq = await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 });
     assert.equal(enq.body.status, "scheduled");
     await tick(p, now);
-    assert.equal((await row(p, enq.body.id)).status, "scheduled", "13 h out: held in D1");
+    assert.equal((await row(p, enq.body.id)).status, "scheduled", "13 h out: kept in D1");
     await tick(p, now + 2 * HOUR);
     const released = await row(p, enq.body.id);
     assert.equal(released.status, "queued", "11 h out: sent with the remaining delay");
@@ -51,7 +51,7 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
     assert.equal(done.attempts, 1);
   });
 
-  test("a retry held in D1 (backoff beyond 12 h) is sent when due and stays retrying until claimed", async () => {
+  test("a retry kept in D1 (backoff beyond 12 h) is sent when due and stays retrying until claimed", async () => {
     const enq = await p.enqueue({ type: "noop", delay_seconds: 13 * 3600 });
     await set(p, enq.body.id, "status = 'retrying', attempts = 1, runs = 1, run_at = ?", Date.now() + 11 * HOUR);
     await tick(p, Date.now() - 2 * HOUR);

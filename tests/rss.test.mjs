@@ -71,7 +71,7 @@ describe("rss_feed_refresh", () => {
     assert.equal(dup.status, 409);
     const anon = await p.request("GET", "/v1/admin/rss-sources", { token: TOKENS.enqueue });
     assert.equal(anon.status, 403);
-    // The 15-1440 bound holds in D1 itself too.
+    // The 15-1440 bound keeps in D1 itself too.
     await assert.rejects(
       p.db.prepare("UPDATE rss_sources SET refresh_interval_minutes = 10 WHERE id = ?").bind(news.id).run(),
     );

@@ -1,6 +1,6 @@
 // Bounded waits: no answer from an endpoint and no backoff parks a job for good (every retry
 // waits at most MAX_RETRY_DELAY_SECS, 30 h), and the queues' own delay limit is the setting
-// QUEUE_MAX_DELAY_SECS (default 12 h) in both Workers: a wait beyond it is held in D1 with no
+// QUEUE_MAX_DELAY_SECS (default 12 h) in both Workers: a wait beyond it is kept in D1 with no
 // message, not handed to the queue. The built WASM on local workerd with real D1; each batch
 // is delivered by hand, so every ack and retry decision is seen.
 import { after, before, describe, test } from "node:test";
@@ -39,7 +39,7 @@ describe("retry waits are capped (default queue limit)", () => {
     ["999999999 seconds", "999999999"],
     ["an HTTP-date in the year 9999", "Fri, 31 Dec 9999 23:59:59 GMT"],
   ]) {
-    test(`Retry-After: ${name} waits 30 h at most, held in D1 with no queue delay`, async () => {
+    test(`Retry-After: ${name} waits 30 h at most, kept in D1 with no queue delay`, async () => {
       const path = `/forever-${retryAfter.length}`;
       app.script(path, [{ status: 503, headers: { "retry-after": retryAfter } }]);
       const before = Date.now();
@@ -84,7 +84,7 @@ describe("QUEUE_MAX_DELAY_SECS=60 in both Workers", () => {
   });
   after(() => p.dispose());
 
-  test("a 120 s Retry-After is held in D1 (retrying, no message) instead of a queue delay", async () => {
+  test("a 120 s Retry-After is kept in D1 (retrying, no message) instead of a queue delay", async () => {
     app.script("/busy", [{ status: 503, headers: { "retry-after": "120" } }]);
     const { id, decisions, job } = await runOnce(p, "/busy");
     assert.deepEqual(decisions.retryMessages, []);

@@ -2,23 +2,19 @@
 //! inline on its run record, a larger one in the R2 bucket `ARTIFACTS` under a key of its own job
 //! and run, so a retry never overwrites an earlier attempt's.
 
-use jobs_shared::job::run_details::{Artifact, Placement};
+use jobs_shared::job::run_details::{Artifact, ArtifactBody, Placement};
 use jobs_shared::observe::log_line::{fault, LogLevel};
 use worker::HttpMetadata;
 
 use crate::job_context::JobContext;
 
-/// Keeps `body`, the artifact `kind` of the attempt in `ctx`, and describes it. Without the
-/// bucket, or when R2 refuses it, its start is kept inline, marked `truncated`.
-pub async fn keep(
-    ctx: &JobContext<'_>,
-    kind: &'static str,
-    content_type: &'static str,
-    body: &str,
-) -> Artifact {
+/// Keeps `made`, an artifact of the attempt in `ctx`, and describes it. Without the bucket, or
+/// when R2 refuses it, its start is kept inline, marked `truncated`.
+pub async fn keep(ctx: &JobContext<'_>, made: &ArtifactBody<'_>) -> Artifact {
     let bucket = ctx.env.bucket("ARTIFACTS").ok();
     let (job, run) = (&ctx.job.id, ctx.job.runs);
-    let place = |has_bucket| Artifact::place(kind, content_type, body, job, run, has_bucket);
+    let (content_type, body) = (made.content_type, made.body);
+    let place = |has_bucket| Artifact::place(made, job, run, has_bucket);
     let (artifact, placement) = place(bucket.is_some());
     let (Placement::Stored(key), Some(bucket)) = (&placement, bucket) else {
         return artifact;

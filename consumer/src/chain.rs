@@ -64,7 +64,7 @@ impl Planned {
     }
 }
 
-/// The next step is held in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS).
+/// The next step is kept in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS).
 pub fn plan(
     job: &Claimed,
     decision: &Decision,
@@ -77,7 +77,7 @@ pub fn plan(
         Decision::Succeed => after_success(&at, follow_ups),
         Decision::Dead { error } => after_death(&at, &job.job_type, &error.to_string()),
         Decision::Skip { error } => after_skip(&at, &job.job_type, &error.to_string()),
-        Decision::Retry { .. } | Decision::Hold { .. } => ChainMove::None,
+        Decision::Retry { .. } | Decision::RetryLater { .. } => ChainMove::None,
     };
     let ChainMove::Next { step, index, .. } = &chain else {
         return Planned { chain, next: None };

@@ -45,7 +45,7 @@ pub struct Delivery {
     /// runs; this counts deliveries, including ones that never reached a handler.
     pub delivery_attempts: u32,
     /// The longest delay the queue takes (`QUEUE_MAX_DELAY_SECS`): what decides between a
-    /// delayed retry and a hold in D1, and what every retry is clamped to.
+    /// delayed retry and a keep in D1, and what every retry is clamped to.
     pub queue_limit: QueueDelayLimit,
     /// Set once the batch knows what becomes of it; sent to the queue by [`settle`].
     verdict: Cell<Option<Verdict>>,

@@ -7,7 +7,7 @@ use jobs_shared::job::enqueue::EXPIRED_UNRUN;
 use jobs_shared::job::family::Family;
 use jobs_shared::job::job_outcome::Decision;
 use jobs_shared::job::lease::LOST_ATTEMPT;
-use jobs_shared::observe::analytics_points::{execution_point, Point};
+use jobs_shared::observe::analytics_points::{execution_point, Execution, Point};
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::{
     decision_error, job_event, logs_success, outcome_events, run_outcome, success_log_percent,
@@ -77,20 +77,15 @@ pub fn recorded(family: Family, attempts: &[Recorded<'_>], env: &Env) {
 
 /// The attempt's point, laid out as `analytics_points::EXECUTION` says.
 fn point<'a>(family: Family, a: &'a Recorded<'_>) -> Point<'a> {
-    let error_class = decision_error(a.decision).map_or("", |e| e.class.as_str());
-    let values = (
-        a.duration_ms as f64,
-        f64::from(a.job.attempts),
-        a.cost_cents,
-    );
-    let outcome = run_outcome(a.decision);
-    execution_point(
-        &a.job.job_type,
-        family.as_str(),
-        outcome,
-        error_class,
-        values,
-    )
+    execution_point(&Execution {
+        job_type: &a.job.job_type,
+        family: family.as_str(),
+        outcome: run_outcome(a.decision),
+        error_class: decision_error(a.decision).map_or("", |e| e.class.as_str()),
+        duration_ms: a.duration_ms as f64,
+        attempt: f64::from(a.job.attempts),
+        cost_cents: a.cost_cents,
+    })
 }
 
 /// `job.skipped`: a delivered message ran nothing; `reason` says why and `action` whether the
@@ -186,29 +181,35 @@ impl Drop for SpanLog<'_> {
     }
 }
 
-/// One line per batch: its size, wall time and D1 work (what the benchmark counts), what it
-/// settled (the attempts by outcome and their durations), and the invocation id its run records
-/// carry.
-pub fn batch_completed(
-    queue: &str,
-    messages: usize,
-    (stats, settled): (&D1Stats, &Settled),
-    duration_ms: i64,
-    invocation: &str,
-) {
+/// What a batch did, for its `batch.completed` line.
+pub struct BatchDone<'a> {
+    pub queue: &'a str,
+    pub messages: usize,
+    /// Its D1 work (what the benchmark counts).
+    pub stats: &'a D1Stats,
+    /// The attempts it settled, by outcome, and their durations.
+    pub settled: &'a Settled,
+    pub duration_ms: i64,
+    /// The invocation id its run records carry.
+    pub invocation: &'a str,
+}
+
+/// One line per batch: its size, wall time and D1 work, what it settled, and its invocation.
+pub fn batch_completed(done: &BatchDone<'_>) {
+    let stats = done.stats;
     let mut line = json!({
         "event": "batch.completed",
         "level": "info",
-        "queue": queue,
-        "invocation": invocation,
-        "messages": messages,
-        "duration_ms": duration_ms,
+        "queue": done.queue,
+        "invocation": done.invocation,
+        "messages": done.messages,
+        "duration_ms": done.duration_ms,
         "d1.round_trips": stats.round_trips,
         "d1.rows_read": stats.rows_read,
         "d1.rows_written": stats.rows_written,
         "d1.sql_ms": stats.sql_ms(),
     });
-    for (name, value) in settled.fields() {
+    for (name, value) in done.settled.fields() {
         line[name] = value;
     }
     emit(&line);

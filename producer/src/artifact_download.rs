@@ -23,13 +23,16 @@ const HEADERS: [(&str, &str); 2] = [
     ("cache-control", "private, max-age=86400"),
 ];
 
-/// GET /v1/jobs/{id}/artifacts/{run}/{kind}.
-pub async fn get(
-    (env, caller): (&Env, &Caller),
-    id: &str,
-    run: &str,
-    kind: &str,
-) -> Result<Response, ApiError> {
+/// The artifact a path names: `{id}`, `{run}` and `{kind}`, as written.
+pub struct ArtifactPath<'a> {
+    pub id: &'a str,
+    pub run: &'a str,
+    pub kind: &'a str,
+}
+
+/// GET /v1/jobs/{id}/artifacts/{run}/{kind}, for `caller`.
+pub async fn get(env: &Env, caller: &Caller, path: ArtifactPath<'_>) -> Result<Response, ApiError> {
+    let ArtifactPath { id, run, kind } = path;
     let run_number = (run.parse::<u32>().ok().filter(|&n| n > 0)).ok_or_else(|| {
         ApiError::new(422, "invalid_field", "run must be a run number: 1, 2, ...").with_field("run")
     })?;

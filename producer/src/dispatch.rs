@@ -7,18 +7,18 @@ use jobs_store::jobs::Unsent;
 use worker::Env;
 
 /// A job's message, read back from D1 (`Unsent`), delayed until its `run_at`. Due beyond the
-/// queue's delay `limit`, it is sent with the delay `limit` when `send_held` (the consumer
+/// queue's delay `limit`, it is sent with the delay `limit` when `send_early` (the consumer
 /// sends it back until it is due), or not at all: it waits in the outbox for the sweep.
 pub fn outgoing(
     job: &Unsent,
     now_ms: i64,
     limit: QueueDelayLimit,
-    send_held: bool,
+    send_early: bool,
 ) -> Option<Outgoing> {
     let delay_secs = match plan_delivery_at(job.run_at, now_ms, limit) {
         DeliveryPlan::Send { delay_secs } => delay_secs,
-        DeliveryPlan::Hold { .. } if send_held => limit.secs(),
-        DeliveryPlan::Hold { .. } => return None,
+        DeliveryPlan::SendLater { .. } if send_early => limit.secs(),
+        DeliveryPlan::SendLater { .. } => return None,
     };
     Outgoing::stored(job.stored(), delay_secs)
 }

@@ -13,11 +13,12 @@ use jobs_shared::runtime::queue_send::queue_delay_limit;
 use jobs_shared::security::auth::Caller;
 use jobs_store::jobs::{self, Accepted, Written};
 use serde::Serialize;
-use worker::{Context, Env, Response};
+use worker::Response;
 
 use crate::enqueue_group::{self, Entry, GroupWrite};
 use crate::env_config::now_ms;
 use crate::request::Request;
+use crate::router::Host;
 use crate::{body, correlation, random, respond};
 
 #[derive(Serialize)]
@@ -37,23 +38,29 @@ struct BatchAccepted<'a> {
     jobs: Vec<Answered<'a>>,
 }
 
-/// `by`: the caller, whose name each job records and whose fence its types must be inside.
-pub async fn one(
-    req: &mut Request,
-    envs: (&Env, &Context),
-    by: Caller,
-) -> Result<Response, ApiError> {
+pub async fn one(host: Host<'_>, by: Caller, req: &mut Request) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
-    with_request_id(one_as(req, envs, by, &cid).await, &cid)
+    let by = Enqueuer {
+        caller: by,
+        cid: &cid,
+    };
+    with_request_id(one_as(host, &by, req).await, &cid)
 }
 
-pub async fn batch(
-    req: &mut Request,
-    envs: (&Env, &Context),
-    by: Caller,
-) -> Result<Response, ApiError> {
+pub async fn batch(host: Host<'_>, by: Caller, req: &mut Request) -> Result<Response, ApiError> {
     let cid = correlation::of_request(req)?;
-    with_request_id(batch_as(req, envs, by, &cid).await, &cid)
+    let by = Enqueuer {
+        caller: by,
+        cid: &cid,
+    };
+    with_request_id(batch_as(host, &by, req).await, &cid)
+}
+
+/// Who enqueues: the caller, whose name each job records and whose fence its types must be
+/// inside, under the request's correlation id `cid`.
+struct Enqueuer<'a> {
+    caller: Caller,
+    cid: &'a str,
 }
 
 /// The request's correlation id on its answer, an error's too, so a client can quote it either
@@ -66,37 +73,37 @@ fn with_request_id(answer: Result<Response, ApiError>, cid: &str) -> Result<Resp
     respond::with_headers(response, &[(correlation::HEADER, cid)])
 }
 
-/// POST /v1/jobs under the request's correlation id `cid`.
+/// POST /v1/jobs.
 async fn one_as(
+    host: Host<'_>,
+    by: &Enqueuer<'_>,
     req: &mut Request,
-    (env, ctx): (&Env, &Context),
-    by: Caller,
-    cid: &str,
 ) -> Result<Response, ApiError> {
+    let (env, cid) = (host.env, by.cid);
     let body = body::json(req).await?;
     let now = now_ms();
     let limit = queue_delay_limit(env);
     let job = validate_enqueue(&body, job_id(now, random_u128()?), now, limit)?;
-    by.may_enqueue(std::slice::from_ref(&job), false)?;
+    by.caller.may_enqueue(std::slice::from_ref(&job), false)?;
     let field = if job.steps.as_ref().map_or(0, String::len) > job.payload.len() {
         "steps"
     } else {
         "payload"
     };
     let (entry, written, write) =
-        write_and_send((env, ctx), vec![job], field, (cid, &by.name), now).await?;
+        write_and_send(host, vec![job], field, &accepted_by(by, now)).await?;
     let status = if written[0].deduplicated { 200 } else { 202 };
     let response = respond::json(status, &accepted(&entry.jobs[0], &written[0], cid))?;
     timed(response, &write.server_timing(1))
 }
 
-/// POST /v1/jobs/batch under the request's correlation id `cid`.
+/// POST /v1/jobs/batch.
 async fn batch_as(
+    host: Host<'_>,
+    by: &Enqueuer<'_>,
     req: &mut Request,
-    (env, ctx): (&Env, &Context),
-    by: Caller,
-    cid: &str,
 ) -> Result<Response, ApiError> {
+    let (env, cid) = (host.env, by.cid);
     let body = body::json(req).await?;
     let now = now_ms();
     // Monotonic ULIDs within the request: one random draw, then successors (as the ULID
@@ -108,9 +115,8 @@ async fn batch_as(
         job_id(now, seed.wrapping_add(n))
     };
     let jobs = validate_batch(&body, ids, now, queue_delay_limit(env))?;
-    by.may_enqueue(&jobs, true)?;
-    let (entry, written, write) =
-        write_and_send((env, ctx), jobs, "jobs", (cid, &by.name), now).await?;
+    by.caller.may_enqueue(&jobs, true)?;
+    let (entry, written, write) = write_and_send(host, jobs, "jobs", &accepted_by(by, now)).await?;
     let jobs = entry
         .jobs
         .iter()
@@ -121,23 +127,28 @@ async fn batch_as(
     timed(response, &write.server_timing(entry.jobs.len()))
 }
 
+/// What `by`'s request at `now` records on each job it writes.
+fn accepted_by<'a>(by: &'a Enqueuer<'_>, now: i64) -> Accepted<'a> {
+    Accepted {
+        correlation_id: by.cid,
+        enqueued_by: &by.caller.name,
+        at_ms: now,
+    }
+}
+
 /// Writes `jobs` once their stored form is within bounds (else 413 naming `field`, nothing
 /// written), each with the request's correlation id, caller's name and time, then sends them.
 /// Returns the jobs (in their entry) with what was written and the write that carried them.
 async fn write_and_send(
-    (env, ctx): (&Env, &Context),
+    host: Host<'_>,
     jobs: Vec<NewJob>,
     field: &str,
-    (cid, by): (&str, &str),
-    now: i64,
+    request: &Accepted<'_>,
 ) -> Result<(Rc<Entry>, Vec<Written>, GroupWrite), ApiError> {
-    let request = Accepted {
-        correlation_id: cid,
-        enqueued_by: by,
-        at_ms: now,
-    };
-    let rows = jobs::rows_json(&jobs, &request).map_err(|e| faults::internal(&e))?;
+    let Host { env, ctx } = host;
+    let rows = jobs::rows_json(&jobs, request).map_err(|e| faults::internal(&e))?;
     check_stored_size(rows.len(), field)?;
+    let cid = request.correlation_id;
     let (entry, answer) = enqueue_group::write(ctx, env, jobs, rows, cid).await;
     let (written, write) = answer?;
     Ok((entry, written, write))

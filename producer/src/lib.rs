@@ -34,7 +34,11 @@ fn start() {
 /// Takes the runtime's Request as it is (see crate::request).
 #[event(fetch)]
 async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> Result<Response> {
-    router::handle(request::Request::new(req), (&env, &ctx), routes::ROUTES).await
+    let host = router::Host {
+        env: &env,
+        ctx: &ctx,
+    };
+    router::handle(request::Request::new(req), host, routes::ROUTES).await
 }
 
 /// The cron trigger (every minute): the maintenance sweep, at the event's scheduled time.

@@ -39,6 +39,14 @@ pub struct Target {
     pub handler: Handler,
 }
 
+/// What the runtime hosts a request with: the Worker's bindings, and its context for work that
+/// must outlive the request (`waitUntil`).
+#[derive(Clone, Copy)]
+pub struct Host<'a> {
+    pub env: &'a Env,
+    pub ctx: &'a Context,
+}
+
 /// One request, as its handler gets it.
 pub struct Call<'a> {
     pub req: &'a mut Request,
@@ -66,6 +74,13 @@ impl<'a> Call<'a> {
         })
     }
 
+    pub fn host(&self) -> Host<'a> {
+        Host {
+            env: self.env,
+            ctx: self.ctx,
+        }
+    }
+
     /// The caller, for an admin route's audit entries.
     pub fn admin(&self) -> Admin<'a> {
         Admin {
@@ -75,11 +90,8 @@ impl<'a> Call<'a> {
     }
 }
 
-pub async fn handle(
-    mut req: Request,
-    (env, ctx): (&Env, &Context),
-    table: &[Route<Target>],
-) -> Result<Response> {
+pub async fn handle(mut req: Request, host: Host<'_>, table: &[Route<Target>]) -> Result<Response> {
+    let Host { env, ctx } = host;
     let path = req.path().to_string();
     let method = req.method();
     let answer = match lookup(table, &method, &path) {

@@ -9,6 +9,7 @@ use crate::admin::job_actions::Move;
 use crate::admin::{
     audit, budgets, dead_letters, history, job_actions, jobs, pauses, rss_sources, schedules, stats,
 };
+use crate::artifact_download::ArtifactPath;
 use crate::router::{Access, Target};
 use crate::{artifact_download, dashboard, enqueue, health, job_view, metrics, openapi};
 
@@ -33,11 +34,11 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/dashboard", Public => |c| dashboard::get(c.env, "");
     Get "/dashboard/{file}", Public => |c| dashboard::get(c.env, c.param("file"));
 
-    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.req, (c.env, c.ctx), c.caller());
-    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.req, (c.env, c.ctx), c.caller());
+    Post "/v1/jobs", Enqueue => |c| enqueue::one(c.host(), c.caller(), c.req);
+    Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.host(), c.caller(), c.req);
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"), &c.caller());
-    Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue => |c| artifact_download::get(
-        (c.env, &c.caller()), c.param("id"), c.param("run"), c.param("kind"));
+    Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue => |c| artifact_download::get(c.env, &c.caller(),
+        ArtifactPath { id: c.param("id"), run: c.param("run"), kind: c.param("kind") });
 
     Get "/v1/admin/stats", Admin => |c| stats::get(&c.admin());
     Get "/v1/admin/history", Admin => |c| history::get(c.req, c.env);

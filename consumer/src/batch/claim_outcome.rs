@@ -16,7 +16,7 @@ use crate::job_events;
 pub enum ClaimOutcome<'c> {
     /// Claimed: this batch runs it.
     Claimed(&'c Claimed),
-    /// A pause covers it: held in D1 without spending an attempt; the resume re-sends it.
+    /// A pause covers it: kept in D1 without spending an attempt; the resume re-sends it.
     Paused,
     /// Its last attempt was lost with its lease: dead now, and dead-lettered.
     Exhausted(&'c Exhausted),

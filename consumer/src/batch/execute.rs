@@ -5,7 +5,7 @@
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::job::job_type::JobType;
-use jobs_shared::job::lease::{self, ConsumerLimits};
+use jobs_shared::job::lease;
 use jobs_shared::job::run_details::{Ran, RunDetails};
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
@@ -14,13 +14,11 @@ use jobs_shared::retry::retry_request::JobRetry;
 use jobs_shared::runtime::clock::now_ms;
 use jobs_store::jobs::{Claimed, RunKey};
 use worker::js_sys::Math;
-use worker::{D1Database, Env};
 
-use super::claim::Terms;
-use super::fate::{Attempt, Decided, Fate, JobRun};
+use super::context::BatchContext;
+use super::fate::{Attempt, BatchJob, Decided, Fate};
 use super::heartbeat::{self, Leases};
 use crate::delivery::Delivery;
-use crate::invocation::Invocation;
 use crate::job_context::{HandlerRun, JobContext, Release};
 use crate::outbound::BatchGate;
 use crate::{chain, handlers};
@@ -34,21 +32,12 @@ pub const NOT_STARTED: Release = Release {
     reason: "released",
 };
 
-/// What every job of the batch runs with.
-pub struct BatchContext<'a> {
-    pub db: &'a D1Database,
-    pub env: &'a Env,
-    pub invocation: &'a Invocation,
-    pub limits: &'a ConsumerLimits,
-    pub terms: &'a Terms,
-}
-
 /// Runs the claimed `jobs` (with their messages) and decides what follows each.
 pub async fn run_all<'a>(
     ctx: &BatchContext<'_>,
     jobs: &[(&'a Delivery, &'a Claimed)],
     stats: &mut D1Stats,
-) -> Vec<JobRun<'a>> {
+) -> Vec<BatchJob<'a>> {
     let gate = BatchGate::new(ctx.limits);
     let work = stream::iter(jobs)
         .map(|(_, job)| start(ctx, &gate, job))
@@ -77,7 +66,7 @@ pub async fn run_all<'a>(
             }
             Err(release) => Fate::Released(release),
         };
-        JobRun {
+        BatchJob {
             delivery,
             job,
             fate,

@@ -16,7 +16,7 @@ use crate::job_context::Release;
 use crate::job_events::Recorded;
 
 /// One claimed job through the batch, with the message that claimed it.
-pub struct JobRun<'a> {
+pub struct BatchJob<'a> {
     pub delivery: &'a Delivery,
     pub job: &'a Claimed,
     pub fate: Fate,
@@ -100,7 +100,7 @@ fn decide_and_plan(
     (decision, chain)
 }
 
-impl<'a> JobRun<'a> {
+impl<'a> BatchJob<'a> {
     pub fn decided(&self) -> Option<&Decided> {
         match &self.fate {
             Fate::Decided(decided) => Some(decided),
@@ -165,7 +165,7 @@ impl Fate {
         };
         match decision {
             // A held job's message is the sweep's to send when it is due.
-            Decision::Succeed | Decision::Hold { .. } | Decision::Skip { .. } => {
+            Decision::Succeed | Decision::RetryLater { .. } | Decision::Skip { .. } => {
                 MessageEnd::Settled(Verdict::Ack)
             }
             Decision::Retry { delay_secs, .. } => MessageEnd::Settled(Verdict::Retry {
@@ -276,7 +276,7 @@ pub mod tests {
         let job = claimed("a");
         let error = JobError::new(ErrorClass::RateLimited, "429").with_retry_after(Some(86_400));
         let decided = Decided::of(&job, attempt(Err(error)), 0.5, LIMIT);
-        assert!(matches!(decided.decision, Decision::Hold { .. }));
+        assert!(matches!(decided.decision, Decision::RetryLater { .. }));
         assert_eq!(
             Fate::Decided(decided).message_end(),
             MessageEnd::Settled(Verdict::Ack)

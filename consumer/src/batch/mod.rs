@@ -20,6 +20,7 @@
 
 pub mod claim;
 pub mod claim_outcome;
+pub mod context;
 pub mod execute;
 pub mod fate;
 pub mod heartbeat;
@@ -34,11 +35,13 @@ use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::runtime::clock::now_ms;
 use jobs_shared::runtime::vars;
-use worker::{D1Database, Env};
+use worker::Env;
 
 use crate::delivery::Delivery;
 use crate::invocation::Invocation;
+use crate::job_events::BatchDone;
 use crate::{dead_letters, job_events};
+use context::BatchContext;
 
 pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &Invocation) {
     let Some((family, is_dlq)) = Family::from_queue_name(queue) else {
@@ -73,9 +76,21 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
         Ok(db) => db,
         Err(e) => return settle::d1_failed(&valid, &e),
     };
+    let (limits, warnings) = ConsumerLimits::from_vars(|name| vars::string(env, name));
+    warnings
+        .iter()
+        .for_each(|w| fault(LogLevel::Error, "config", w));
+    let terms = claim::terms(family, &valid, invocation);
+    let ctx = BatchContext {
+        db: &db,
+        env,
+        invocation,
+        limits: &limits,
+        terms: &terms,
+    };
     let started = now_ms();
     let mut stats = D1Stats::default();
-    let stages = run_stages(&db, family, &valid, env, invocation, &mut stats).boxed_local();
+    let stages = run_stages(&ctx, &valid, &mut stats).boxed_local();
     let settled = match stages.await {
         Ok(settled) => settled,
         Err(e) => {
@@ -83,35 +98,27 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
             Settled::default()
         }
     };
-    let duration_ms = now_ms() - started;
-    let work = (&stats, &settled);
-    job_events::batch_completed(queue, valid.len(), work, duration_ms, &invocation.id);
+    job_events::batch_completed(&BatchDone {
+        queue,
+        messages: valid.len(),
+        stats: &stats,
+        settled: &settled,
+        duration_ms: now_ms() - started,
+        invocation: &invocation.id,
+    });
 }
 
 /// The batch's stages, in order; `Err` only when the claim itself failed (nothing was run).
 async fn run_stages(
-    db: &D1Database,
-    family: Family,
+    ctx: &BatchContext<'_>,
     valid: &[&Delivery],
-    env: &Env,
-    invocation: &Invocation,
     stats: &mut D1Stats,
 ) -> worker::Result<Settled> {
-    let (limits, warnings) = ConsumerLimits::from_vars(|name| vars::string(env, name));
-    warnings
-        .iter()
-        .for_each(|w| fault(LogLevel::Error, "config", w));
-    let terms = claim::terms(family, valid, invocation);
-    let claimed = claim::claim(db, valid, &terms, stats).boxed_local().await?;
+    let (db, terms) = (ctx.db, ctx.terms);
+    let family = terms.family;
+    let claimed = claim::claim(db, valid, terms, stats).boxed_local().await?;
     let sorted = claim_outcome::sort(family, valid, &claimed);
-    let context = execute::BatchContext {
-        db,
-        env,
-        invocation,
-        limits: &limits,
-        terms: &terms,
-    };
-    let mut runs = execute::run_all(&context, &sorted.runs, stats)
+    let mut runs = execute::run_all(ctx, &sorted.runs, stats)
         .boxed_local()
         .await;
     let written = record::Written {
@@ -132,11 +139,11 @@ async fn run_stages(
                 seen: &recorded.seen,
                 dead: sorted.dead,
             };
-            settle::settle(ends, env).boxed_local().await;
+            settle::settle(ends, ctx.env).boxed_local().await;
             Ok(recorded.settled)
         }
         Err(e) => {
-            settle::unrecorded(family, &runs, &sorted, terms.lease_ms, &e, env)
+            settle::unrecorded(ctx, &runs, &sorted, &e)
                 .boxed_local()
                 .await;
             Ok(Settled::default())

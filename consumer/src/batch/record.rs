@@ -15,7 +15,7 @@ use jobs_store::jobs::{self, Claim, Claimed, FailedChain, Finished, Leftovers, S
 use worker::js_sys::Math;
 use worker::D1Database;
 
-use super::fate::{Fate, JobRun};
+use super::fate::{BatchJob, Fate};
 use crate::chain;
 use crate::delivery::Delivery;
 
@@ -39,7 +39,7 @@ pub struct RecordedBatch {
 
 pub async fn record(
     db: &D1Database,
-    runs: &mut [JobRun<'_>],
+    runs: &mut [BatchJob<'_>],
     written: &Written<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<RecordedBatch> {
@@ -62,7 +62,7 @@ pub async fn record(
         unclaimed: &unclaimed,
         minutes: &minutes,
     };
-    let finished: Vec<Finished> = runs.iter().filter_map(JobRun::finished).collect();
+    let finished: Vec<Finished> = runs.iter().filter_map(BatchJob::finished).collect();
     let seen = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await {
         Ok(seen) => seen,
         Err(e) => {
@@ -89,7 +89,7 @@ fn failed_chains(claim: &Claim, batch_started: i64) -> Vec<FailedChain> {
 }
 
 /// The batch's decided attempts per family-minute, for the charts (`job_minutes`).
-fn tally(family: Family, runs: &[JobRun<'_>]) -> Vec<MinuteTally> {
+fn tally(family: Family, runs: &[BatchJob<'_>]) -> Vec<MinuteTally> {
     let ended = runs.iter().filter_map(|run| {
         let decided = run.decided()?;
         let attempt = &decided.attempt;
@@ -109,7 +109,7 @@ fn tally(family: Family, runs: &[JobRun<'_>]) -> Vec<MinuteTally> {
 async fn one_by_one(
     db: &D1Database,
     family: Family,
-    runs: &mut [JobRun<'_>],
+    runs: &mut [BatchJob<'_>],
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
 ) -> worker::Result<Vec<Seen>> {

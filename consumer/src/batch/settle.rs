@@ -14,7 +14,8 @@ use jobs_store::jobs::Seen;
 use worker::Env;
 
 use super::claim_outcome::Sorted;
-use super::fate::{Fate, JobRun, MessageEnd};
+use super::context::BatchContext;
+use super::fate::{BatchJob, Fate, MessageEnd};
 use crate::delivery::{Delivery, Verdict};
 use crate::job_events::{self, Recorded};
 use crate::{chain, dead_letters};
@@ -22,7 +23,7 @@ use crate::{chain, dead_letters};
 /// What the batch's messages come to.
 pub struct Ends<'a> {
     pub family: Family,
-    pub runs: &'a [JobRun<'a>],
+    pub runs: &'a [BatchJob<'a>],
     /// Messages that claimed nothing, and their jobs' state as the record read it.
     pub unclaimed: &'a [&'a Delivery],
     pub seen: &'a [Seen],
@@ -47,7 +48,7 @@ pub async fn settle(ends: Ends<'_>, env: &Env) {
         delivery.settle(verdict);
     }
 
-    let recorded: Vec<Recorded> = runs.iter().filter_map(JobRun::recorded).collect();
+    let recorded: Vec<Recorded> = runs.iter().filter_map(BatchJob::recorded).collect();
     job_events::recorded(family, &recorded, env);
     for run in runs {
         match run.fate.message_end() {
@@ -82,19 +83,18 @@ pub async fn settle(ends: Ends<'_>, env: &Env) {
 /// their messages come back once it ends; the unclaimed wait out D1's outage; the dead the
 /// claim found (already `dead` in D1) are dead-lettered.
 pub async fn unrecorded(
-    family: Family,
-    runs: &[JobRun<'_>],
+    ctx: &BatchContext<'_>,
+    runs: &[BatchJob<'_>],
     sorted: &Sorted<'_>,
-    lease_ms: i64,
     e: &worker::Error,
-    env: &Env,
 ) {
+    let (family, lease_ms) = (ctx.terms.family, ctx.terms.lease_ms);
     let message = format_args!("recording outcomes failed: {e}");
     fault(LogLevel::Error, "batch", message);
     runs.iter()
         .for_each(|r| r.delivery.retry((lease_ms / 1000) as u64));
     d1_failed(&sorted.unclaimed, e);
-    dead_letters::send(family, &sorted.dead, env).await;
+    dead_letters::send(family, &sorted.dead, ctx.env).await;
 }
 
 /// Why a message claimed nothing, from its job's state as the record read it (`None`: no such
@@ -118,7 +118,7 @@ pub fn unclaimed_end(seen: Option<&Seen>, family: Family, now: i64) -> (&'static
         // due at the claim may be due now: it comes back in a second and claims then.)
         Some(JobStatus::Queued | JobStatus::Retrying) => retry("not_due", seen.run_at),
         Some(status) if status.is_terminal() => ("finished", Verdict::Ack),
-        // Held in D1: the sweep sends its message when it is due.
+        // Kept in D1: the sweep sends its message when it is due.
         _ => ("scheduled", Verdict::Ack),
     }
 }

@@ -13,6 +13,7 @@
 //! (and a 429's Retry-After keeps the source out of it until then), as do the sources the time
 //! budget did not reach (`not_reached`).
 
+use jobs_shared::job::run_details::ArtifactBody;
 use jobs_shared::runtime::clock::now_ms;
 use jobs_shared::runtime::vars;
 use std::collections::HashSet;
@@ -47,7 +48,12 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
     let mut summaries = Vec::new();
     let outcome = refresh(ctx, &mut summaries).await;
     let summary = json!({ "sources": summaries }).to_string();
-    let artifact = artifacts::keep(ctx, "feed_summary", "application/json", &summary).await;
+    let made = ArtifactBody {
+        kind: "feed_summary",
+        content_type: "application/json",
+        body: &summary,
+    };
+    let artifact = artifacts::keep(ctx, &made).await;
     HandlerRun::of(outcome).with_artifacts(vec![artifact])
 }
 

@@ -15,7 +15,7 @@ use jobs_shared::util::body_cap::CappedBody;
 use worker::{AbortController, Fetch, Request, Response};
 
 use crate::deadline::within;
-use crate::outbound::{count, Outbound};
+use crate::outbound::{count, Connection, Outbound};
 
 /// The response's status classified, with its Retry-After honoured: 2xx is Ok.
 pub fn check_status(response: &Response) -> Result<(), JobError> {
@@ -135,10 +135,11 @@ pub async fn fetch<'a>(
 /// `Outbound::connection` gives it): for a caller that times the request apart from the wait.
 pub async fn send<'a>(
     outbound: &Outbound<'a>,
-    (connection, timeout_ms): (SemaphoreGuard<'a>, u32),
+    connection: Connection<'a>,
     request: Request,
     body_bytes: usize,
 ) -> Result<Fetched<'a>, JobError> {
+    let Connection { guard, timeout_ms } = connection;
     count(&outbound.bytes, body_bytes, 0);
     let ends_at = now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();
@@ -150,7 +151,7 @@ pub async fn send<'a>(
             controller,
             ends_at,
             bytes: outbound.bytes.clone(),
-            _connection: connection,
+            _connection: guard,
         }),
         Some(Err(e)) => Err(JobError::new(
             ErrorClass::Network,

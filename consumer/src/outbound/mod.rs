@@ -76,7 +76,7 @@ impl<'a> Outbound<'a> {
     /// body is read), and the time the request may take from now: its timeout, cut only where
     /// the job's own deadline comes first. It waits for a connection while at least
     /// MIN_REQUEST_MS would be left.
-    pub async fn connection(&self, timeout_ms: u32) -> Result<(SemaphoreGuard<'a>, u32), JobError> {
+    pub async fn connection(&self, timeout_ms: u32) -> Result<Connection<'a>, JobError> {
         let gate = self.gate;
         let used = gate.used.get();
         if used >= gate.limit {
@@ -106,8 +106,18 @@ impl<'a> Outbound<'a> {
             return Err(no_time());
         };
         let left = (self.requests_end_ms - now_ms()).max(MIN_REQUEST_MS);
-        Ok((guard, i64::from(timeout_ms).min(left) as u32))
+        Ok(Connection {
+            guard,
+            timeout_ms: i64::from(timeout_ms).min(left) as u32,
+        })
     }
+}
+
+/// One of the batch's connections, held until it drops (after the body is read), and the time
+/// its request may take from now.
+pub struct Connection<'a> {
+    pub guard: SemaphoreGuard<'a>,
+    pub timeout_ms: u32,
 }
 
 /// Adds to a job's byte counts.

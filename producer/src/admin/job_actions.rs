@@ -283,7 +283,7 @@ async fn bulk_move(
 
 /// A waiting job raised into its family's express lane gets a message there, delayed to its due
 /// time, so the raise takes effect now: its message in the normal lane waits behind that lane's
-/// backlog and, when it comes, finds the job claimed or done. A job held in D1 (scheduled,
+/// backlog and, when it comes, finds the job claimed or done. A job kept in D1 (scheduled,
 /// paused, or due beyond the queue's delay limit) is sent to its lane when released.
 async fn send_if_express(env: &Env, job: &SummaryRow, prior_priority: i64) {
     let waiting = matches!(

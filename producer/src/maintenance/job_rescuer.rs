@@ -91,7 +91,7 @@ fn planned_move<'a>(job: &'a Expired, decision: &'a Decision, now: i64) -> LostM
         }
         Decision::Dead { error } => (JobStatus::Dead, now, Some(now), error),
         // A lost attempt is a failure, due again at once (`after_lost_attempt`): never held.
-        Decision::Hold { .. } | Decision::Succeed | Decision::Skip { .. } => {
+        Decision::RetryLater { .. } | Decision::Succeed | Decision::Skip { .. } => {
             unreachable!("a lost attempt is a failure due at once")
         }
     };

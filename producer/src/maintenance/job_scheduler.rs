@@ -1,8 +1,8 @@
-//! Delayed release: a job due further out than a queue can delay a message
+//! Sending when due: a job due further out than a queue can delay a message
 //! (`QUEUE_MAX_DELAY_SECS`, default 12 h) waits in D1 with no message: `scheduled` from enqueue,
 //! or `retrying` after a long backoff. Once it is due within the limit it is sent with the delay
 //! that remains, so any delay works, an hour or a year. `scheduled` becomes `queued` before the
-//! send (a failed send leaves it in the outbox for the re-sender); a held `retrying` job stays
+//! send (a failed send leaves it in the outbox for the re-sender); a `retrying` job sent later stays
 //! `retrying`, claimable as is, and is sent again by the next tick until a send is recorded.
 //! Pages through a backlog within the tick (`paging.rs`).
 

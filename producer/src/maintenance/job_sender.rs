@@ -1,4 +1,4 @@
-//! Sends the messages of jobs the sweep released (due, rescued, promoted, re-sent or just
+//! Sends the messages of jobs the sweep found due or recovered (scheduled, rescued, promoted, re-sent or just
 //! enqueued by a schedule) and records each accepted send in `sent_at`, so the outbox
 //! re-sender leaves it alone. The rows are already in their next state: a send that fails
 //! leaves them in the outbox, and a later tick sends them.

@@ -1,6 +1,6 @@
 //! The maintenance sweep, run by the producer's cron trigger every minute. Each service does
 //! one job, and is safe when ticks overlap or repeat: every write is a compare-and-set on the
-//! state it read. The recovery services (rescue, re-send, release) page through a backlog
+//! state it read. The recovery services (rescue, re-send, send when due, release of held jobs) page through a backlog
 //! within one tick, `SweepConfig::page` rows a page, as long as the tick's `SweepBudget` lasts
 //! (`paging.rs`); the others handle at most `SweepConfig::batch` rows per tick at a fixed number
 //! of D1 round trips.
@@ -51,7 +51,7 @@ pub async fn run(env: &Env, now_ms: i64) {
     let results = [
         ("rescued", job_rescuer::run(&tick).await),
         ("schedules_run", periodic_job_enqueuer::run(&tick).await),
-        ("released", job_scheduler::run(&tick).await),
+        ("sent_when_due", job_scheduler::run(&tick).await),
         ("held_released", held_job_releaser::run(&tick).await),
         ("resent", outbox_resender::run(&tick).await),
         ("stranded_resent", stranded_job_resender::run(&tick).await),

@@ -1,4 +1,4 @@
-//! Paging within a tick, for the recovery services (rescue, re-send, release): a backlog of
+//! Paging within a tick, for the recovery services (rescue, re-send, send when due, release of held jobs): a backlog of
 //! stuck jobs is worked through in pages of `SweepConfig::page` rows while the tick's shared
 //! `SweepBudget` allows, instead of one page a minute (docs/operating.md "Recurring jobs and the
 //! maintenance sweep").

@@ -14,7 +14,6 @@ use jobs_shared::schedule::cron_schedule::{names_zone, CronSchedule};
 use jobs_store::jobs::Unsent;
 use jobs_store::schedules::{schedule_fire, schedule_list_due, schedule_plan, Fire};
 use serde_json::{json, Value};
-use worker::D1PreparedStatement;
 
 use super::job_sender;
 use super::tick::Tick;
@@ -81,14 +80,16 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
                     .max_attempts
                     .unwrap_or(job_type.spec().max_attempts);
                 inserts.push(statements.len()); // fire's first statement: the job's INSERT
-                statements.extend(fire(
-                    tick,
-                    schedule.id,
+                let job_id = new_job_id(tick.now_ms)?;
+                let fire = Fire {
+                    schedule_id: schedule.id,
+                    due_at,
+                    job_id: &job_id,
                     job_type,
                     max_attempts,
-                    due_at,
                     catch_up,
-                )?);
+                };
+                statements.extend(schedule_fire(tick.db, &fire, tick.now_ms)?);
                 fired += 1;
                 missed_total += u64::from(catch_up.missed);
             }
@@ -112,26 +113,8 @@ pub async fn run(tick: &Tick<'_>) -> worker::Result<Value> {
     }))
 }
 
-/// The run due at `due_at`: its job (a fresh random id), its record, and the schedule's next
-/// due time (`schedules::schedule_fire`).
-fn fire(
-    tick: &Tick<'_>,
-    schedule_id: i64,
-    job_type: JobType,
-    max_attempts: u32,
-    due_at: i64,
-    catch_up: jobs_shared::schedule::cron_schedule::CatchUp,
-) -> worker::Result<[D1PreparedStatement; 3]> {
-    let now = tick.now_ms;
+/// A fresh job id for a schedule's run at `now_ms`.
+fn new_job_id(now_ms: i64) -> worker::Result<String> {
     let random = crate::random::bytes().map_err(|e| worker::Error::RustError(e.message))?;
-    let new_id = job_id(now, u128::from_le_bytes(random));
-    let fire = Fire {
-        schedule_id,
-        due_at,
-        job_id: &new_id,
-        job_type,
-        max_attempts,
-        catch_up,
-    };
-    schedule_fire(tick.db, &fire, now)
+    Ok(job_id(now_ms, u128::from_le_bytes(random)))
 }

@@ -99,7 +99,7 @@ pub struct NewJob {
     /// Past this, the job is skipped without running; after `run_at_ms` when set.
     pub expires_at_ms: Option<i64>,
     /// `Send` with the queue delay when due within the queue's delay limit,
-    /// `Hold` (status `scheduled`) beyond it.
+    /// `SendLater` (status `scheduled`) beyond it.
     pub delivery: DeliveryPlan,
     /// The chain steps that follow this job, compact JSON; `None` outside a chain.
     pub steps: Option<String>,
@@ -107,17 +107,17 @@ pub struct NewJob {
 
 impl NewJob {
     /// The state it is written in: `queued` for its message to run it, `scheduled` while it is
-    /// held in D1.
+    /// kept in D1.
     pub fn initial_status(&self) -> JobStatus {
         match self.delivery {
             DeliveryPlan::Send { .. } => JobStatus::Queued,
-            DeliveryPlan::Hold { .. } => JobStatus::Scheduled,
+            DeliveryPlan::SendLater { .. } => JobStatus::Scheduled,
         }
     }
 }
 
 /// Validates one enqueue request body. A past `run_at` means "due now"; a job due beyond `limit`
-/// is held in D1.
+/// is kept in D1.
 pub fn validate_enqueue(
     body: &Value,
     id: String,
@@ -530,7 +530,7 @@ mod tests {
         assert_eq!(tomorrow.run_at_ms, NOW + 86_400_000);
         assert_eq!(
             tomorrow.delivery,
-            DeliveryPlan::Hold {
+            DeliveryPlan::SendLater {
                 until_ms: NOW + 86_400_000
             }
         );
@@ -546,7 +546,7 @@ mod tests {
         let held = accept(json!({"type": "noop", "delay_seconds": limit + 1}));
         assert_eq!(
             held.delivery,
-            DeliveryPlan::Hold {
+            DeliveryPlan::SendLater {
                 until_ms: NOW + (limit + 1) * 1000
             }
         );
@@ -555,7 +555,7 @@ mod tests {
         let held = validate_enqueue(&body, "id-1".into(), NOW, minute).unwrap();
         assert_eq!(
             held.delivery,
-            DeliveryPlan::Hold {
+            DeliveryPlan::SendLater {
                 until_ms: NOW + 120_000
             }
         );

@@ -15,7 +15,7 @@ pub enum Decision {
         delay_secs: u32,
     },
     /// Retry later than a queue delay can reach: keep the job in D1 until `until_ms`.
-    Hold {
+    RetryLater {
         error: JobError,
         until_ms: i64,
     },
@@ -43,7 +43,7 @@ pub struct AttemptEnd<'a> {
     pub jitter: f64,
     /// When it ended: a retry's delay counts from here.
     pub now_ms: i64,
-    /// The longest delay the queue takes: a wait beyond it is held in D1 instead.
+    /// The longest delay the queue takes: a wait beyond it is kept in D1 instead.
     pub limit: QueueDelayLimit,
 }
 
@@ -83,7 +83,7 @@ pub fn decide(end: &AttemptEnd<'_>) -> Decision {
     let error = error.clone();
     match plan_delivery(delay, end.now_ms, end.limit) {
         DeliveryPlan::Send { delay_secs } => Decision::Retry { error, delay_secs },
-        DeliveryPlan::Hold { until_ms } => Decision::Hold { error, until_ms },
+        DeliveryPlan::SendLater { until_ms } => Decision::RetryLater { error, until_ms },
     }
 }
 
@@ -210,12 +210,12 @@ mod tests {
             JobError::new(ErrorClass::RateLimited, "HTTP 429").with_retry_after(Some(86_400));
         let d = decide_now(&Err(error.clone()), 1, 5, RetryPolicy::DEFAULT, LIMIT);
         let until_ms = NOW + 86_400_000;
-        assert_eq!(d, Decision::Hold { error, until_ms });
+        assert_eq!(d, Decision::RetryLater { error, until_ms });
         // The crawler policy at attempt 12 is 24 h +- 20 %: always past the 12 h queue limit.
         let outcome = fail(ErrorClass::Network);
         let d = decide_now(&outcome, 12, 20, RetryPolicy::CRAWLER, LIMIT);
         let error = JobError::new(ErrorClass::Network, "boom");
-        assert_eq!(d, Decision::Hold { error, until_ms });
+        assert_eq!(d, Decision::RetryLater { error, until_ms });
     }
 
     #[test]
@@ -227,7 +227,7 @@ mod tests {
         let until_ms = NOW + cap_ms;
         assert_eq!(
             d,
-            Decision::Hold {
+            Decision::RetryLater {
                 error: hostile,
                 until_ms
             }
@@ -241,11 +241,11 @@ mod tests {
             LIMIT,
         );
         let error = JobError::new(ErrorClass::Timeout, "boom");
-        assert_eq!(d, Decision::Hold { error, until_ms });
+        assert_eq!(d, Decision::RetryLater { error, until_ms });
     }
 
     #[test]
-    fn the_configured_queue_limit_decides_retry_or_hold() {
+    fn the_configured_queue_limit_decides_retry_or_retry_later() {
         let (minute, _) = QueueDelayLimit::from_vars(|_| Some("60".into()));
         let error =
             |secs| JobError::new(ErrorClass::ServerError, "HTTP 503").with_retry_after(Some(secs));
@@ -261,7 +261,7 @@ mod tests {
         let until_ms = NOW + 120_000;
         assert_eq!(
             run(120, minute),
-            Decision::Hold {
+            Decision::RetryLater {
                 error: error_120.clone(),
                 until_ms
             }
@@ -309,13 +309,13 @@ mod tests {
                 now_ms: NOW,
                 limit: LIMIT,
             });
-            let retried = matches!(d, Decision::Retry { .. } | Decision::Hold { .. });
-            if let Decision::Hold { until_ms, .. } = d {
+            let retried = matches!(d, Decision::Retry { .. } | Decision::RetryLater { .. });
+            if let Decision::RetryLater { until_ms, .. } = d {
                 prop_assert!(until_ms <= NOW + MAX_RETRY_DELAY_SECS as i64 * 1000);
             }
             prop_assert_eq!(retried, class.retryable() && attempt < max_attempts);
             match d {
-                Decision::Retry { error, .. } | Decision::Hold { error, .. } | Decision::Dead { error } => {
+                Decision::Retry { error, .. } | Decision::RetryLater { error, .. } | Decision::Dead { error } => {
                     prop_assert!(!class.skips());
                     prop_assert_eq!(error.class, class);
                 }

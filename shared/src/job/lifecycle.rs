@@ -7,7 +7,7 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
-    /// Held in D1 until due (a future `run_at`, or a wait beyond the queue delay limit).
+    /// Kept in D1 until due (a future `run_at`, or a wait beyond the queue delay limit).
     Scheduled,
     /// Sent to its queue, waiting for a consumer.
     Queued,
@@ -36,7 +36,7 @@ const TRANSITIONS: &[(JobStatus, JobStatus)] = &[
     (Queued, Dead),        // the queue gave up its message and it has no attempt left
     (Retrying, Dead),      // likewise (a DLQ arrival: delivery_exhausted)
     (Running, Queued),     // lease expired: the worker died, the sweep re-sends it
-    (Retrying, Scheduled), // next delivery beyond the queue delay limit: held in D1
+    (Retrying, Scheduled), // next delivery beyond the queue delay limit: kept in D1
     (Queued, Scheduled),   // likewise, e.g. an operator postpones it
     (Dead, Queued),        // operator retry or replay, never automatic
     (Retrying, Queued),    // operator retry: run it now, not after its backoff

@@ -137,6 +137,15 @@ pub struct Artifact {
     pub extra: Map<String, Value>,
 }
 
+/// An artifact an attempt made, before it is kept: its kind, content type and body (JSON text,
+/// or JSON lines).
+#[derive(Clone, Copy)]
+pub struct ArtifactBody<'a> {
+    pub kind: &'static str,
+    pub content_type: &'static str,
+    pub body: &'a str,
+}
+
 /// Where an artifact's body goes.
 #[derive(Debug, PartialEq)]
 pub enum Placement {
@@ -173,16 +182,19 @@ impl Artifact {
         }
     }
 
-    /// The artifact `kind` of run `run` of job `job_id`, whose body is `body` (JSON text, or
-    /// JSON lines): inline when small, else to R2 when `has_bucket`, else cut.
+    /// `made`, an artifact of run `run` of job `job_id`: inline when small, else to R2 when
+    /// `has_bucket`, else cut.
     pub fn place(
-        kind: &'static str,
-        content_type: &'static str,
-        body: &str,
+        made: &ArtifactBody<'_>,
         job_id: &str,
         run: u32,
         has_bucket: bool,
     ) -> (Artifact, Placement) {
+        let ArtifactBody {
+            kind,
+            content_type,
+            body,
+        } = *made;
         let inline = |text: &str| {
             serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
         };
@@ -272,28 +284,31 @@ mod tests {
 
     #[test]
     fn small_bodies_stay_inline_large_ones_go_to_r2_or_are_cut() {
-        let (a, p) = Artifact::place(
-            "feed_summary",
-            "application/json",
-            "{\"a\":1}",
-            "J",
-            2,
-            true,
-        );
+        let summary = ArtifactBody {
+            kind: "feed_summary",
+            content_type: "application/json",
+            body: "{\"a\":1}",
+        };
+        let (a, p) = Artifact::place(&summary, "J", 2, true);
         assert_eq!(p, Placement::Inline(json!({"a": 1})));
         assert_eq!(
             serde_json::to_value(&a).unwrap(),
             json!({"kind": "feed_summary", "content_type": "application/json", "size": 7, "inline": {"a": 1}})
         );
         let big = "é".repeat(INLINE_ARTIFACT_MAX_BYTES);
-        let (a, p) = Artifact::place("llm_responses", "application/x-ndjson", &big, "J", 2, true);
+        let responses = ArtifactBody {
+            kind: "llm_responses",
+            content_type: "application/x-ndjson",
+            body: &big,
+        };
+        let (a, p) = Artifact::place(&responses, "J", 2, true);
         assert_eq!(
             p,
             Placement::Stored("artifacts/J/2/llm_responses.jsonl".into())
         );
         assert_eq!(a.key.as_deref(), Some("artifacts/J/2/llm_responses.jsonl"));
         assert_eq!((a.size, a.inline), (big.len(), None));
-        let (a, p) = Artifact::place("llm_responses", "application/x-ndjson", &big, "J", 2, false);
+        let (a, p) = Artifact::place(&responses, "J", 2, false);
         let Placement::Cut(Value::String(cut)) = p else {
             panic!("not cut")
         };

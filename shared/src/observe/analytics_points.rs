@@ -32,18 +32,24 @@ pub struct Point<'a> {
     pub doubles: Vec<f64>,
 }
 
+/// One attempt, as its point ([`EXECUTION`]) records it.
+pub struct Execution<'a> {
+    pub job_type: &'a str,
+    pub family: &'a str,
+    pub outcome: &'a str,
+    /// Empty for a success.
+    pub error_class: &'a str,
+    pub duration_ms: f64,
+    pub attempt: f64,
+    pub cost_cents: f64,
+}
+
 /// An attempt's point ([`EXECUTION`]).
-pub fn execution_point<'a>(
-    job_type: &'a str,
-    family: &'a str,
-    outcome: &'a str,
-    error_class: &'a str,
-    (duration_ms, attempt, cost_cents): (f64, f64, f64),
-) -> Point<'a> {
+pub fn execution_point<'a>(e: &Execution<'a>) -> Point<'a> {
     Point {
-        index: job_type,
-        blobs: vec![family, outcome, error_class],
-        doubles: vec![duration_ms, attempt, cost_cents],
+        index: e.job_type,
+        blobs: vec![e.family, e.outcome, e.error_class],
+        doubles: vec![e.duration_ms, e.attempt, e.cost_cents],
     }
 }
 
@@ -109,7 +115,15 @@ mod tests {
                 }
             }
         }
-        let point = execution_point("noop", "default", "succeeded", "", (1.0, 1.0, 0.0));
+        let point = execution_point(&Execution {
+            job_type: "noop",
+            family: "default",
+            outcome: "succeeded",
+            error_class: "",
+            duration_ms: 1.0,
+            attempt: 1.0,
+            cost_cents: 0.0,
+        });
         assert_eq!(point.blobs.len(), EXECUTION.blobs.len());
         assert_eq!(point.doubles.len(), EXECUTION.doubles.len());
         assert_eq!(

@@ -109,7 +109,7 @@ pub fn job_event(
 pub fn run_outcome(decision: &Decision) -> &'static str {
     match decision {
         Decision::Succeed => "succeeded",
-        Decision::Retry { .. } | Decision::Hold { .. } => "retrying",
+        Decision::Retry { .. } | Decision::RetryLater { .. } => "retrying",
         Decision::Dead { .. } => "dead",
         Decision::Skip { .. } => "skipped",
     }
@@ -120,7 +120,7 @@ pub fn decision_error(decision: &Decision) -> Option<&JobError> {
     match decision {
         Decision::Succeed => None,
         Decision::Retry { error, .. }
-        | Decision::Hold { error, .. }
+        | Decision::RetryLater { error, .. }
         | Decision::Dead { error }
         | Decision::Skip { error } => Some(error),
     }
@@ -165,7 +165,7 @@ pub fn outcome_events(
             JobEventKind::RetryScheduled,
             vec![("retry.delay_secs", json!(delay_secs))],
         ),
-        Decision::Hold { until_ms, .. } => (
+        Decision::RetryLater { until_ms, .. } => (
             JobEventKind::RetryScheduled,
             vec![("retry.at", crate::util::time_fmt::rfc3339(*until_ms).into())],
         ),
@@ -291,7 +291,7 @@ mod tests {
             delay_secs: 30,
         };
         assert_eq!(names(&retry), ["job.failed", "job.retry_scheduled"]);
-        let hold = Decision::Hold {
+        let hold = Decision::RetryLater {
             error: error.clone(),
             until_ms: 0,
         };

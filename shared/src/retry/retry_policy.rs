@@ -172,9 +172,9 @@ impl QueueDelayLimit {
 pub enum DeliveryPlan {
     /// Send (or retry) the message now with this queue-side delay.
     Send { delay_secs: u32 },
-    /// Too far out for a queue delay: keep the job in D1 until `until_ms`, when
-    /// the maintenance sweep sends it.
-    Hold { until_ms: i64 },
+    /// Too far out for a queue delay: send it later, keeping the job in D1 until `until_ms`,
+    /// when the maintenance sweep sends it.
+    SendLater { until_ms: i64 },
 }
 
 /// Delivery for a job due `delay_secs` from `now_ms`.
@@ -184,7 +184,7 @@ pub fn plan_delivery(delay_secs: u64, now_ms: i64, limit: QueueDelayLimit) -> De
 }
 
 /// Delivery for a job due at `run_at_ms`. A past `run_at_ms` is due now; a queue
-/// delay rounds up to whole seconds so the job never runs early, while a hold keeps
+/// delay rounds up to whole seconds so the job never runs early, while a send later keeps
 /// the exact due time.
 pub fn plan_delivery_at(run_at_ms: i64, now_ms: i64, limit: QueueDelayLimit) -> DeliveryPlan {
     let wait_ms = u64::try_from(run_at_ms.saturating_sub(now_ms)).unwrap_or(0);
@@ -194,7 +194,7 @@ pub fn plan_delivery_at(run_at_ms: i64, now_ms: i64, limit: QueueDelayLimit) -> 
             delay_secs: delay_secs as u32,
         }
     } else {
-        DeliveryPlan::Hold {
+        DeliveryPlan::SendLater {
             until_ms: run_at_ms,
         }
     }
@@ -275,14 +275,18 @@ mod tests {
         let limit = |secs: &str| QueueDelayLimit::from_vars(|_| Some(secs.into())).0;
         let (default, minute, day) = (QueueDelayLimit::DEFAULT, limit("60"), limit("86400"));
         let send = |delay_secs| DeliveryPlan::Send { delay_secs };
-        let hold = |secs: i64| DeliveryPlan::Hold {
+        let hold = |secs: i64| DeliveryPlan::SendLater {
             until_ms: now + secs * 1000,
         };
         let cases = [
             (default, 0, send(0)),
             (default, 43_200, send(43_200)),
             (default, 43_201, hold(43_201)),
-            (default, u64::MAX, DeliveryPlan::Hold { until_ms: i64::MAX }),
+            (
+                default,
+                u64::MAX,
+                DeliveryPlan::SendLater { until_ms: i64::MAX },
+            ),
             (minute, 60, send(60)),
             (minute, 120, hold(120)),
             (day, 86_400, send(86_400)),
@@ -337,7 +341,7 @@ mod tests {
         let far = now + 43_200_001;
         assert_eq!(
             plan_delivery_at(far, now, limit),
-            DeliveryPlan::Hold { until_ms: far }
+            DeliveryPlan::SendLater { until_ms: far }
         );
     }
 
@@ -427,7 +431,7 @@ mod tests {
                     prop_assert!(delay_secs <= secs);
                     prop_assert_eq!(u64::from(delay_secs), delay);
                 }
-                DeliveryPlan::Hold { until_ms } => {
+                DeliveryPlan::SendLater { until_ms } => {
                     prop_assert!(delay > u64::from(secs));
                     prop_assert!(until_ms > now);
                 }

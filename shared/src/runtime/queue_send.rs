@@ -46,7 +46,7 @@ pub struct Outgoing {
 
 impl Outgoing {
     /// A message for a job just accepted (enqueued, or a chain's next step); None when it is
-    /// held in D1 until the sweep sends it.
+    /// kept in D1 until the sweep sends it.
     pub fn new_job(job: &NewJob, correlation_id: &str) -> Option<Outgoing> {
         let DeliveryPlan::Send { delay_secs } = job.delivery else {
             return None;

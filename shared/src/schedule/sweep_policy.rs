@@ -34,7 +34,7 @@ pub struct SweepConfig {
     /// (the queue dropped it). It must exceed the longest backlog wait one expects: each job
     /// of a deeper backlog gets one harmless duplicate message per this much waiting.
     pub stranded_after_ms: i64,
-    /// `SWEEP_PAGE`: rows a recovery service (rescue, re-send, release) handles per page. It
+    /// `SWEEP_PAGE`: rows a recovery service (rescue, re-send, send when due, release of held jobs) handles per page. It
     /// pages on within a tick while pages come back full and the budget lasts.
     pub page: u32,
     /// `SWEEP_BUDGET_SECS`: wall-clock time after which the recovery services start no

@@ -128,7 +128,7 @@ pub(super) fn statements(
                 (!rest.is_empty()).then(|| serde_json::Value::Array(rest.clone()).to_string());
             // Chains inherit the correlation id of the request that started them, and who
             // sent that request. Its status is the next job's first (queued, or scheduled
-            // when held in D1).
+            // when kept in D1).
             let insert = sql!(
                 db,
                 "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \

@@ -98,8 +98,8 @@ pub async fn job_set_outcome_many(
                 let run_at = f.finished_at + i64::from(*delay_secs) * 1000;
                 failed.push(json_text(&FailedRow::of(f, error, Some(run_at), true)));
             }
-            // Held in D1 (no message in the queue) until the sweep sends one at `until_ms`.
-            Decision::Hold { error, until_ms } => {
+            // Kept in D1 (no message in the queue) until the sweep sends one at `until_ms`.
+            Decision::RetryLater { error, until_ms } => {
                 failed.push(json_text(&FailedRow::of(f, error, Some(*until_ms), false)))
             }
             Decision::Dead { error } | Decision::Skip { error } => {

@@ -15,9 +15,9 @@ use super::unsent::Unsent;
 use crate::d1::json_text;
 use crate::invocations::invocation_delete_unnamed;
 
-/// The delayed release, two statements (rows: [`Unsent`]): up to `limit` `scheduled` jobs due
-/// by `horizon_ms` (within the queue's delay limit) become `queued`, and up to `limit` held
-/// `retrying` jobs due by then are read to be sent again (they stay `retrying`). Both read
+/// The send when due, two statements (rows: [`Unsent`]): up to `limit` `scheduled` jobs due
+/// by `horizon_ms` (within the queue's delay limit) become `queued`, and up to `limit`
+/// `retrying` jobs sent later due by then are read to be sent again (they stay `retrying`). Both read
 /// `jobs_waiting`.
 pub fn job_schedule(
     db: &D1Database,

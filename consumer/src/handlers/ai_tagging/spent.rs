@@ -2,7 +2,7 @@
 //! "Run records and artifacts"): the cost, the model, its calls and tokens, and one JSON line per
 //! call, kept as the run's `llm_responses` artifact.
 
-use jobs_shared::job::run_details::LlmUse;
+use jobs_shared::job::run_details::{ArtifactBody, LlmUse};
 use jobs_shared::retry::error_class::JobError;
 use jobs_shared::util::text_prefix::byte_prefix;
 use serde_json::{json, Value};
@@ -68,7 +68,12 @@ impl Spent {
         if !self.responses.is_empty() {
             let body = self.responses.join("\n") + "\n";
             let kind = "llm_responses";
-            artifacts.push(artifacts::keep(ctx, kind, "application/x-ndjson", &body).await);
+            let made = ArtifactBody {
+                kind,
+                content_type: "application/x-ndjson",
+                body: &body,
+            };
+            artifacts.push(artifacts::keep(ctx, &made).await);
         }
         HandlerRun {
             cost_cents: self.cost_cents,
