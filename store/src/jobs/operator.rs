@@ -86,7 +86,10 @@ pub async fn job_count_movable(
     now_ms: i64,
 ) -> worker::Result<(i64, i64)> {
     let count = match selection {
-        Selection::Ids(ids) => count_by_ids(db, &json_text(ids), mv, now_ms)?,
+        Selection::Ids(ids) => {
+            let ids = json_text(ids);
+            count_by_ids(db, &Picked::new(&ids, mv, now_ms))?
+        }
         Selection::Filter(filter) => BulkByFilter::new(filter, mv, now_ms).count(db)?,
     };
     let results = db.batch(vec![count]).await?;
@@ -122,15 +125,16 @@ pub async fn job_move_many(
     let (conflicts, ended, update, remaining) = match selection {
         Selection::Ids(ids) => {
             let ids = json_text(ids);
+            let picked = Picked::new(&ids, mv, now_ms);
             let ended = match mv {
                 OperatorMove::Skip => Some(skip_ended_by_ids(db, &ids, now_ms)?),
                 _ => None,
             };
             (
-                conflicts_by_ids(db, &ids, mv, now_ms)?,
+                conflicts_by_ids(db, &picked)?,
                 ended,
                 update_by_ids(db, &ids, mv, now_ms)?,
-                count_by_ids(db, &ids, mv, now_ms)?,
+                count_by_ids(db, &picked)?,
             )
         }
         Selection::Filter(filter) => {
@@ -352,162 +356,77 @@ fn skip_ended_by_ids(
 }
 
 /// The selected jobs `ids` names that `mv` would move, and those it would not (their dedup
-/// key is held): [`job_count_movable`], and [`job_move_many`]'s remaining.
-fn count_by_ids(
-    db: &D1Database,
-    ids: &str,
-    mv: OperatorMove,
-    now_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    Ok(match mv {
-        OperatorMove::Retry => sql!(db, Counts =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND (+status IN ('scheduled', 'dead', 'retrying') \
-             OR (+status = 'queued' AND run_at > ?2))), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
-             COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
-            ids,
-            now_ms
-        )?,
-        OperatorMove::Replay => sql!(db, Counts =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status = 'dead'), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
-             COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
-            ids
-        )?,
-        OperatorMove::Cancel => sql!(db, Counts =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status IN ('scheduled', 'queued', 'retrying')), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
-             COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
-            ids
-        )?,
-        OperatorMove::Skip => sql!(db, Counts =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status IN ('scheduled', 'queued', 'running', 'retrying')), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
-             COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
-            ids
-        )?,
-    })
+/// key is held): [`job_count_movable`], and [`job_move_many`]'s remaining. It writes nothing,
+/// so the move's states are bound ([`Picked`]), not written out.
+fn count_by_ids(db: &D1Database, picked: &Picked) -> worker::Result<D1PreparedStatement> {
+    sql!(db, Counts =>
+        "WITH picked AS (SELECT id, type, dedup_key, priority, \
+         ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
+         ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
+         FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND +status IN (SELECT value FROM json_each(?3)) \
+         AND (?4 = 0 OR +status <> 'queued' OR run_at > ?2)), \
+         held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
+         INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
+         AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
+         AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
+         THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
+         AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
+         SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
+         COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
+        picked.ids,
+        picked.now_ms,
+        &picked.sources,
+        picked.due_later_only
+    )
 }
 
-/// [`job_move_many`]'s conflicts among the jobs `ids` names.
-fn conflicts_by_ids(
-    db: &D1Database,
-    ids: &str,
-    mv: OperatorMove,
+/// [`job_move_many`]'s conflicts among the jobs `ids` names (the move's states bound, as in
+/// [`count_by_ids`]).
+fn conflicts_by_ids(db: &D1Database, picked: &Picked) -> worker::Result<D1PreparedStatement> {
+    sql!(db, Conflict =>
+        "WITH picked AS (SELECT id, type, dedup_key, priority, \
+         ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
+         ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
+         FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND +status IN (SELECT value FROM json_each(?3)) \
+         AND (?4 = 0 OR +status <> 'queued' OR run_at > ?2)), \
+         held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
+         INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
+         AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
+         AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
+         THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
+         AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
+         SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
+         ORDER BY priority DESC, id LIMIT ?5",
+        picked.ids,
+        picked.now_ms,
+        &picked.sources,
+        picked.due_later_only,
+        BULK_LIMIT
+    )
+}
+
+/// The jobs a bulk move by ids picks: those `ids` names in one of the move's states (its
+/// sources, as a JSON list), a `queued` one only while its `run_at` is after `now_ms` when
+/// `due_later_only` (a retry's).
+struct Picked<'a> {
+    ids: &'a str,
     now_ms: i64,
-) -> worker::Result<D1PreparedStatement> {
-    Ok(match mv {
-        OperatorMove::Retry => sql!(db, Conflict =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND (+status IN ('scheduled', 'dead', 'retrying') \
-             OR (+status = 'queued' AND run_at > ?2))), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
-             ORDER BY priority DESC, id LIMIT ?3",
+    sources: String,
+    due_later_only: bool,
+}
+
+impl<'a> Picked<'a> {
+    fn new(ids: &'a str, mv: OperatorMove, now_ms: i64) -> Picked<'a> {
+        let sources: Vec<&str> = mv.sources().iter().map(|s| s.as_str()).collect();
+        Picked {
             ids,
             now_ms,
-            BULK_LIMIT
-        )?,
-        OperatorMove::Replay => sql!(db, Conflict =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status = 'dead'), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
-             ORDER BY priority DESC, id LIMIT ?2",
-            ids,
-            BULK_LIMIT
-        )?,
-        OperatorMove::Cancel => sql!(db, Conflict =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status IN ('scheduled', 'queued', 'retrying')), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
-             ORDER BY priority DESC, id LIMIT ?2",
-            ids,
-            BULK_LIMIT
-        )?,
-        OperatorMove::Skip => sql!(db, Conflict =>
-            "WITH picked AS (SELECT id, type, dedup_key, priority, \
-             ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-             ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-             FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-             AND +status IN ('scheduled', 'queued', 'running', 'retrying')), \
-             held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-             INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-             AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-             AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-             THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-             AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-             SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
-             ORDER BY priority DESC, id LIMIT ?2",
-            ids,
-            BULK_LIMIT
-        )?,
-    })
+            sources: serde_json::to_string(&sources).unwrap_or_default(),
+            due_later_only: mv == OperatorMove::Retry,
+        }
+    }
 }
 
 /// [`job_move_many`]'s update of the jobs `ids` names (rows: [`SummaryRow`]), its guard
