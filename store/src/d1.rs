@@ -26,7 +26,7 @@ impl StatementResult {
     }
 
     /// The rows of a statement that returns each as one JSON text column `j` (`packed!`:
-    /// `json_object(...) AS j`), each read as a `T` from that object, field by name. The hot
+    /// `json_array(...) AS j`), each read as a `T` from that array, in its fields' order. The hot
     /// paths' many-column rows cross this way: a value costs at every hop from SQLite into Rust
     /// (D1's rows, its answer, its objects, their JSON), and a row packed into one is about a
     /// sixth of a claim's round trip cheaper (docs/performance.md "Benchmark").

@@ -17,8 +17,7 @@ use crate::d1::{counted_batch, json_text};
 /// Messages may arrive a little before their delay ends; this much early is still "due".
 const EARLY_TOLERANCE_MS: i64 = 1_000;
 
-/// A job this batch now runs, read from the claim's packed row (an object of these fields,
-/// see `StatementResult::packed_results`).
+/// A job this batch now runs, read from the claim's packed row (see `packed!`).
 #[derive(Deserialize)]
 pub struct Claimed {
     pub id: String,
@@ -42,6 +41,22 @@ pub struct Claimed {
     pub created_at: i64,
     /// When it was due: its latency is from here to its end.
     pub run_at: i64,
+}
+
+/// A claim's statement, returning each job it claims as a packed [`Claimed`]: `$pre`, the
+/// statement up to its `RETURNING`, and its arguments. The columns, in `Claimed`'s fields'
+/// order (a test below holds the two equal).
+macro_rules! claimed {
+    ($db:expr, $pre:literal $(, $arg:expr)* $(,)?) => {
+        packed!($db, Claimed, from "jobs", {
+            "id" = "id", "job_type" = "type", "payload" = "payload", "attempts" = "attempts",
+            "max_attempts" = "max_attempts", "runs" = "runs", "parent_id" = "parent_id",
+            "chain_step" = "chain_step", "next_steps" = "next_steps",
+            "chain_status" = "chain_status", "correlation_id" = "correlation_id",
+            "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
+            "created_at" = "created_at", "run_at" = "run_at",
+        }, $pre + PACKED + "" $(, $arg)*)
+    };
 }
 
 impl Claimed {
@@ -162,7 +177,7 @@ pub struct Claim {
 /// claimed nothing does a second round trip settle those ids ([`job_claim_settling`]): a lost
 /// lease to record and rescue, an expired or paused job, a stale or early message.
 ///
-/// Both claims return each job packed into one JSON object (`packed!`), the unary `+` on the
+/// Both claims return each job packed into one JSON array (`claimed!`), the unary `+` on the
 /// status and run_at terms keeps SQLite on the primary key (it cannot see how short a
 /// `json_each` list is and would otherwise scan the whole backlog by status), and whether a
 /// pause covers a job begins with whether anything at all is paused, which SQLite reads once
@@ -174,21 +189,13 @@ pub async fn job_claim(
     stats: &mut D1Stats,
 ) -> worker::Result<Claim> {
     let ids_json = json_text(ids);
-    let plain = packed!(db, Claimed, from "jobs", {
-            "id" = "id", "job_type" = "type", "payload" = "payload", "attempts" = "attempts",
-            "max_attempts" = "max_attempts", "runs" = "runs", "parent_id" = "parent_id",
-            "chain_step" = "chain_step", "next_steps" = "next_steps",
-            "chain_status" = "chain_status", "correlation_id" = "correlation_id",
-            "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
-            "created_at" = "created_at", "run_at" = "run_at",
-        },
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
+    let plain = claimed!(db,         "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
          started_at = ?2, updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
          WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
          AND +status IN ('queued', 'retrying') AND (expires_at IS NULL OR expires_at > ?2) \
          AND family = ?5 AND NOT (EXISTS (SELECT 1 FROM pauses) AND EXISTS (SELECT 1 FROM pauses p \
          WHERE (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family))) \
-         RETURNING " + PACKED + "",
+         RETURNING ",
         &ids_json,
         terms.now_ms,
         terms.lease_until,
@@ -303,21 +310,13 @@ async fn job_claim_settling(
         EXPIRED_UNRUN
     )?;
     // What remains claimable: the plain claim's, or running with its lease run out.
-    let claim = packed!(db, Claimed, from "jobs", {
-            "id" = "id", "job_type" = "type", "payload" = "payload", "attempts" = "attempts",
-            "max_attempts" = "max_attempts", "runs" = "runs", "parent_id" = "parent_id",
-            "chain_step" = "chain_step", "next_steps" = "next_steps",
-            "chain_status" = "chain_status", "correlation_id" = "correlation_id",
-            "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
-            "created_at" = "created_at", "run_at" = "run_at",
-        },
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
+    let claim = claimed!(db,         "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, \
          started_at = ?2, updated_at = ?2, lease_until = ?3, sent_at = COALESCE(sent_at, ?2) \
          WHERE id IN (SELECT value FROM json_each(?1)) AND +run_at <= ?4 \
          AND (+status IN ('queued', 'retrying') OR (+status = 'running' AND lease_until < ?2)) \
          AND family = ?5 AND NOT (EXISTS (SELECT 1 FROM pauses) AND EXISTS (SELECT 1 FROM pauses p \
          WHERE (p.kind = 'type' AND p.name = jobs.type) OR (p.kind = 'family' AND p.name = jobs.family))) \
-         RETURNING " + PACKED + "",
+         RETURNING ",
         &ids_json,
         now_ms,
         terms.lease_until,
@@ -380,4 +379,28 @@ pub(super) fn job_list_seen(db: &D1Database, ids: &[&str]) -> worker::Result<D1P
          WHERE id IN (SELECT value FROM json_each(?1))",
         &ids
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Claimed;
+    use crate::checked::fields_of;
+
+    /// `claimed!`'s columns are in `Claimed`'s fields' order: serde reads a packed row by position.
+    #[test]
+    fn the_claim_packs_its_columns_in_claimed_s_order() {
+        let source = include_str!("claim.rs");
+        let list = &source[source
+            .find("packed!($db, Claimed")
+            .expect("claimed!'s list")..];
+        let list = &list[..list.find('}').expect("the list's end")];
+        // Each pair is `"field" = "column"`: the field is the quoted word before each ` = `.
+        let keys: Vec<&str> = list
+            .split("\" = ")
+            .filter_map(|before| before.rsplit('"').next())
+            .take(list.matches("\" = ").count())
+            .collect();
+        assert_eq!(keys, fields_of::<Claimed>());
+        assert_eq!(keys.len(), 15);
+    }
 }
