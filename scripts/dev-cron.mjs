@@ -3,13 +3,24 @@
 // the producer's `[triggers] crons` (wrangler.toml) on its own cadence, in UTC as Cloudflare does,
 // through wrangler's own /cdn-cgi/handler/scheduled with the minute it was due as the event's
 // scheduled time. Exits with the dev script (the pid given), quiet but for ticks that failed.
+// It waits for the dev server to answer before it loads anything: loading wrangler's config
+// reader takes a second of CPU, which at the start would slow the Workers' build steps (the
+// benchmark's black box reads which of them wrangler's inspector lands on).
 // Usage: node scripts/dev-cron.mjs <producer url> <pid to outlive>
-import { Cron } from "croner";
-import { unstable_readConfig } from "wrangler";
 import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const [base, parent] = process.argv.slice(2);
-const { crons = [] } = unstable_readConfig({ config: join(resolve(import.meta.dirname, ".."), "wrangler.toml") }).triggers ?? {};
+
+const alive = (pid) => {
+  try {
+    process.kill(Number(pid), 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+setInterval(() => alive(parent) || process.exit(0), 1_000);
 
 /** Asks the producer to run its `scheduled` handler for `cron`, as due at `at`. */
 async function fire(cron, at) {
@@ -22,16 +33,10 @@ async function fire(cron, at) {
   }
 }
 
-const alive = (pid) => {
-  try {
-    process.kill(Number(pid), 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-for (const cron of crons) {
+while (!(await fetch(base).then(() => true, () => false))) await sleep(1_000);
+const { Cron } = await import("croner");
+const { unstable_readConfig } = await import("wrangler");
+const config = unstable_readConfig({ config: join(resolve(import.meta.dirname, ".."), "wrangler.toml") });
+for (const cron of config.triggers?.crons ?? []) {
   new Cron(cron, { timezone: "UTC", protect: true }, (self) => fire(cron, self.currentRun() ?? new Date()));
 }
-setInterval(() => alive(parent) || process.exit(0), 1_000);
