@@ -19,10 +19,13 @@ use serde_json::{json, Value};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::job_context::{invalid_request, JobContext};
-use crate::outbound::fetch_timeout;
+use crate::outbound::fetch_timeout::{self, Via};
 use crate::web_url;
 
 pub struct Outgoing<'a> {
+    /// Out to the internet, or to the Worker behind a service binding (at `url` all the same:
+    /// it is what the app sees and what is signed).
+    pub via: Via<'a>,
     pub url: &'a str,
     pub method: Method,
     pub headers: Vec<(String, String)>,
@@ -102,7 +105,8 @@ pub async fn send(ctx: &JobContext<'_>, out: Outgoing<'_>) -> Result<Option<Valu
     }
     let request = Request::new_with_init(&url, &init).map_err(invalid_request)?;
 
-    let response = fetch_timeout::fetch(outbound, request, body_bytes, out.timeout_ms).await?;
+    let response =
+        fetch_timeout::fetch_via(outbound, out.via, request, body_bytes, out.timeout_ms).await?;
     let status = response.status_code();
     if is_redirect(status) {
         let location = response.headers().get("location").ok().flatten();

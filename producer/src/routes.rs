@@ -7,7 +7,8 @@ use jobs_shared::api::route::{Method, Route};
 
 use crate::admin::job_actions::Move;
 use crate::admin::{
-    audit, budgets, dead_letters, history, job_actions, jobs, pauses, rss_sources, schedules, stats,
+    audit, budgets, dead_letters, history, job_actions, jobs, pauses, rss_sources, schedules,
+    stats, types,
 };
 use crate::artifact_download::ArtifactPath;
 use crate::router::{Access, Target};
@@ -89,6 +90,11 @@ pub static ROUTES: &[Route<Target>] = routes![
         |c| budgets::set_limit(&c.admin(), c.req, c.param("type"));
     Get "/v1/admin/budgets/{type}/history", Admin =>
         |c| budgets::history(c.req, c.env, c.param("type"));
+
+    Get "/v1/admin/types", Admin => |c| types::list(c.env);
+    Get "/v1/admin/types/{name}", Admin => |c| types::get(c.env, c.param("name"));
+    Put "/v1/admin/types/{name}", Admin => |c| types::put(&c.admin(), c.req, c.param("name"));
+    Delete "/v1/admin/types/{name}", Admin => |c| types::delete(&c.admin(), c.param("name"));
 
     Get "/v1/admin/rss-sources", Admin => |c| rss_sources::list(c.env);
     Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(&c.admin(), c.req);

@@ -28,6 +28,7 @@ pub mod feed_items;
 pub mod invocations;
 pub mod job_minutes;
 pub mod job_runs;
+pub mod job_types;
 pub mod jobs;
 pub mod links;
 pub mod metric_counters;

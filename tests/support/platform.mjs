@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { after, before } from "node:test";
+import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { startAppServer } from "./app_server.mjs";
 import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
@@ -34,6 +35,16 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
 }
 
 /**
+ * A Worker of the team's own (an example under examples/), bundled as `wrangler deploy` bundles
+ * it (its imports, such as @cf-jobs/client, resolved from node_modules), as a Miniflare worker
+ * named `name` with `bindings`.
+ */
+export async function bundledWorker(entry, { name, bindings = {} }) {
+  const out = await build({ entryPoints: [entry], bundle: true, format: "esm", platform: "neutral", write: false });
+  return { name, modules: true, script: out.outputFiles[0].text, compatibilityDate: "2026-04-01", bindings };
+}
+
+/**
  * Starts both workers. `consumerBindings` adds vars (ENDPOINT_*) to the consumer.
  * `manualDelivery` leaves the family queues without a consumer, so the test delivers each batch
  * itself through the consumer's `queue` handler and sees every ack and retry decision.
@@ -44,9 +55,11 @@ export function workerFromConfig(configPath, { bindings = {}, withoutQueueConsum
  * (e.g. CHROMIUM_URL of a Chromium the test started). The producer's STATIC binding is the
  * static files' Worker, as deployed. `migrateOver` ({before, seed}) writes the rows an older
  * schema held: `seed(db)` runs after the migrations named before `before`, and the rest after it.
+ * `consumerServices` adds service bindings to the consumer ({APP: "<an extra worker's name>"}).
  */
 export async function startPlatform({
   consumerBindings = {},
+  consumerServices = {},
   producerBindings = {},
   manualDelivery = false,
   onLog,
@@ -65,6 +78,7 @@ export async function startPlatform({
     bindings: { SIGNING_SECRET, ...consumerBindings },
     withoutQueueConsumers: manualDelivery,
   });
+  consumer.serviceBindings = { ...consumer.serviceBindings, ...consumerServices };
   const standin = workerFromConfig(STANDIN_CONFIG, { bindings: standinBindings });
   const files = workerFromConfig(STATIC_CONFIG);
   const workers = [producer, consumer, standin, files, ...extraWorkers];

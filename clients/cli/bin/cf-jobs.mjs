@@ -3,7 +3,7 @@
 // API and dashboard"). Every command goes through @cf-jobs/client with an admin token; tables and
 // colours on a terminal, `--json` for scripts, a progress bar for bulk actions that take several
 // calls.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import Table from "cli-table3";
@@ -20,6 +20,10 @@ const USAGE = `usage: cf-jobs [--url URL] [--token TOKEN] [--json] <command>
   set-status <queued|cancelled|skipped> [selection] [--dry-run]
   replay [selection] [--dry-run]          dead jobs back to the queue, with progress
   tail [--every SECS]                     failed attempts as they happen
+  types list                              the built-in job types and the ones you defined
+  types get <name>                        a type, with its versions
+  types put <name> <JSON | @FILE>         define a type, or change it (a new version)
+  types delete <name>                     enqueue refuses it; its enqueued jobs still run
 
   selection: --ids ID,ID... or filters --status, --type, --family, --error-class, --enqueued-by
   URL and TOKEN default to CF_JOBS_URL and CF_JOBS_TOKEN (an admin token).`;
@@ -105,6 +109,13 @@ async function bulk(verb, call, values, out) {
   out.result({ count: done, conflicts }, `${verb} ${done} job(s)${conflicts ? `, ${conflicts} conflict(s) left where they are` : ""}`);
 }
 
+/** Where a defined type delivers: its URL, or `service APP /path`. */
+function target(definition) {
+  const to = definition?.target;
+  if (!to) return "";
+  return to.url ?? `service ${to.service} ${to.path ?? "/"}`;
+}
+
 async function main(argv) {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const [command, ...rest] = positionals;
@@ -123,7 +134,8 @@ async function main(argv) {
   };
   const every = Number(values.every ?? 5) * 1000;
 
-  switch (`${command}${rest[0] && command === "jobs" ? ` ${rest[0]}` : ""}`) {
+  const grouped = (command === "jobs" || command === "types") && rest[0];
+  switch (`${command}${grouped ? ` ${rest[0]}` : ""}`) {
     case "stats": {
       for (;;) {
         const stats = await jobs.stats();
@@ -187,6 +199,30 @@ async function main(argv) {
         }
         await new Promise((r) => setTimeout(r, every));
       }
+    }
+    case "types list": {
+      const types = await jobs.listTypes();
+      out.result(types, table(["name", "kind", "family", "version", "target", ""], types.map((t) => [t.name, t.built_in ? "built-in" : "defined",
+        t.family ?? t.definition?.family, t.version, target(t.definition), t.deleted_at ? pc.yellow("deleted") : ""])));
+      return 0;
+    }
+    case "types get": {
+      const t = await jobs.getType(rest[1] ?? "");
+      out.result(t, values.json ? "" : JSON.stringify(t, null, 2));
+      return 0;
+    }
+    case "types put": {
+      const [, name, source] = rest;
+      if (!name || !source) throw new Error("name the type and its definition: types put <name> <JSON | @FILE>");
+      const definition = JSON.parse(source.startsWith("@") ? readFileSync(source.slice(1), "utf8") : source);
+      const t = await jobs.putType(name, definition);
+      out.result(t, `${t.name}: ${t.changed ? `version ${t.version}` : `unchanged (version ${t.version})`}, delivered to ${target(t.definition)}`);
+      return 0;
+    }
+    case "types delete": {
+      const t = await jobs.deleteType(rest[1] ?? "");
+      out.result(t, `${t.name}: deleted (version ${t.version}); its enqueued jobs still run`);
+      return 0;
     }
     default:
       console.error(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);

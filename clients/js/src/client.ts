@@ -16,6 +16,8 @@ export type Stats = Schemas["Stats"];
 export type History = Schemas["History"];
 export type DeadLetterPage = Schemas["DeadLetterPage"];
 export type Failure = Schemas["Failure"];
+export type JobTypeDefinition = Schemas["JobTypeDefinition"];
+export type JobTypeView = Schemas["JobTypeView"];
 
 /** A bulk action's jobs: ids, or a filter (as the job search takes). */
 export type Selection = { ids: string[] } | { filter: Filter };
@@ -172,5 +174,25 @@ export class JobsClient {
 
   replayDeadLetters(selection: Selection, dryRun = false): Promise<BulkResult> {
     return this.request("POST", "/v1/admin/dead-letters/replay", { ...selection, dry_run: dryRun });
+  }
+
+  /** GET /v1/admin/types: the built-in job types, then the ones teams defined. */
+  async listTypes(): Promise<JobTypeView[]> {
+    return (await this.request<{ types: JobTypeView[] }>("GET", "/v1/admin/types")).types;
+  }
+
+  /** GET /v1/admin/types/{name}: a type; a defined one with its versions. */
+  getType(name: string): Promise<JobTypeView> {
+    return this.request("GET", `/v1/admin/types/${encodeURIComponent(name)}`);
+  }
+
+  /** PUT /v1/admin/types/{name}: defines the type or changes it (a new version). */
+  putType(name: string, definition: JobTypeDefinition): Promise<JobTypeView> {
+    return this.request("PUT", `/v1/admin/types/${encodeURIComponent(name)}`, definition);
+  }
+
+  /** DELETE /v1/admin/types/{name}: enqueue refuses it; its enqueued jobs still run. */
+  deleteType(name: string): Promise<JobTypeView> {
+    return this.request("DELETE", `/v1/admin/types/${encodeURIComponent(name)}`);
   }
 }

@@ -29,12 +29,14 @@ pub mod settle;
 
 use futures::FutureExt;
 use jobs_shared::job::family::Family;
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease::ConsumerLimits;
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::runtime::clock::now_ms;
 use jobs_shared::runtime::vars;
+use jobs_store::job_types;
 use worker::Env;
 
 use crate::delivery::Delivery;
@@ -76,6 +78,19 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
         Ok(db) => db,
         Err(e) => return settle::d1_failed(&valid, &e),
     };
+    // A team's own types (jobs_shared::job::defined_types), read again when the batch has one
+    // and this isolate's copy is due, or at once for one the copy lacks (defined since it was
+    // read): a batch of built-in types never pays for them.
+    fn type_of<'d>(d: &&'d Delivery) -> &'d str {
+        d.message.as_ref().map_or("", |m| m.job_type.as_str())
+    }
+    if valid
+        .iter()
+        .any(|d| JobType::built_in(type_of(d)).is_none())
+    {
+        let unknown = valid.iter().any(|d| JobType::parse(type_of(d)).is_none());
+        job_types::job_types_refresh(&db, now_ms(), unknown).await;
+    }
     let (limits, warnings) = ConsumerLimits::from_vars(|name| vars::string(env, name));
     warnings
         .iter()

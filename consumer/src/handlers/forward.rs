@@ -1,13 +1,17 @@
-//! Job types with no built-in handler are delivered to the app that owns them: a signed
-//! POST of {id, type, attempt, payload} to the URL in ENDPOINT_<TYPE> (`attempt` as in
-//! `X-Jobs-Attempt`). The app's answer is the job's outcome, classified like any HTTP delivery.
+//! Job types with no built-in handler are delivered to the app that owns them: a signed POST of
+//! {id, type, attempt, payload} (`attempt` as in `X-Jobs-Attempt`) to the type's endpoint: the
+//! URL in ENDPOINT_<TYPE> (the bundled apps' types), the URL its definition names, or the
+//! Worker behind the consumer's service binding it names (docs/app-guide.md "Your own job
+//! types"). The app's answer is the job's outcome, classified like any HTTP delivery.
 
+use jobs_shared::job::registry::{Endpoint, Handler};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::runtime::vars;
 use serde_json::{json, Value};
-use worker::Method;
+use worker::{Fetcher, Method};
 
 use crate::job_context::{HandlerRun, JobContext};
+use crate::outbound::fetch_timeout::Via;
 use crate::signed_request::{self, Outgoing};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
@@ -16,19 +20,32 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
 
 async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env) = (ctx.job, ctx.job_type, ctx.env);
-    let key = job_type.env_key();
-    let url = vars::string(env, &key).ok_or_else(|| {
-        JobError::new(
-            ErrorClass::NotConfigured,
-            format!(
-                "no endpoint configured for {}: set {key}",
-                job_type.as_str()
-            ),
-        )
-    })?;
+    let not_configured = |what: String| JobError::new(ErrorClass::NotConfigured, what);
+    let fetcher: Fetcher;
+    let (via, url) = match job_type.handler() {
+        Handler::Forward(Endpoint::Url(url)) => (Via::Internet, url.to_string()),
+        Handler::Forward(Endpoint::Service { binding, path }) => {
+            fetcher = env.service(binding).map_err(|_| {
+                not_configured(format!(
+                    "the consumer has no service binding {binding} for {}: add it to consumer/wrangler.toml [[services]]",
+                    job_type.as_str()
+                ))
+            })?;
+            let url = format!("https://{}{path}", binding.to_ascii_lowercase());
+            (Via::Service(&fetcher), url)
+        }
+        _ => {
+            let key = job_type.env_key();
+            let url = vars::string(env, &key).ok_or_else(|| {
+                not_configured(format!("no endpoint configured for {}: set {key}", job_type.as_str()))
+            })?;
+            (Via::Internet, url)
+        }
+    };
     let payload: Value = serde_json::from_str(&job.payload).unwrap_or(Value::Null);
     let body = json!({ "id": job.id, "type": job_type.as_str(), "attempt": job.delivery_attempt(), "payload": payload });
     let out = Outgoing {
+        via,
         url: &url,
         method: Method::Post,
         headers: Vec::new(),

@@ -5,6 +5,7 @@ use serde_json::Value;
 use worker::Method;
 
 use crate::job_context::{self, HandlerRun, JobContext};
+use crate::outbound::fetch_timeout::Via;
 use crate::signed_request::{self, Outgoing};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
@@ -25,6 +26,7 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
         Some(json) => (Some(json.to_string()), Some("application/json")),
     };
     let out = Outgoing {
+        via: Via::Internet,
         url: &payload.url,
         method,
         headers: payload.headers.unwrap_or_default().into_iter().collect(),

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use jobs_shared::job::run_details::Bytes;
 use jobs_shared::retry::error_class::{classify_http_status, ErrorClass, JobError};
 use jobs_shared::util::body_cap::CappedBody;
-use worker::{AbortController, Fetch, Request, Response};
+use worker::{AbortController, Fetch, Fetcher, Request, Response};
 
 use crate::deadline::within;
 use crate::outbound::{count, Connection, Outbound};
@@ -127,8 +127,29 @@ pub async fn fetch<'a>(
     body_bytes: usize,
     timeout_ms: u32,
 ) -> Result<Fetched<'a>, JobError> {
+    fetch_via(outbound, Via::Internet, request, body_bytes, timeout_ms).await
+}
+
+/// Where a request goes: out to the internet, or to a Worker behind one of the consumer's
+/// service bindings (which counts as a subrequest, so it takes a connection too).
+#[derive(Clone, Copy)]
+pub enum Via<'f> {
+    Internet,
+    Service(&'f Fetcher),
+}
+
+/// [`fetch`] by way of `via`. A request to a service is not aborted at its timeout (the
+/// binding's fetch takes no signal): the job stops waiting for it, and the other Worker runs on
+/// to its own limits.
+pub async fn fetch_via<'a>(
+    outbound: &Outbound<'a>,
+    via: Via<'_>,
+    request: Request,
+    body_bytes: usize,
+    timeout_ms: u32,
+) -> Result<Fetched<'a>, JobError> {
     let connection = outbound.connection(timeout_ms).await?;
-    send(outbound, connection, request, body_bytes).await
+    send_via(outbound, via, connection, request, body_bytes).await
 }
 
 /// [`fetch`] on a connection already taken (with the time its request may take, as
@@ -139,13 +160,28 @@ pub async fn send<'a>(
     request: Request,
     body_bytes: usize,
 ) -> Result<Fetched<'a>, JobError> {
+    send_via(outbound, Via::Internet, connection, request, body_bytes).await
+}
+
+async fn send_via<'a>(
+    outbound: &Outbound<'a>,
+    via: Via<'_>,
+    connection: Connection<'a>,
+    request: Request,
+    body_bytes: usize,
+) -> Result<Fetched<'a>, JobError> {
     let Connection { guard, timeout_ms } = connection;
     count(&outbound.bytes, body_bytes, 0);
     let ends_at = now_ms() + i64::from(timeout_ms);
     let controller = AbortController::default();
     let signal = controller.signal();
-    let fetch = Fetch::Request(request);
-    match within(timeout_ms.into(), fetch.send_with_signal(&signal)).await {
+    let answer = async {
+        match via {
+            Via::Internet => Fetch::Request(request).send_with_signal(&signal).await,
+            Via::Service(fetcher) => fetcher.fetch_request(request).await,
+        }
+    };
+    match within(timeout_ms.into(), answer).await {
         Some(Ok(response)) => Ok(Fetched {
             response,
             controller,

@@ -1,7 +1,7 @@
 //! The operator's API under /v1/admin (admin scope; crate::routes maps each route to its
 //! handler here and the router checks the token): stats, job search and detail, job actions
 //! and bulk actions, dead letters, pauses, the audit log, schedules, budgets, RSS sources and
-//! the charts' history.
+//! the charts' history, and the job types teams define.
 //! Every change is written together with its audit row.
 
 pub(crate) mod audit;
@@ -15,6 +15,7 @@ pub(crate) mod pauses;
 pub(crate) mod rss_sources;
 pub(crate) mod schedules;
 pub(crate) mod stats;
+pub(crate) mod types;
 
 use jobs_store::audit::Entry;
 use serde_json::Value;

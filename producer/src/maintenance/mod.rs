@@ -22,6 +22,8 @@ mod stranded_job_resender;
 mod tick;
 
 use jobs_shared::observe::log_line::{emit, fault, LogLevel};
+use jobs_shared::runtime::clock;
+use jobs_store::job_types;
 use serde_json::{Map, Value};
 use worker::Env;
 
@@ -39,6 +41,8 @@ pub async fn run(env: &Env, now_ms: i64) {
             )
         }
     };
+    // Schedules may enqueue a team's own types.
+    job_types::job_types_refresh(&db, clock::now_ms(), false).await;
     let tick = Tick::new(env, &db, now_ms);
     let mut report = Map::new();
     report.insert("event".into(), "sweep.completed".into());

@@ -128,7 +128,8 @@ pub fn validate_enqueue(
         return Err(not_an_object());
     }
     let req: EnqueueRequest = decode_fields(body)?;
-    let job_type = JobType::parse(&req.job_type).ok_or_else(|| {
+    let job_type = JobType::parse(&req.job_type).filter(|t| t.accepts_jobs());
+    let job_type = job_type.ok_or_else(|| {
         let message = format!("unknown job type \"{}\"", req.job_type);
         invalid("unknown_type", "type", message)
     })?;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use crate::budget::BudgetSpec;
+use crate::job::defined_types;
 use crate::job::family::Family;
 use crate::job::payloads::FieldError;
 use crate::job::registry::{same_str, Handler, JobTypeDef, ScheduleGate, TypeSpec, TYPES};
@@ -47,8 +48,20 @@ impl JobType {
         panic!("not a registered job type");
     }
 
+    /// A built-in type, or one a team defined (crate::job::defined_types) as this isolate
+    /// last read them.
     pub fn parse(s: &str) -> Option<JobType> {
+        JobType::built_in(s).or_else(|| defined_types::lookup(s).map(JobType))
+    }
+
+    /// The built-in type named `s`, if it is one.
+    pub fn built_in(s: &str) -> Option<JobType> {
         JobType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Whether enqueue takes new jobs of it: not when it is a team's type that was deleted.
+    pub fn accepts_jobs(self) -> bool {
+        !self.0.retired
     }
 
     pub fn as_str(self) -> &'static str {
@@ -87,7 +100,7 @@ impl JobType {
     /// Checks `payload` against the type's payload struct (crate::job::payloads);
     /// the error names the field relative to the payload.
     pub fn validate_payload(self, payload: &serde_json::Value) -> Result<(), FieldError> {
-        (self.0.payload)(payload)
+        self.0.payload.check(payload)
     }
 }
 
@@ -114,6 +127,8 @@ impl fmt::Debug for JobType {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::payload_schema::tests::ENGINE;
+    use crate::job::registry::Endpoint;
     use crate::retry::retry_policy::RetryPolicy;
     use serde_json::json;
 
@@ -205,7 +220,7 @@ mod tests {
         assert!(!JobType::NOOP.handler().calls_out());
         let forwarded = JobType::ALL
             .into_iter()
-            .filter(|t| t.handler() == Handler::Forward)
+            .filter(|t| t.handler() == Handler::Forward(Endpoint::EnvVar))
             .count();
         assert_eq!(forwarded, 10);
         assert_eq!(module(JobType::LINK_HEALTH_CHECK), "link_health");
@@ -269,5 +284,59 @@ mod tests {
                 "{t:?}"
             );
         }
+    }
+
+    // A team's own types, as crate::job::defined_types installs them.
+    fn row(name: &str, version: i64, family: &str, deleted: bool) -> defined_types::DefinedRow {
+        defined_types::DefinedRow {
+            name: name.into(),
+            version,
+            definition: format!(r#"{{"family":"{family}","target":{{"url":"https://a.io"}}}}"#),
+            deleted,
+        }
+    }
+
+    #[test]
+    fn parse_finds_what_was_installed_until_it_is_replaced() {
+        assert!(defined_types::stale(0));
+        assert_eq!(JobType::parse("send_invoice"), None);
+        let broken = defined_types::install_all(
+            vec![
+                row("send_invoice", 1, "default", false),
+                row("old", 1, "nope", false),
+            ],
+            1_000,
+            ENGINE,
+        );
+        assert_eq!(broken, ["old"]);
+        let t = JobType::parse("send_invoice").unwrap();
+        assert_eq!(t.family().as_str(), "default");
+        assert!(
+            !defined_types::stale(1_000 + defined_types::REFRESH_MS - 1)
+                && defined_types::stale(1_000 + defined_types::REFRESH_MS)
+        );
+
+        // The same version keeps its row; a new one replaces it.
+        defined_types::install_all(
+            vec![row("send_invoice", 1, "default", false)],
+            7_000,
+            ENGINE,
+        );
+        assert!(std::ptr::eq(
+            JobType::parse("send_invoice").unwrap().spec(),
+            t.spec()
+        ));
+        defined_types::install_one(row("send_invoice", 2, "low", false), ENGINE);
+        assert_eq!(
+            JobType::parse("send_invoice").unwrap().family().as_str(),
+            "low"
+        );
+
+        // Deleted: still found (its jobs run), no longer taking jobs; gone once the table lacks it.
+        defined_types::install_one(row("send_invoice", 3, "low", true), ENGINE);
+        assert!(!JobType::parse("send_invoice").unwrap().accepts_jobs());
+        defined_types::install_all(Vec::new(), 9_000, ENGINE);
+        assert_eq!(JobType::parse("send_invoice"), None);
+        assert_eq!(JobType::parse("http"), Some(JobType::HTTP));
     }
 }

@@ -2,6 +2,7 @@
 //! goes through, enqueue validation, chains, the queue message and what an attempt leads to.
 
 pub mod chain;
+pub mod defined_types;
 pub mod enqueue;
 pub mod envelope;
 pub mod family;
@@ -11,7 +12,9 @@ pub mod job_type;
 pub mod lease;
 pub mod lifecycle;
 pub mod pause;
+pub mod payload_schema;
 pub mod payloads;
 pub mod registry;
 pub mod run_details;
 pub mod stored_result;
+pub mod type_definition;

@@ -9,6 +9,7 @@ use std::ops::RangeInclusive;
 
 use crate::budget::BudgetSpec;
 use crate::job::family::Family;
+use crate::job::payload_schema::PayloadSchema;
 use crate::job::payloads::{self, validate, FieldError};
 use crate::retry::retry_policy::RetryPolicy;
 
@@ -24,9 +25,8 @@ pub struct JobTypeDef {
     pub family: Family,
     /// How it retries and times out by default.
     pub spec: TypeSpec,
-    /// Checks a payload against the type's payload struct (crate::job::payloads), naming the
-    /// field at fault relative to the payload: `validate::<payloads::ItsPayload>`.
-    pub payload: fn(&Value) -> Result<(), FieldError>,
+    /// How a payload is checked, naming the field at fault relative to the payload.
+    pub payload: PayloadCheck,
     /// A minimal valid payload (JSON), for tests and documentation.
     pub example: &'static str,
     /// The monthly spend budget its runs draw on: a handler that spends (`HandlerRun::cost_cents`
@@ -36,6 +36,31 @@ pub struct JobTypeDef {
     pub handler: Handler,
     /// When its schedules enqueue it.
     pub scheduled: ScheduleGate,
+    /// A team's type that was deleted: its jobs already enqueued still run, enqueue refuses
+    /// new ones (crate::job::defined_types).
+    pub retired: bool,
+}
+
+/// How a type's payloads are checked at enqueue.
+#[derive(Debug)]
+pub enum PayloadCheck {
+    /// Against the type's payload struct (crate::job::payloads): `validate::<ItsPayload>`.
+    Struct(fn(&Value) -> Result<(), FieldError>),
+    /// Against the schema a team gave its own type (crate::job::payload_schema).
+    Schema(PayloadSchema),
+    /// Any JSON object: a team's type defined without a schema.
+    AnyObject,
+}
+
+impl PayloadCheck {
+    pub fn check(&self, payload: &Value) -> Result<(), FieldError> {
+        match self {
+            PayloadCheck::Struct(validate) => validate(payload),
+            PayloadCheck::Schema(schema) => schema.check(payload),
+            PayloadCheck::AnyObject if payload.is_object() => Ok(()),
+            PayloadCheck::AnyObject => Err(FieldError::new("", "must be an object")),
+        }
+    }
 }
 
 impl JobTypeDef {
@@ -108,9 +133,9 @@ pub enum ScheduleGate {
 /// has no file, or a file no row names, does not compile (docs/development.md "Adding a job type").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handler {
-    /// Delivered as a signed request to the owning app's endpoint, named by the
-    /// env var [`JobTypeDef::env_key`] (the consumer's `forward` module).
-    Forward,
+    /// Delivered as a signed request to the owning app's endpoint (the consumer's `forward`
+    /// module).
+    Forward(Endpoint),
     /// Run by the platform itself.
     BuiltIn {
         /// The consumer module that runs it, named in job logs.
@@ -118,6 +143,21 @@ pub enum Handler {
         /// Whether it makes subrequests: a job that does is not started once the invocation
         /// has spent them (docs/guarantees.md "Guarantees and how they hold").
         calls_out: bool,
+    },
+}
+
+/// Where a forwarded type is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The URL in the env var [`JobTypeDef::env_key`] (the bundled apps' types).
+    EnvVar,
+    /// A URL its definition names.
+    Url(&'static str),
+    /// The Worker behind the consumer's service binding `binding`, at `path`: the request's URL
+    /// is `https://<binding, lowercased><path>` (docs/app-guide.md "Your own job types").
+    Service {
+        binding: &'static str,
+        path: &'static str,
     },
 }
 
@@ -133,14 +173,14 @@ impl Handler {
     /// The consumer module that runs it (`consumer::handlers::<module>`).
     pub const fn module(self) -> &'static str {
         match self {
-            Handler::Forward => "forward",
+            Handler::Forward(_) => "forward",
             Handler::BuiltIn { module, .. } => module,
         }
     }
 
     pub const fn calls_out(self) -> bool {
         match self {
-            Handler::Forward => true,
+            Handler::Forward(_) => true,
             Handler::BuiltIn { calls_out, .. } => calls_out,
         }
     }
@@ -198,6 +238,22 @@ pub(crate) const fn same_str(a: &str, b: &str) -> bool {
     true
 }
 
+/// Whether `name` is a built-in type's.
+pub(crate) fn is_built_in(name: &str) -> bool {
+    TYPES.iter().any(|def| def.name == name)
+}
+
+/// A type's name: lowercase letters, digits and single underscores, starting with a letter.
+pub(crate) fn snake_case(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes.last().is_some_and(|b| *b != b'_')
+        && !name.contains("__")
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+}
+
 /// Every type, in the order listings show them. `family` follows docs/app-guide.md "Job types"
 /// table; `spec` is the default policy except for the crawlers (`social_refresh`,
 /// `link_health_check`) and `ai_tagging`, whose LLM calls use the fixed table.
@@ -206,111 +262,122 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         name: "rss_feed_refresh",
         family: Family::Default,
         spec: TypeSpec::standard(60_000),
-        payload: validate::<payloads::RssFeedRefreshPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::RssFeedRefreshPayload>),
         example: "{}",
         budget: None,
         handler: Handler::built_in("rss_refresh"),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "weather_refresh",
         family: Family::Default,
         spec: TypeSpec::standard(30_000),
-        payload: validate::<payloads::WeatherRefreshPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::WeatherRefreshPayload>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "listing_expiration",
         family: Family::Default,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::NoParams>,
+        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "rank_recalculation",
         family: Family::Default,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::NoParams>,
+        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "inbound_email",
         family: Family::Default,
         spec: TypeSpec::standard(60_000),
-        payload: validate::<payloads::InboundEmailPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::InboundEmailPayload>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "stock_refresh",
         family: Family::High,
         spec: TypeSpec::standard(30_000),
-        payload: validate::<payloads::StockRefreshPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::StockRefreshPayload>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "message_relay",
         family: Family::High,
         spec: TypeSpec::standard(30_000),
-        payload: validate::<payloads::MessageRelayPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::MessageRelayPayload>),
         example: r#"{"message_id": "msg_1"}"#,
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "social_refresh",
         family: Family::Low,
         spec: TypeSpec::crawler(60_000),
-        payload: validate::<payloads::SocialRefreshPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::SocialRefreshPayload>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "link_health_check",
         family: Family::Low,
         spec: TypeSpec::crawler(300_000),
-        payload: validate::<payloads::LinkHealthCheckPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::LinkHealthCheckPayload>),
         example: "{}",
         budget: None,
         handler: Handler::built_in("link_health"),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "sitemap_generation",
         family: Family::Low,
         spec: TypeSpec::standard(300_000),
-        payload: validate::<payloads::NoParams>,
+        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "click_rollup",
         family: Family::Low,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::ClickRollupPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::ClickRollupPayload>),
         example: "{}",
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "ai_tagging",
@@ -321,7 +388,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             timeout_ms: 300_000,
             payload_timeout: false,
         },
-        payload: validate::<payloads::AiTaggingPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::AiTaggingPayload>),
         example: "{}",
         // $500 a month (docs/app-guide.md "AI tagging and budgets").
         budget: Some(BudgetSpec {
@@ -329,42 +396,46 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         }),
         handler: Handler::built_in("ai_tagging"),
         scheduled: ScheduleGate::UntaggedFeedItems,
+        retired: false,
     },
     JobTypeDef {
         name: "image_processing",
         family: Family::Bulk,
         spec: TypeSpec::standard(120_000),
-        payload: validate::<payloads::ImageProcessingPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::ImageProcessingPayload>),
         example: r#"{"image_key": "uploads/1.jpg"}"#,
         budget: None,
-        handler: Handler::Forward,
+        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "screenshot_capture",
         family: Family::Screenshot,
         spec: TypeSpec::standard(60_000).with_payload_timeout(),
-        payload: validate::<payloads::ScreenshotCapturePayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::ScreenshotCapturePayload>),
         example: r#"{"url": "https://example.com"}"#,
         budget: None,
         handler: Handler::built_in("screenshot"),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "http",
         family: Family::Default,
         spec: TypeSpec::standard(30_000).with_payload_timeout(),
-        payload: validate::<payloads::HttpPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::HttpPayload>),
         example: r#"{"url": "https://example.com/hook"}"#,
         budget: None,
         handler: Handler::built_in("http"),
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
     JobTypeDef {
         name: "noop",
         family: Family::Default,
         spec: TypeSpec::standard(10_000),
-        payload: validate::<payloads::NoopPayload>,
+        payload: PayloadCheck::Struct(validate::<payloads::NoopPayload>),
         example: "{}",
         budget: None,
         handler: Handler::BuiltIn {
@@ -372,6 +443,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             calls_out: false,
         },
         scheduled: ScheduleGate::Always,
+        retired: false,
     },
 ];
 
@@ -379,16 +451,6 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
 mod tests {
     use super::*;
     use std::collections::HashSet;
-
-    fn snake_case(name: &str) -> bool {
-        let bytes = name.as_bytes();
-        bytes.first().is_some_and(u8::is_ascii_lowercase)
-            && bytes.last().is_some_and(|b| *b != b'_')
-            && !name.contains("__")
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
-    }
 
     /// The test that fails when a type lacks a part (docs/development.md "Adding a job type").
     #[test]
@@ -401,11 +463,11 @@ mod tests {
 
             let example: Value = serde_json::from_str(def.example)
                 .unwrap_or_else(|e| panic!("{name}: its example is not JSON: {e}"));
-            assert_eq!((def.payload)(&example), Ok(()), "{name}: its example");
+            assert_eq!(def.payload.check(&example), Ok(()), "{name}: its example");
             let mut stranger = example.clone();
             stranger["not_a_field"] = Value::Bool(true);
             assert_eq!(
-                (def.payload)(&stranger).map_err(|e| e.field),
+                def.payload.check(&stranger).map_err(|e| e.field),
                 Err("not_a_field".to_string()),
                 "{name}: an unknown field must be refused, by name"
             );
@@ -429,7 +491,7 @@ mod tests {
                 def.budget.is_none_or(|b| b.default_limit_cents > 0),
                 "{name}: a budget of nothing"
             );
-            if def.handler == Handler::Forward {
+            if def.handler == Handler::Forward(Endpoint::EnvVar) {
                 let key = def.env_key();
                 assert_eq!(key, format!("ENDPOINT_{}", name.to_uppercase()), "{name}");
                 assert!(

@@ -6,5 +6,6 @@ pub mod analytics_write;
 pub mod clock;
 pub mod faults;
 pub mod js_json;
+pub mod js_pattern;
 pub mod queue_send;
 pub mod vars;

@@ -1,0 +1,356 @@
+//! A team's own job type as data (docs/app-guide.md "Your own job types"): the body of
+//! `PUT /v1/admin/types/{name}`, checked field by field, and the registry row
+//! (crate::job::registry) it becomes once an isolate installs it (crate::job::defined_types).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::job::family::Family;
+use crate::job::payload_schema::{PatternEngine, PayloadSchema};
+use crate::job::registry::{
+    is_built_in, snake_case, Endpoint, Handler, JobTypeDef, PayloadCheck, ScheduleGate, TypeSpec,
+    MAX_ATTEMPTS,
+};
+use crate::request::api_error::ApiError;
+use crate::request::field_error::{decode_fields, invalid, not_an_object};
+use crate::retry::retry_policy::RetryPolicy;
+use crate::retry::retry_request::JobRetry;
+
+/// A definition's JSON is at most this long.
+pub const MAX_DEFINITION_BYTES: usize = 32 * 1024;
+/// A type's name is at most this long.
+pub const MAX_NAME_CHARS: usize = 64;
+/// An attempt's timeout when the definition names none.
+const DEFAULT_TIMEOUT_MS: u32 = 30_000;
+/// A target URL is at most this long.
+const MAX_URL_CHARS: usize = 2_048;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fields {
+    family: String,
+    target: Target,
+    retry: Option<Value>,
+    max_attempts: Option<i64>,
+    timeout_ms: Option<i64>,
+    payload_schema: Option<Value>,
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+/// Where the type's jobs are delivered: `{"url"}` or `{"service", "path"?}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, untagged)]
+enum Target {
+    Url {
+        url: String,
+    },
+    Service {
+        service: String,
+        path: Option<String>,
+    },
+}
+
+/// A checked definition, not yet installed.
+pub struct TypeDefinition {
+    name: String,
+    family: Family,
+    endpoint: OwnedEndpoint,
+    spec: TypeSpec,
+    payload: PayloadCheck,
+}
+
+enum OwnedEndpoint {
+    Url(String),
+    Service { binding: String, path: String },
+}
+
+impl TypeDefinition {
+    /// Checks the definition `body` of type `name`; errors name the field at fault
+    /// (`target.url`, `payload_schema.properties.email.pattern`).
+    pub fn parse(
+        name: &str,
+        body: &Value,
+        engine: PatternEngine,
+    ) -> Result<TypeDefinition, ApiError> {
+        check_name(name)?;
+        if !body.is_object() {
+            return Err(not_an_object());
+        }
+        if body.to_string().len() > MAX_DEFINITION_BYTES {
+            return Err(ApiError::new(
+                413,
+                "body_too_large",
+                format!("a definition is at most {MAX_DEFINITION_BYTES} bytes"),
+            ));
+        }
+        let fields: Fields = decode_fields(body)?;
+        let family = Family::parse(&fields.family).ok_or_else(|| {
+            let known: Vec<&str> = Family::ALL.iter().map(|f| f.as_str()).collect();
+            invalid(
+                "invalid_field",
+                "family",
+                format!("must be one of {}", known.join(", ")),
+            )
+        })?;
+        let endpoint = match fields.target {
+            Target::Url { url } => OwnedEndpoint::Url(check_url(url)?),
+            Target::Service { service, path } => OwnedEndpoint::Service {
+                binding: check_binding(service)?,
+                path: check_path(path.unwrap_or_else(|| "/".into()))?,
+            },
+        };
+        let retry = match &fields.retry {
+            Some(value) => Some(JobRetry::from_request(value, "retry")?),
+            None => None,
+        };
+        let max_attempts = match fields.max_attempts {
+            Some(n) if MAX_ATTEMPTS.contains(&n) => Some(n as u32),
+            Some(_) => {
+                let (lo, hi) = (MAX_ATTEMPTS.start(), MAX_ATTEMPTS.end());
+                return Err(invalid(
+                    "out_of_range",
+                    "max_attempts",
+                    format!("must be {lo} to {hi}"),
+                ));
+            }
+            None => None,
+        };
+        // An attempt must end well inside its family's lease, or a running job looks stranded.
+        let longest = family.lease_ms() / 2;
+        let timeout_ms = match fields.timeout_ms {
+            Some(ms) if (1_000..=longest).contains(&ms) => ms as u32,
+            Some(_) => {
+                let message = format!(
+                    "must be 1000 to {longest} (half the {} family's lease)",
+                    family.as_str()
+                );
+                return Err(invalid("out_of_range", "timeout_ms", message));
+            }
+            None => DEFAULT_TIMEOUT_MS.min(longest as u32),
+        };
+        let payload = match &fields.payload_schema {
+            Some(schema) => {
+                PayloadCheck::Schema(PayloadSchema::parse(schema, "payload_schema", engine)?)
+            }
+            None => PayloadCheck::AnyObject,
+        };
+        Ok(TypeDefinition {
+            name: name.to_string(),
+            family,
+            endpoint,
+            spec: TypeSpec {
+                max_attempts: max_attempts
+                    .or(retry.and_then(|r| r.preset_attempts))
+                    .unwrap_or(5),
+                retry: retry.map_or(RetryPolicy::DEFAULT, |r| r.policy),
+                timeout_ms,
+                payload_timeout: false,
+            },
+            payload,
+        })
+    }
+
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Its registry row, kept for the isolate's life (a few hundred bytes per version an
+    /// isolate reads: crate::job::defined_types reuses the row while the version is unchanged).
+    pub fn install(self, retired: bool) -> &'static JobTypeDef {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let endpoint = match self.endpoint {
+            OwnedEndpoint::Url(url) => Endpoint::Url(leak(url)),
+            OwnedEndpoint::Service { binding, path } => Endpoint::Service {
+                binding: leak(binding),
+                path: leak(path),
+            },
+        };
+        Box::leak(Box::new(JobTypeDef {
+            name: leak(self.name),
+            family: self.family,
+            spec: self.spec,
+            payload: self.payload,
+            example: "{}",
+            budget: None,
+            handler: Handler::Forward(endpoint),
+            scheduled: ScheduleGate::Always,
+            retired,
+        }))
+    }
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if name.len() > MAX_NAME_CHARS || !snake_case(name) {
+        let message = format!("must be snake_case (a-z, 0-9, _), 1 to {MAX_NAME_CHARS} characters, starting with a letter");
+        return Err(invalid("invalid_field", "name", message));
+    }
+    if is_built_in(name) {
+        return Err(
+            ApiError::new(409, "built_in_type", format!("{name} is a built-in type"))
+                .with_field("name"),
+        );
+    }
+    Ok(())
+}
+
+fn check_url(url: String) -> Result<String, ApiError> {
+    let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
+    if !scheme_ok || url.len() > MAX_URL_CHARS || url.chars().any(char::is_whitespace) {
+        let message = format!("must be an http(s) URL of at most {MAX_URL_CHARS} characters");
+        return Err(invalid("invalid_field", "target.url", message));
+    }
+    Ok(url)
+}
+
+/// A binding name as wrangler.toml writes it: `APP`, `BILLING_WORKER`.
+fn check_binding(binding: String) -> Result<String, ApiError> {
+    let ok = binding.len() <= 64
+        && binding
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase())
+        && binding
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !ok {
+        return Err(invalid(
+            "invalid_field",
+            "target.service",
+            "must be a binding name: A-Z, 0-9 and _, starting with a letter, at most 64",
+        ));
+    }
+    Ok(binding)
+}
+
+fn check_path(path: String) -> Result<String, ApiError> {
+    let ok = path.starts_with('/')
+        && path.len() <= MAX_URL_CHARS
+        && !path.chars().any(|c| c.is_whitespace() || c == '#');
+    if !ok {
+        return Err(invalid(
+            "invalid_field",
+            "target.path",
+            "must start with / (a path and query, no fragment)",
+        ));
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::payload_schema::tests::ENGINE;
+    use serde_json::json;
+
+    fn field(name: &str, body: Value) -> (u16, String) {
+        let e = TypeDefinition::parse(name, &body, ENGINE)
+            .err()
+            .expect("refused");
+        (e.status, e.field.unwrap_or_default())
+    }
+
+    #[test]
+    fn a_definition_becomes_a_forwarded_row() {
+        let body = json!({
+            "family": "high", "target": {"service": "APP", "path": "/jobs"},
+            "retry": "quick", "timeout_ms": 5000,
+            "payload_schema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+        });
+        let t = TypeDefinition::parse("send_invoice", &body, ENGINE)
+            .unwrap()
+            .install(false);
+        assert_eq!(t.name, "send_invoice");
+        assert_eq!(t.family, Family::High);
+        assert_eq!(
+            t.handler,
+            Handler::Forward(Endpoint::Service {
+                binding: "APP",
+                path: "/jobs"
+            })
+        );
+        assert_eq!((t.spec.max_attempts, t.spec.timeout_ms), (3, 5000));
+        assert!(!t.retired);
+        assert_eq!(t.payload.check(&json!({"to": "a"})), Ok(()));
+        assert_eq!(t.payload.check(&json!({})).unwrap_err().field, "to");
+
+        let any = TypeDefinition::parse(
+            "t2",
+            &json!({"family": "default", "target": {"url": "https://a.io/h"}}),
+            ENGINE,
+        )
+        .unwrap()
+        .install(true);
+        assert_eq!(
+            any.handler,
+            Handler::Forward(Endpoint::Url("https://a.io/h"))
+        );
+        assert_eq!((any.spec.max_attempts, any.spec.timeout_ms), (5, 30_000));
+        assert_eq!(any.payload.check(&json!({"anything": [1]})), Ok(()));
+        assert!(any.retired);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let ok = json!({"family": "default", "target": {"url": "https://a.io"}});
+        let with = |k: &str, v: Value| {
+            let mut b = ok.clone();
+            b[k] = v;
+            b
+        };
+        assert_eq!(field("Bad-Name", ok.clone()), (422, "name".into()));
+        assert_eq!(field("http", ok.clone()), (409, "name".into()));
+        assert_eq!(
+            field("t", with("family", json!("urgent"))),
+            (422, "family".into())
+        );
+        assert_eq!(
+            field("t", with("target", json!({"url": "ftp://a"}))),
+            (422, "target.url".into())
+        );
+        assert_eq!(
+            field("t", with("target", json!({"service": "app"}))),
+            (422, "target.service".into())
+        );
+        assert_eq!(
+            field(
+                "t",
+                with("target", json!({"service": "APP", "path": "jobs"}))
+            ),
+            (422, "target.path".into())
+        );
+        assert_eq!(
+            field("t", with("target", json!({"queue": "x"}))).1,
+            "target"
+        );
+        assert_eq!(
+            field("t", with("max_attempts", json!(0))),
+            (422, "max_attempts".into())
+        );
+        assert_eq!(
+            field("t", with("timeout_ms", json!(999))),
+            (422, "timeout_ms".into())
+        );
+        assert_eq!(
+            field("t", with("retry", json!("sometimes"))),
+            (422, "retry".into())
+        );
+        assert_eq!(
+            field("t", with("payload_schema", json!({"format": "x"}))),
+            (422, "payload_schema.format".into())
+        );
+        assert_eq!(field("t", with("colour", json!(1))), (422, "colour".into()));
+        assert_eq!(
+            field("t", json!({"family": "default"})),
+            (422, "target".into())
+        );
+        assert_eq!(
+            field(
+                "t",
+                with("description", json!("x".repeat(MAX_DEFINITION_BYTES)))
+            )
+            .0,
+            413
+        );
+    }
+}

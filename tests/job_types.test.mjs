@@ -1,0 +1,205 @@
+// A team's own job types as data (docs/app-guide.md "Your own job types"), on the built workers
+// on local workerd: defined with the CLI, no Rust and no rebuild; checked at enqueue against
+// their payload schema; delivered to a URL or, over a service binding, to the team's own Worker
+// (examples/app-worker, bundled as wrangler bundles it), which verifies each delivery with the
+// client's verifyDelivery; versioned, audited, deleted; and in effect on an isolate that did not
+// write them within the stated bound.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { verifyDelivery } from "@cf-jobs/client";
+import { bundledWorker, ROOT, SIGNING_SECRET, startPlatform, TOKENS } from "./support/platform.mjs";
+import { startAppServer } from "./support/app_server.mjs";
+import { adminApi } from "./support/admin_api.mjs";
+
+const APP_WORKER = join(ROOT, "examples", "app-worker", "index.js");
+/** defined_types::REFRESH_MS, the bound a definition takes to reach every isolate. */
+const REFRESH_MS = 5_000;
+
+let app, p, base, api;
+before(async () => {
+  app = await startAppServer();
+  const workers = [
+    await bundledWorker(APP_WORKER, { name: "jobs-app", bindings: { SIGNING_SECRET } }),
+    await bundledWorker(APP_WORKER, { name: "jobs-app-other-secret", bindings: { SIGNING_SECRET: "not-the-consumers" } }),
+  ];
+  p = await startPlatform({ extraWorkers: workers, consumerServices: { APP: "jobs-app", OTHER: "jobs-app-other-secret" } });
+  base = String(await p.mf.ready).replace(/\/$/, "");
+  api = await adminApi(p);
+});
+after(async () => {
+  await p?.dispose();
+  await app?.close();
+});
+
+/** Runs `cf-jobs args...` with the admin token, as an operator would. */
+function cli(...args) {
+  const child = spawn(join(ROOT, "node_modules", ".bin", "cf-jobs"), args, {
+    env: { ...process.env, CF_JOBS_URL: base, CF_JOBS_TOKEN: TOKENS.admin, NO_COLOR: "1" },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+/** An admin call on /v1/admin/types (a type's, with `name`), checked against the OpenAPI document. */
+const types = (method, name, options = {}) =>
+  api.call(method, name === undefined ? "/v1/admin/types" : "/v1/admin/types/{name}", { params: { name }, ...options });
+
+const INVOICE = {
+  family: "high",
+  target: { service: "APP", path: "/jobs" },
+  retry: "quick",
+  timeout_ms: 5000,
+  payload_schema: {
+    type: "object",
+    required: ["customer"],
+    properties: {
+      customer: { type: "string", pattern: "^cus_[a-z0-9]+$" },
+      cents: { type: "integer", minimum: 1, maximum: 1000000 },
+    },
+  },
+};
+
+test("a type defined with one CLI command is enqueued and delivered to the team's Worker over a service binding, which verifies it", async () => {
+  const put = await cli("types", "put", "send_invoice", JSON.stringify(INVOICE));
+  assert.equal(put.code, 0, put.stderr);
+  assert.match(put.stdout, /send_invoice: version 1, delivered to service APP \/jobs/);
+
+  const enq = await p.enqueue({ type: "send_invoice", payload: { customer: "cus_42", cents: 1200 } });
+  assert.equal(enq.status, 202, JSON.stringify(enq.body));
+  const job = await p.waitForStatus(enq.body.id, ["succeeded", "dead"]);
+  assert.equal(job.status, "succeeded", JSON.stringify(job));
+  assert.equal(job.family, "high");
+  // The Worker answered only after verifyDelivery accepted the signature: its answer is the result.
+  assert.deepEqual(job.result.body, {
+    job: { id: enq.body.id, type: "send_invoice", attempt: 1 },
+    result: { sent_to: "cus_42" },
+  });
+
+  // The same delivery to a Worker holding another secret is refused there: final, one attempt.
+  const other = await types("PUT", "send_invoice_elsewhere", { json: { ...INVOICE, target: { service: "OTHER" } } });
+  assert.equal(other.status, 201, JSON.stringify(other.body));
+  const refused = await p.enqueue({ type: "send_invoice_elsewhere", payload: { customer: "cus_1" } });
+  const dead = await p.waitForStatus(refused.body.id, "dead");
+  assert.equal(dead.attempts, 1);
+  assert.match(dead.error.message, /HTTP 401/);
+});
+
+test("a type delivered to a URL is signed as every delivery is: the client's verifyDelivery accepts what the app received", async () => {
+  const def = { family: "default", target: { url: app.url("/hooks/report") } };
+  assert.equal((await types("PUT", "build_report", { json: def })).status, 201);
+  const enq = await p.enqueue({ type: "build_report", payload: { month: "2026-11" } });
+  assert.equal(enq.status, 202, JSON.stringify(enq.body));
+  await p.waitForStatus(enq.body.id, "succeeded");
+  const [received] = app.requests("/hooks/report");
+  const request = new Request(app.url("/hooks/report"), { method: received.method, headers: received.headers, body: received.body });
+  const check = await verifyDelivery(request, { secrets: SIGNING_SECRET });
+  assert.equal(check.valid, true, JSON.stringify(check));
+  assert.deepEqual(JSON.parse(check.body), { id: enq.body.id, type: "build_report", attempt: 1, payload: { month: "2026-11" } });
+});
+
+test("a bad definition or payload answers 422 naming the field, and writes nothing", async () => {
+  const rows = () => p.count("SELECT (SELECT COUNT(*) FROM job_types) + (SELECT COUNT(*) FROM job_type_versions) + (SELECT COUNT(*) FROM audit_log)");
+  const before = await rows();
+  const cases = [
+    [{ ...INVOICE, family: "urgent" }, 422, "family"],
+    [{ ...INVOICE, target: { url: "ftp://x" } }, 422, "target.url"],
+    [{ ...INVOICE, target: { service: "app" } }, 422, "target.service"],
+    [{ ...INVOICE, timeout_ms: 10 }, 422, "timeout_ms"],
+    [{ ...INVOICE, colour: "red" }, 422, "colour"],
+    [{ ...INVOICE, payload_schema: { properties: { a: { pattern: "(" } } } }, 422, "payload_schema.properties.a.pattern"],
+    [{ ...INVOICE, payload_schema: { format: "email" } }, 422, "payload_schema.format"],
+  ];
+  for (const [def, status, field] of cases) {
+    const res = await types("PUT", "bad_type", { json: def });
+    assert.equal(res.status, status, JSON.stringify(res.body));
+    assert.equal(res.body.error.field, field);
+  }
+  const builtIn = await types("PUT", "http", { json: INVOICE });
+  assert.deepEqual([builtIn.status, builtIn.body.error.code], [409, "built_in_type"]);
+  assert.equal((await types("PUT", "Bad-Name", { json: INVOICE })).body.error.field, "name");
+  const malformed = await types("PUT", "bad_type", { body: "{", headers: { "content-type": "application/json" } });
+  assert.equal(malformed.status, 400);
+  assert.equal((await types("PUT", "bad_type", { json: INVOICE, token: TOKENS.enqueue })).status, 403, "an enqueue token may not define types");
+  assert.equal((await types("DELETE", "no_such_type")).status, 404);
+  assert.equal((await types("DELETE", "noop")).status, 409);
+  assert.equal((await types("GET", "no_such_type")).status, 404);
+  assert.equal((await types("GET", "noop")).body.built_in, true);
+  assert.equal(await rows(), before);
+
+  await types("PUT", "send_invoice", { json: INVOICE });
+  const jobsBefore = await p.count("SELECT COUNT(*) FROM jobs");
+  for (const [payload, field] of [
+    [{}, "payload.customer"],
+    [{ customer: "bob" }, "payload.customer"],
+    [{ customer: "cus_1", cents: 0 }, "payload.cents"],
+    [{ customer: "cus_1", cents: 1.5 }, "payload.cents"],
+    [{ customer: "cus_1", note: "x" }, "payload.note"],
+  ]) {
+    const res = await p.enqueue({ type: "send_invoice", payload });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.deepEqual([res.body.error.code, res.body.error.field], ["invalid_payload", field]);
+  }
+  assert.equal(await p.count("SELECT COUNT(*) FROM jobs"), jobsBefore);
+});
+
+test("versions and audit: a changed definition is a new version, the same one changes nothing; deleted, enqueue refuses it and its enqueued jobs still run", async () => {
+  const def = { family: "low", target: { url: app.url("/hooks/sync") } };
+  assert.equal((await types("PUT", "sync_crm", { json: def })).status, 201);
+  const same = await types("PUT", "sync_crm", { json: def });
+  assert.deepEqual([same.status, same.body.version, same.body.changed], [200, 1, false]);
+  const changed = await types("PUT", "sync_crm", { json: { ...def, max_attempts: 2 } });
+  assert.deepEqual([changed.status, changed.body.version, changed.body.changed], [200, 2, true]);
+
+  // Due in 2 s: still waiting when its type is deleted.
+  const waiting = await p.enqueue({ type: "sync_crm", payload: {}, delay_seconds: 2 });
+  assert.equal(waiting.status, 202);
+  const del = await cli("types", "delete", "sync_crm");
+  assert.equal(del.code, 0, del.stderr);
+  const refused = await p.enqueue({ type: "sync_crm", payload: {} });
+  assert.deepEqual([refused.status, refused.body.error.code], [422, "unknown_type"]);
+  await p.waitForStatus(waiting.body.id, "succeeded", { timeoutMs: 30_000 });
+
+  const got = await types("GET", "sync_crm");
+  assert.deepEqual(got.body.versions.map((v) => [v.version, v.definition?.max_attempts ?? null]), [[3, null], [2, 2], [1, null]]);
+  assert.ok(got.body.deleted_at);
+  const audit = await p.db.prepare("SELECT action FROM audit_log WHERE target LIKE '%sync_crm%' ORDER BY id").all();
+  assert.deepEqual(audit.results.map((r) => r.action), ["type.put", "type.put", "type.delete"]);
+
+  const list = JSON.parse((await cli("types", "list", "--json")).stdout);
+  assert.ok(list.some((t) => t.name === "http" && t.built_in));
+  assert.ok(list.some((t) => t.name === "sync_crm" && t.deleted_at));
+  // Put again, it is back.
+  assert.equal((await types("PUT", "sync_crm", { json: def })).body.version, 4);
+  assert.equal((await p.enqueue({ type: "sync_crm", payload: {} })).status, 202);
+});
+
+test("a definition another isolate wrote is in effect here within the bound", async () => {
+  // This isolate reads the table now (any authenticated request when its copy is due)...
+  await types("GET");
+  // ...and another isolate defines a type (its write, straight to D1).
+  const definition = JSON.stringify({ family: "default", target: { url: app.url("/hooks/late") } });
+  await p.db.prepare("INSERT INTO job_types (name, version, definition, updated_at, updated_by) VALUES ('late_type', 1, ?, 0, 'elsewhere')").bind(definition).run();
+  const started = Date.now();
+  let accepted;
+  while (Date.now() - started < REFRESH_MS + 3_000) {
+    const res = await p.enqueue({ type: "late_type", payload: {} });
+    if (res.status === 202) {
+      accepted = Date.now() - started;
+      break;
+    }
+    assert.equal(res.body.error.code, "unknown_type");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(accepted !== undefined && accepted <= REFRESH_MS + 1_000, `accepted after ${accepted} ms`);
+});
+
+test("every documented types operation was exercised against the OpenAPI document", () => {
+  const { documented, missing } = api.coverage("/v1/admin/types");
+  assert.equal(documented.length, 4);
+  assert.deepEqual(missing, []);
+});
