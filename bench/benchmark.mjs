@@ -53,7 +53,7 @@ const TARGETS = [
   ["black box: enqueue of 1 job/request vs the hand-written pair", (r) => r.black_box.ratio.enqueue_single, (v) => v >= 1, ">= 1.00"],
   ["as the table grows: rows read per job, largest over smallest", (r) => spreadOf(r.scale, (s) => s.enqueue_rows_read_per_job + s.consumer_rows_read_per_job), (v) => v <= 1.1, "<= 1.10"],
   ["as the table grows: the slowest admin read at the largest", (r) => Math.max(...Object.values(r.scale.at(-1).admin_ms)), (v) => v <= 1000, "<= 1000 ms"],
-  ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 450 * KB, "<= 450 KB"],
+  ["producer WASM gzip", (r) => r.wasm.producer.gzip_bytes, (v) => v <= 470 * KB, "<= 470 KB"],
   ["consumer WASM gzip", (r) => r.wasm.consumer.gzip_bytes, (v) => v <= 350 * KB, "<= 350 KB"],
 ];
 

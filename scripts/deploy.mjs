@@ -5,7 +5,8 @@
 // config names, each bucket's expiry rule), applies the D1 migrations not yet applied, deploys
 // the three Workers (the producer's static files' first), then asks for the secrets that are not
 // set (or takes them from the environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS), and
-// last asks the producer's GET /healthz whether it has what it needs (exit 1 if not). Each
+// asks the producer's GET /healthz whether it has what it needs (exit 1 if not), and last puts
+// the job types of a committed job-types.json through its admin API (applyJobTypes). Each
 // environment's wrangler configs are generated from the committed ones (wrangler.<env>.toml
 // beside each, git-ignored), with every resource name carrying the environment: database
 // jobs-<env>, queues jobs-<env>-<family>..., bucket jobs-<env>-screenshots, Workers
@@ -313,7 +314,37 @@ export async function main(argv) {
     }
   }
   console.log(`\n"${env}" is deployed. Run this again at any time: it only does what is missing.`);
-  return checkHealth(producerUrl);
+  const health = await checkHealth(producerUrl);
+  return health || applyJobTypes(producerUrl, process.env.CF_JOBS_TOKEN ?? firstToken(process.env.ADMIN_TOKENS));
+}
+
+/** The team's own job types, committed beside the configs: `{"<name>": <definition>, ...}`. */
+export const JOB_TYPES_FILE = join(ROOT, "job-types.json");
+
+/** The first token of a tokens secret's value (`name:token,...`), without its name. */
+const firstToken = (tokens) => tokens?.split(",")[0]?.split(":").pop() || undefined;
+
+/**
+ * Puts every type of `file` (default JOB_TYPES_FILE; none there, nothing to do) through the
+ * producer at `url` with an admin `token`, as `cf-jobs types apply` does: a new version only
+ * where a definition changed, each audited; types defined elsewhere are left as they are. 1 when
+ * one is refused (its name and field said) or it cannot be applied.
+ */
+export async function applyJobTypes(url, token, file = JOB_TYPES_FILE) {
+  if (!existsSync(file)) return 0;
+  if (!url || !token) {
+    console.error(`${relative(ROOT, file)} was not applied: ${url ? "set CF_JOBS_TOKEN (an admin token)" : "no workers.dev address"}; then \`npx cf-jobs types apply ${relative(ROOT, file)}\``);
+    return 1;
+  }
+  const { JobsClient } = await import("@cf-jobs/client");
+  try {
+    const applied = await new JobsClient({ baseUrl: url, token }).applyTypes(JSON.parse(readFileSync(file, "utf8")));
+    for (const t of applied) console.log(`job type ${t.name}: ${t.changed ? `version ${t.version}` : "unchanged"}`);
+    return 0;
+  } catch (e) {
+    console.error(`${relative(ROOT, file)}: ${e.message}`);
+    return 1;
+  }
 }
 
 /** The workers.dev address in `wrangler deploy`'s output file, if any (none with workers_dev off). */

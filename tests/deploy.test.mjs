@@ -1,15 +1,17 @@
 // `npm run deploy -- --env <env>` (scripts/deploy.mjs), as far as it runs offline: the dry run
 // prints the plan, writes the environment's configs and has wrangler validate and bundle every
 // Worker with them; the plan names every resource with its environment, and a second run over
-// an account that has them creates nothing.
+// an account that has them creates nothing; its last step puts a committed job-types.json
+// through a producer's admin API (a local one here).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
-import { ROOT } from "./support/platform.mjs";
-import { envConfig, expiryRule, generateSecret, healthProblems, plan, resources, secretProblem, workersDevUrl } from "../scripts/deploy.mjs";
+import { ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
+import { applyJobTypes, envConfig, expiryRule, generateSecret, healthProblems, plan, resources, secretProblem, workersDevUrl } from "../scripts/deploy.mjs";
 
 const CONFIGS = {
   static: "producer/static/wrangler.staging.toml",
@@ -130,4 +132,39 @@ test("after deploying, the producer's /healthz says what the deployment lacks", 
   assert.equal(problems.length, 3);
   assert.match(problems.join("\n"), /D1 does not answer[^]*ADMIN_TOKENS is not set[^]*ENQUEUE_TOKEN_TYPES is refused/);
   assert.ok(healthProblems({ error: { code: "not_found" } }).length > 0, "an answer that is not the health report is no all-clear");
+});
+
+test("the deploy puts job-types.json's types through the producer: again, nothing changes; a refused one is named with its field", async () => {
+  const p = await startPlatform();
+  try {
+    const url = String(await p.mf.ready).replace(/\/$/, "");
+    const dir = mkdtempSync(join(tmpdir(), "job-types-"));
+    const file = join(dir, "job-types.json");
+    const types = {
+      send_invoice: { family: "high", target: { service: "APP", path: "/jobs" } },
+      nightly_report: { family: "bulk", target: { url: "https://app.example.com/jobs/report" }, timeout_ms: 60000 },
+    };
+    writeFileSync(file, JSON.stringify(types));
+    const versions = () => p.db.prepare("SELECT name, version FROM job_types ORDER BY name").all().then((r) => r.results.map((t) => `${t.name}@${t.version}`));
+    assert.equal(await applyJobTypes(url, TOKENS.admin, file), 0);
+    assert.deepEqual(await versions(), ["nightly_report@1", "send_invoice@1"]);
+    assert.equal(await applyJobTypes(url, TOKENS.admin, file), 0);
+    assert.deepEqual(await versions(), ["nightly_report@1", "send_invoice@1"], "an unchanged file writes no version");
+
+    writeFileSync(file, JSON.stringify({ ...types, nightly_report: { ...types.nightly_report, timeout_ms: 60001 }, broken: { family: "urgent", target: { url: "https://a.io" } } }));
+    const errors = [];
+    const error = console.error;
+    console.error = (line) => errors.push(line);
+    try {
+      assert.equal(await applyJobTypes(url, TOKENS.admin, file), 1);
+    } finally {
+      console.error = error;
+    }
+    assert.match(errors.join("\n"), /broken: invalid_field \(family\)/);
+    assert.deepEqual(await versions(), ["nightly_report@2", "send_invoice@1"]);
+    assert.equal(await applyJobTypes(url, "", file), 1, "no admin token: said, not skipped");
+    assert.equal(await applyJobTypes(url, TOKENS.admin, join(dir, "none.json")), 0, "no file: nothing to do");
+  } finally {
+    await p.dispose();
+  }
 });

@@ -11,6 +11,8 @@ mod chain;
 mod dead_letters;
 mod deadline;
 mod delivery;
+mod flow_gate;
+mod flow_limiter;
 mod handlers;
 mod invocation;
 mod job_context;

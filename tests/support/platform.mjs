@@ -82,13 +82,14 @@ export async function startPlatform({
   const standin = workerFromConfig(STANDIN_CONFIG, { bindings: standinBindings });
   const files = workerFromConfig(STATIC_CONFIG);
   const workers = [producer, consumer, standin, files, ...extraWorkers];
+  const options = { workers, ...(onLog && { handleStructuredLogs: onLog }) };
   for (let tries = 1; ; tries++) {
-    const mf = new Miniflare({ workers, ...(onLog && { handleStructuredLogs: onLog }) });
+    const mf = new Miniflare(options);
     try {
       await mf.ready;
       const db = await mf.getD1Database("DB", producer.name);
       await migrate(db, migrateOver);
-      return new Platform(mf, db, producer.name, consumer.name);
+      return new Platform(mf, db, producer.name, consumer.name, options);
     } catch (e) {
       // A Miniflare left running would keep the test file's process alive until CI times out.
       await mf.dispose().catch(() => {});
@@ -215,11 +216,21 @@ export async function enqueueAndDeliver(p, queue, job, n = 1) {
 export const jobMessage = (id, type, body = {}) => ({ body: { v: 1, id, type, ...body } });
 
 class Platform {
-  constructor(mf, db, producerName, consumerName) {
+  constructor(mf, db, producerName, consumerName, options) {
     this.mf = mf;
     this.db = db;
     this.producerName = producerName;
     this.consumerName = consumerName;
+    this.options = options;
+  }
+
+  /**
+   * Restarts the runtime, as a crash of every Worker and Durable Object would: whatever ran is
+   * cut off and every object's memory is gone; D1's and the objects' storage stay.
+   */
+  async restart() {
+    await this.mf.setOptions(this.options);
+    this.db = await this.mf.getD1Database("DB", this.producerName);
   }
 
   /**

@@ -24,6 +24,7 @@ const USAGE = `usage: cf-jobs [--url URL] [--token TOKEN] [--json] <command>
   types get <name>                        a type, with its versions
   types put <name> <JSON | @FILE>         define a type, or change it (a new version)
   types delete <name>                     enqueue refuses it; its enqueued jobs still run
+  types apply <FILE>                      put every type of a job-types.json (name -> definition)
 
   selection: --ids ID,ID... or filters --status, --type, --family, --error-class, --enqueued-by
   URL and TOKEN default to CF_JOBS_URL and CF_JOBS_TOKEN (an admin token).`;
@@ -217,6 +218,12 @@ async function main(argv) {
       const definition = JSON.parse(source.startsWith("@") ? readFileSync(source.slice(1), "utf8") : source);
       const t = await jobs.putType(name, definition);
       out.result(t, `${t.name}: ${t.changed ? `version ${t.version}` : `unchanged (version ${t.version})`}, delivered to ${target(t.definition)}`);
+      return 0;
+    }
+    case "types apply": {
+      if (!rest[1]) throw new Error("name the file: types apply <job-types.json>");
+      const applied = await jobs.applyTypes(JSON.parse(readFileSync(rest[1], "utf8")));
+      out.result(applied, applied.map((t) => `${t.name}: ${t.changed ? `version ${t.version}` : "unchanged"}`).join("\n"));
       return 0;
     }
     case "types delete": {

@@ -191,6 +191,25 @@ export class JobsClient {
     return this.request("PUT", `/v1/admin/types/${encodeURIComponent(name)}`, definition);
   }
 
+  /**
+   * Puts every type of `types` (name -> definition, as a committed job-types.json holds them),
+   * in order, each a new version only where it changed; stops at the first refused, throwing
+   * its error with the type's name in front of the message. Types defined elsewhere are left as
+   * they are.
+   */
+  async applyTypes(types: Record<string, JobTypeDefinition>): Promise<JobTypeView[]> {
+    const applied: JobTypeView[] = [];
+    for (const [name, definition] of Object.entries(types)) {
+      try {
+        applied.push(await this.putType(name, definition));
+      } catch (e) {
+        if (e instanceof JobsApiError) e.message = `${name}: ${e.message}`;
+        throw e;
+      }
+    }
+    return applied;
+  }
+
   /** DELETE /v1/admin/types/{name}: enqueue refuses it; its enqueued jobs still run. */
   deleteType(name: string): Promise<JobTypeView> {
     return this.request("DELETE", `/v1/admin/types/${encodeURIComponent(name)}`);

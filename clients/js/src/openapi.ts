@@ -3981,6 +3981,8 @@ export interface components {
             expires_in_seconds?: number;
             /** @description jobs to run one after the other once this one succeeds (docs/app-guide.md "Job chains") */
             steps?: components["schemas"]["ChainStep"][];
+            /** @description The job's key for its type's flow control, in place of its payload's key field (docs/app-guide.md "Flow control"). */
+            flow_key?: string;
         };
         /** @description A later step of a job chain (docs/app-guide.md "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
         ChainStep: {
@@ -4561,6 +4563,17 @@ export interface components {
             /** @description The JSON Schema subset enqueue checks payloads against; objects are closed unless additionalProperties is true. */
             payload_schema?: Record<string, never>;
             description?: string;
+            /** @description Flow control per key (docs/app-guide.md "Flow control"): at least one of concurrency and rate. */
+            flow?: {
+                /** @description the payload field whose value keys a job */
+                key?: string;
+                concurrency?: number;
+                rate?: {
+                    limit: number;
+                    period_secs: number;
+                };
+                throttle_on_429?: boolean;
+            };
         };
         JobTypeView: {
             name: string;

@@ -3,6 +3,7 @@
 //! its job handed back unstarted (a `Release`) when the invocation could not see it end in its
 //! wall time, had no subrequests left for it, or its handler could not start.
 
+use futures::future::{join, join_all};
 use futures::stream::{self, StreamExt};
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
@@ -21,7 +22,7 @@ use super::heartbeat::{self, Leases};
 use crate::delivery::Delivery;
 use crate::job_context::{HandlerRun, JobContext, Release};
 use crate::outbound::BatchGate;
-use crate::{chain, handlers};
+use crate::{chain, flow_gate, handlers};
 
 /// How far past its deadline a job may run before the batch ends it.
 const DEADLINE_SLACK_MS: i64 = 1_000;
@@ -39,10 +40,30 @@ pub async fn run_all<'a>(
     stats: &mut D1Stats,
 ) -> Vec<BatchJob<'a>> {
     let gate = BatchGate::new(ctx.limits);
-    let work = stream::iter(jobs)
-        .map(|(_, job)| start(ctx, &gate, job))
-        .buffered(ctx.limits.connections)
-        .collect::<Vec<_>>();
+    let claimed: Vec<&Claimed> = jobs.iter().map(|(_, job)| *job).collect();
+    // Jobs of types with flow control wait for their key's slots apart (crate::flow_gate), so
+    // a wait never holds up the others.
+    let (plain, flowed) = flow_gate::group(&claimed);
+    let (gate, claimed) = (&gate, &claimed);
+    let work = async move {
+        let plain = stream::iter(plain)
+            .map(|i| async move { (i, start(ctx, gate, claimed[i]).await) })
+            .buffered(ctx.limits.connections)
+            .collect::<Vec<_>>();
+        let run = |job| start(ctx, gate, job);
+        let flowed = join_all(
+            flowed
+                .into_iter()
+                .map(|group| flow_gate::run_group(ctx.env, group, run)),
+        );
+        let (plain, flowed) = join(plain, flowed).await;
+        let mut ends: Vec<_> = plain
+            .into_iter()
+            .chain(flowed.into_iter().flatten())
+            .collect();
+        ends.sort_unstable_by_key(|(i, _)| *i);
+        ends.into_iter().map(|(_, end)| end).collect::<Vec<_>>()
+    };
     let held: Vec<RunKey> = (jobs.iter())
         .map(|(_, j)| RunKey {
             id: &j.id,
@@ -58,7 +79,7 @@ pub async fn run_all<'a>(
     let (ends, beat) = heartbeat::during(ctx.db, &leases, ctx.limits, work).await;
     stats.merge(&beat.stats);
     let fates = ends.into_iter().zip(jobs).map(|(end, &(delivery, job))| {
-        let fate = match end {
+        let fate = match end.and_then(|attempt| throttled(job, delivery, attempt)) {
             Ok(mut attempt) => {
                 attempt.details.lease_until = beat.lease_until;
                 let limit = delivery.queue_limit;
@@ -73,6 +94,36 @@ pub async fn run_all<'a>(
         }
     });
     fates.collect()
+}
+
+/// How often a job's message may come back throttled before a 429 counts as an attempt again:
+/// the bound on "throttle, don't count" (docs/app-guide.md "Flow control").
+pub const MAX_THROTTLED_DELIVERIES: u32 = 50;
+
+/// A run its target answered 429, of a type whose flow control says a 429 throttles: handed
+/// back unstarted (no attempt spent, no run record), its message due after the answer's
+/// `Retry-After` (else the policy's first wait), until its message has come back
+/// [`MAX_THROTTLED_DELIVERIES`] times.
+fn throttled(job: &Claimed, delivery: &Delivery, attempt: Attempt) -> Result<Attempt, Release> {
+    let throttles = JobType::parse(&job.job_type)
+        .and_then(JobType::flow)
+        .is_some_and(|flow| flow.throttle_on_429);
+    match &attempt.outcome {
+        Err(e)
+            if throttles
+                && e.class == ErrorClass::RateLimited
+                && delivery.delivery_attempts < MAX_THROTTLED_DELIVERIES =>
+        {
+            let wait = e
+                .retry_after_secs
+                .unwrap_or_else(|| attempt.policy.delay_secs(1, 1.0));
+            Err(Release {
+                retry_secs: wait.max(1),
+                reason: "throttled",
+            })
+        }
+        _ => Ok(attempt),
+    }
 }
 
 /// Starts `job` when the invocation can see it end within its wall time, and has subrequests

@@ -203,6 +203,7 @@ pub mod tests {
             enqueued_by: None,
             created_at: 0,
             run_at: 0,
+            flow_key: None,
         }
     }
 

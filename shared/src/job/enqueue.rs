@@ -3,6 +3,7 @@
 //! the field to fix. Pure: the id and the clock come in as arguments.
 
 use crate::job::family::Family;
+use crate::job::flow_control::MAX_FLOW_KEY_CHARS;
 use crate::job::job_type::JobType;
 use crate::job::lifecycle::JobStatus;
 use crate::job::payloads::PAYLOAD_FIELD;
@@ -79,6 +80,9 @@ pub struct EnqueueRequest {
     pub expires_in_seconds: Option<i64>,
     /// Jobs to run one after the other once this one succeeds (see [`crate::job::chain`]).
     pub steps: Option<Value>,
+    /// The job's key for its type's flow control, in place of its payload's key field
+    /// (crate::job::flow_control).
+    pub flow_key: Option<String>,
 }
 
 /// An accepted job, ready to be written to D1 and (per `delivery`) sent.
@@ -94,6 +98,8 @@ pub struct NewJob {
     pub max_attempts: u32,
     /// The job's own retry policy as stored (compact JSON); `None` for its type's.
     pub retry_policy: Option<String>,
+    /// Its own flow key, when the request named one (crate::job::flow_control).
+    pub flow_key: Option<String>,
     /// When the job is due; never before the request.
     pub run_at_ms: i64,
     /// Past this, the job is skipped without running; after `run_at_ms` when set.
@@ -151,6 +157,16 @@ pub fn validate_enqueue(
         .or(retry.and_then(|r| r.preset_attempts))
         .unwrap_or(job_type.spec().max_attempts);
     let expires_at_ms = expires_at(&req, now_ms, run_at_ms)?;
+    if let Some(key) = &req.flow_key {
+        if job_type.flow().is_none() {
+            let message = format!("{} has no flow control", job_type.as_str());
+            return Err(invalid("invalid_field", "flow_key", message));
+        }
+        if key.is_empty() || key.chars().count() > MAX_FLOW_KEY_CHARS {
+            let message = format!("must be 1 to {MAX_FLOW_KEY_CHARS} characters");
+            return Err(invalid("invalid_field", "flow_key", message));
+        }
+    }
     let steps = match &req.steps {
         Some(steps) => {
             // Checking returns the steps as given, so they are stored as the request has them.
@@ -169,6 +185,7 @@ pub fn validate_enqueue(
         dedup_key: req.dedup_key,
         max_attempts,
         retry_policy: retry.map(|r| to_stored(&r.policy).to_string()),
+        flow_key: req.flow_key,
         run_at_ms,
         expires_at_ms,
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
@@ -350,9 +367,9 @@ fn in_range(
 pub const MAX_STEPS: usize = 20;
 
 /// A step may not set these: a step is due when the one before it ends (so it may expire only
-/// relative to that, `expires_in_seconds`), has no key of its own to dedup on, and cannot nest
-/// a chain inside the chain.
-const STEP_FORBIDDEN: [&str; 4] = ["run_at", "expires_at", "dedup_key", "steps"];
+/// relative to that, `expires_in_seconds`), has no key of its own to dedup on (nor a flow key:
+/// its payload's key field keys it), and cannot nest a chain inside the chain.
+const STEP_FORBIDDEN: [&str; 5] = ["run_at", "expires_at", "dedup_key", "steps", "flow_key"];
 
 /// An unknown field's message without `names` among the fields it says were expected: a step is
 /// not offered the fields it may not set.
@@ -473,6 +490,7 @@ mod tests {
                 dedup_key: None,
                 max_attempts: 5,
                 retry_policy: None,
+                flow_key: None,
                 run_at_ms: NOW,
                 expires_at_ms: None,
                 delivery: DeliveryPlan::Send { delay_secs: 0 },

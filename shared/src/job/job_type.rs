@@ -7,6 +7,7 @@ use std::hash::{Hash, Hasher};
 use crate::budget::BudgetSpec;
 use crate::job::defined_types;
 use crate::job::family::Family;
+use crate::job::flow_control::FlowSpec;
 use crate::job::payloads::FieldError;
 use crate::job::registry::{same_str, Handler, JobTypeDef, ScheduleGate, TypeSpec, TYPES};
 
@@ -57,6 +58,12 @@ impl JobType {
     /// The built-in type named `s`, if it is one.
     pub fn built_in(s: &str) -> Option<JobType> {
         JobType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Its flow control per key (crate::job::flow_control); `None` for most types, which
+    /// then pay nothing for it.
+    pub fn flow(self) -> Option<&'static FlowSpec> {
+        self.0.flow.as_ref()
     }
 
     /// Whether enqueue takes new jobs of it: not when it is a team's type that was deleted.

@@ -6,6 +6,7 @@ pub mod defined_types;
 pub mod enqueue;
 pub mod envelope;
 pub mod family;
+pub mod flow_control;
 pub mod ids;
 pub mod job_outcome;
 pub mod job_type;

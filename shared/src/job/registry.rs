@@ -9,6 +9,7 @@ use std::ops::RangeInclusive;
 
 use crate::budget::BudgetSpec;
 use crate::job::family::Family;
+use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::PayloadSchema;
 use crate::job::payloads::{self, validate, FieldError};
 use crate::retry::retry_policy::RetryPolicy;
@@ -39,6 +40,8 @@ pub struct JobTypeDef {
     /// A team's type that was deleted: its jobs already enqueued still run, enqueue refuses
     /// new ones (crate::job::defined_types).
     pub retired: bool,
+    /// Its flow control per key, if it has any (crate::job::flow_control).
+    pub flow: Option<FlowSpec>,
 }
 
 /// How a type's payloads are checked at enqueue.
@@ -268,6 +271,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::built_in("rss_refresh"),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "weather_refresh",
@@ -279,6 +283,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "listing_expiration",
@@ -290,6 +295,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "rank_recalculation",
@@ -301,6 +307,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "inbound_email",
@@ -312,6 +319,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "stock_refresh",
@@ -323,6 +331,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "message_relay",
@@ -334,6 +343,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "social_refresh",
@@ -345,6 +355,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "link_health_check",
@@ -356,6 +367,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::built_in("link_health"),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "sitemap_generation",
@@ -367,6 +379,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "click_rollup",
@@ -378,6 +391,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "ai_tagging",
@@ -397,6 +411,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::built_in("ai_tagging"),
         scheduled: ScheduleGate::UntaggedFeedItems,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "image_processing",
@@ -408,6 +423,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "screenshot_capture",
@@ -419,6 +435,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::built_in("screenshot"),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "http",
@@ -430,6 +447,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         handler: Handler::built_in("http"),
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
     JobTypeDef {
         name: "noop",
@@ -444,6 +462,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         },
         scheduled: ScheduleGate::Always,
         retired: false,
+        flow: None,
     },
 ];
 

@@ -2,17 +2,17 @@
 //! `PUT /v1/admin/types/{name}`, checked field by field, and the registry row
 //! (crate::job::registry) it becomes once an isolate installs it (crate::job::defined_types).
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::job::family::Family;
+use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::{PatternEngine, PayloadSchema};
 use crate::job::registry::{
     is_built_in, snake_case, Endpoint, Handler, JobTypeDef, PayloadCheck, ScheduleGate, TypeSpec,
     MAX_ATTEMPTS,
 };
 use crate::request::api_error::ApiError;
-use crate::request::field_error::{decode_fields, invalid, not_an_object};
+use crate::request::field_error::{int_field, invalid, not_an_object, object_at};
 use crate::retry::retry_policy::RetryPolicy;
 use crate::retry::retry_request::JobRetry;
 
@@ -20,36 +20,21 @@ use crate::retry::retry_request::JobRetry;
 pub const MAX_DEFINITION_BYTES: usize = 32 * 1024;
 /// A type's name is at most this long.
 pub const MAX_NAME_CHARS: usize = 64;
-/// An attempt's timeout when the definition names none.
+/// A definition's fields.
+const FIELDS: &[&str] = &[
+    "family",
+    "target",
+    "retry",
+    "max_attempts",
+    "timeout_ms",
+    "payload_schema",
+    "flow",
+    "description",
+];
+/// An attempt's timeout when the definition names none (within every family's half lease).
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 /// A target URL is at most this long.
 const MAX_URL_CHARS: usize = 2_048;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Fields {
-    family: String,
-    target: Target,
-    retry: Option<Value>,
-    max_attempts: Option<i64>,
-    timeout_ms: Option<i64>,
-    payload_schema: Option<Value>,
-    #[allow(dead_code)]
-    description: Option<String>,
-}
-
-/// Where the type's jobs are delivered: `{"url"}` or `{"service", "path"?}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, untagged)]
-enum Target {
-    Url {
-        url: String,
-    },
-    Service {
-        service: String,
-        path: Option<String>,
-    },
-}
 
 /// A checked definition, not yet installed.
 pub struct TypeDefinition {
@@ -58,6 +43,7 @@ pub struct TypeDefinition {
     endpoint: OwnedEndpoint,
     spec: TypeSpec,
     payload: PayloadCheck,
+    flow: Option<FlowSpec>,
 }
 
 enum OwnedEndpoint {
@@ -84,58 +70,40 @@ impl TypeDefinition {
                 format!("a definition is at most {MAX_DEFINITION_BYTES} bytes"),
             ));
         }
-        let fields: Fields = decode_fields(body)?;
-        let family = Family::parse(&fields.family).ok_or_else(|| {
+        let fields = object_at(body, "", FIELDS)?;
+        let family = fields
+            .get("family")
+            .and_then(Value::as_str)
+            .and_then(Family::parse);
+        let family = family.ok_or_else(|| {
             let known: Vec<&str> = Family::ALL.iter().map(|f| f.as_str()).collect();
-            invalid(
-                "invalid_field",
-                "family",
-                format!("must be one of {}", known.join(", ")),
-            )
+            let message = format!("is required, one of {}", known.join(", "));
+            invalid("invalid_field", "family", message)
         })?;
-        let endpoint = match fields.target {
-            Target::Url { url } => OwnedEndpoint::Url(check_url(url)?),
-            Target::Service { service, path } => OwnedEndpoint::Service {
-                binding: check_binding(service)?,
-                path: check_path(path.unwrap_or_else(|| "/".into()))?,
-            },
-        };
-        let retry = match &fields.retry {
+        let endpoint = target(fields.get("target"))?;
+        let retry = match fields.get("retry") {
             Some(value) => Some(JobRetry::from_request(value, "retry")?),
             None => None,
         };
-        let max_attempts = match fields.max_attempts {
-            Some(n) if MAX_ATTEMPTS.contains(&n) => Some(n as u32),
-            Some(_) => {
-                let (lo, hi) = (MAX_ATTEMPTS.start(), MAX_ATTEMPTS.end());
-                return Err(invalid(
-                    "out_of_range",
-                    "max_attempts",
-                    format!("must be {lo} to {hi}"),
-                ));
-            }
-            None => None,
-        };
+        let max_attempts = int_field(fields, "", "max_attempts", MAX_ATTEMPTS)?.map(|n| n as u32);
         // An attempt must end well inside its family's lease, or a running job looks stranded.
-        let longest = family.lease_ms() / 2;
-        let timeout_ms = match fields.timeout_ms {
-            Some(ms) if (1_000..=longest).contains(&ms) => ms as u32,
-            Some(_) => {
-                let message = format!(
-                    "must be 1000 to {longest} (half the {} family's lease)",
-                    family.as_str()
-                );
-                return Err(invalid("out_of_range", "timeout_ms", message));
-            }
-            None => DEFAULT_TIMEOUT_MS.min(longest as u32),
-        };
-        let payload = match &fields.payload_schema {
+        let timeout_ms = int_field(fields, "", "timeout_ms", 1_000..=family.lease_ms() / 2)?
+            .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u32);
+        let payload = match fields.get("payload_schema") {
             Some(schema) => {
                 PayloadCheck::Schema(PayloadSchema::parse(schema, "payload_schema", engine)?)
             }
             None => PayloadCheck::AnyObject,
         };
+        let flow = match fields.get("flow") {
+            Some(flow) => Some(FlowSpec::parse(flow, "flow")?),
+            None => None,
+        };
+        if fields.get("description").is_some_and(|d| !d.is_string()) {
+            return Err(invalid("invalid_field", "description", "must be a string"));
+        }
         Ok(TypeDefinition {
+            flow,
             name: name.to_string(),
             family,
             endpoint,
@@ -176,7 +144,44 @@ impl TypeDefinition {
             handler: Handler::Forward(endpoint),
             scheduled: ScheduleGate::Always,
             retired,
+            flow: self.flow,
         }))
+    }
+}
+
+/// Where the type's jobs are delivered: `{"url"}` or `{"service", "path"?}`, read by hand (an
+/// untagged serde enum would bring serde's buffering of any value into the WASM).
+fn target(value: Option<&Value>) -> Result<OwnedEndpoint, ApiError> {
+    let value = value.ok_or_else(|| invalid("invalid_field", "target", "is required"))?;
+    let text = |field: &str| -> Result<Option<String>, ApiError> {
+        match value.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(invalid(
+                "invalid_field",
+                format!("target.{field}"),
+                "must be a string",
+            )),
+        }
+    };
+    let fields = value
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>());
+    match fields.as_deref() {
+        Some(["url"]) => Ok(OwnedEndpoint::Url(check_url(
+            text("url")?.unwrap_or_default(),
+        )?)),
+        Some(["service"] | ["path", "service"] | ["service", "path"]) => {
+            Ok(OwnedEndpoint::Service {
+                binding: check_binding(text("service")?.unwrap_or_default())?,
+                path: check_path(text("path")?.unwrap_or_else(|| "/".into()))?,
+            })
+        }
+        _ => Err(invalid(
+            "invalid_field",
+            "target",
+            "must be {\"url\"} or {\"service\", \"path\"?}",
+        )),
     }
 }
 
@@ -288,6 +293,13 @@ mod tests {
         assert_eq!((any.spec.max_attempts, any.spec.timeout_ms), (5, 30_000));
         assert_eq!(any.payload.check(&json!({"anything": [1]})), Ok(()));
         assert!(any.retired);
+    }
+
+    #[test]
+    fn the_default_timeout_fits_every_family() {
+        assert!(Family::ALL
+            .iter()
+            .all(|f| f.lease_ms() / 2 >= i64::from(DEFAULT_TIMEOUT_MS)));
     }
 
     #[test]

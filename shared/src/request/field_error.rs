@@ -140,6 +140,52 @@ pub fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
     }
 }
 
+/// The object at field `at` of a definition, its fields read by hand with [`int_field`]:
+/// a field not `allowed` is a 422 `unknown_field` naming it (`flow.burst`). Read by hand rather
+/// than through a serde struct, which costs each Worker kilobytes of WASM per struct.
+pub(crate) fn object_at<'v>(
+    value: &'v Value,
+    at: &str,
+    allowed: &[&str],
+) -> Result<&'v serde_json::Map<String, Value>, ApiError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| invalid("invalid_field", at, "must be an object"))?;
+    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(key) => {
+            let message = format!("unknown field {key:?}; allowed: {}", allowed.join(", "));
+            Err(invalid("unknown_field", join(at, key), message))
+        }
+        None => Ok(object),
+    }
+}
+
+/// Field `name` of `object` (at `at`): a whole number in `range`, if given.
+pub(crate) fn int_field(
+    object: &serde_json::Map<String, Value>,
+    at: &str,
+    name: &str,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<Option<i64>, ApiError> {
+    let Some(value) = object.get(name) else {
+        return Ok(None);
+    };
+    let (lo, hi) = (range.start(), range.end());
+    match value.as_i64() {
+        Some(n) if range.contains(&n) => Ok(Some(n)),
+        Some(_) => Err(invalid(
+            "out_of_range",
+            join(at, name),
+            format!("must be {lo} to {hi}"),
+        )),
+        None => Err(invalid(
+            "invalid_field",
+            join(at, name),
+            "must be a whole number",
+        )),
+    }
+}
+
 /// A whole-number query parameter `name` from 1 to `max`, `default` when absent.
 pub fn count_param(
     name: &str,

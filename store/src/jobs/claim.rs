@@ -41,6 +41,8 @@ pub struct Claimed {
     pub created_at: i64,
     /// When it was due: its latency is from here to its end.
     pub run_at: i64,
+    /// Its own flow key (shared `job::flow_control`); NULL for nearly every job.
+    pub flow_key: Option<String>,
 }
 
 /// A claim's statement, returning each job it claims as a packed [`Claimed`]: `$pre`, the
@@ -54,7 +56,7 @@ macro_rules! claimed {
             "chain_step" = "chain_step", "next_steps" = "next_steps",
             "chain_status" = "chain_status", "correlation_id" = "correlation_id",
             "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
-            "created_at" = "created_at", "run_at" = "run_at",
+            "created_at" = "created_at", "run_at" = "run_at", "flow_key" = "flow_key",
         }, $pre + PACKED + "" $(, $arg)*)
     };
 }
@@ -401,6 +403,6 @@ mod tests {
             .take(list.matches("\" = ").count())
             .collect();
         assert_eq!(keys, fields_of::<Claimed>());
-        assert_eq!(keys.len(), 15);
+        assert_eq!(keys.len(), 16);
     }
 }

@@ -33,6 +33,9 @@ struct Row<'a> {
     next_steps: Option<&'a str>,
     retry_policy: Option<&'a str>,
     expires_at: Option<i64>,
+    /// Left out when NULL: nearly every job has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow_key: Option<&'a str>,
     correlation_id: &'a str,
     enqueued_by: &'a str,
     created_at: i64,
@@ -73,6 +76,7 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<
             next_steps: job.steps.as_deref(),
             retry_policy: job.retry_policy.as_deref(),
             expires_at: job.expires_at_ms,
+            flow_key: job.flow_key.as_deref(),
             correlation_id: request.correlation_id,
             enqueued_by: request.enqueued_by,
             created_at: request.at_ms,
@@ -111,13 +115,14 @@ pub async fn job_insert_many(
         "WITH o AS MATERIALIZED (SELECT value FROM json_each(?1)) \
          INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
          attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
-         correlation_id, retry_policy, expires_at, enqueued_by) \
+         correlation_id, retry_policy, expires_at, enqueued_by, flow_key) \
          SELECT o.value ->> 'id', o.value ->> 'type', o.value ->> 'family', \
          o.value ->> 'status', o.value ->> 'priority', o.value ->> 'payload', \
          o.value ->> 'dedup_key', 0, o.value ->> 'max_attempts', o.value ->> 'run_at', \
          o.value ->> 'created_at', o.value ->> 'created_at', o.value ->> 'next_steps', \
          IIF(o.value ->> 'next_steps' IS NULL, NULL, 'running'), o.value ->> 'correlation_id', \
-         o.value ->> 'retry_policy', o.value ->> 'expires_at', o.value ->> 'enqueued_by' \
+         o.value ->> 'retry_policy', o.value ->> 'expires_at', o.value ->> 'enqueued_by', \
+         o.value ->> 'flow_key' \
          FROM o WHERE true ON CONFLICT (type, dedup_key) \
          WHERE dedup_key IS NOT NULL AND status IN ('scheduled', 'queued', 'running', 'retrying') \
          DO NOTHING",
