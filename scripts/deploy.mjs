@@ -3,7 +3,7 @@
 // Deploys the platform to a named environment with its own resources, and is safe to run again:
 // it creates only what is missing (the D1 database, every queue, DLQ and bucket the consumer
 // config names, each bucket's expiry rule), applies the D1 migrations not yet applied, deploys
-// the three Workers (the producer's static files' first), then asks for the secrets that are not
+// the three Workers (the producer's static files' first, the producer last), then asks for the secrets that are not
 // set (or takes them from the environment: ENQUEUE_TOKENS, ADMIN_TOKENS, SIGNING_SECRETS), and
 // asks the producer's GET /healthz whether it has what it needs (exit 1 if not), and last puts
 // the job types of a committed job-types.json through its admin API (applyJobTypes). Each
@@ -27,12 +27,13 @@ const PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * The Workers, in the order they are deployed (the producer's STATIC binding needs the static
- * files' Worker): their committed config and the secrets each needs.
+ * files' Worker, and its FLOW binding the consumer's FlowLimiter class): their committed config
+ * and the secrets each needs.
  */
 const WORKERS = [
   { role: "static", config: join(ROOT, "producer", "static", "wrangler.toml"), secrets: [] },
-  { role: "producer", config: join(ROOT, "wrangler.toml"), secrets: ["ENQUEUE_TOKENS", "ADMIN_TOKENS"] },
   { role: "consumer", config: join(ROOT, "consumer", "wrangler.toml"), secrets: ["SIGNING_SECRETS"] },
+  { role: "producer", config: join(ROOT, "wrangler.toml"), secrets: ["ENQUEUE_TOKENS", "ADMIN_TOKENS"] },
 ];
 
 const quoted = (key, text) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*"([^"]+)"`, "gm"))].map((m) => m[1]);
@@ -47,7 +48,7 @@ export function envName(name, env) {
 /** The committed config `text` as `env`'s: every resource renamed, the database id filled in. */
 export function envConfig(text, env, databaseId) {
   const renamed = text.replace(
-    /^(\s*(?:name|service|queue|dead_letter_queue|database_name|bucket_name|dataset)\s*=\s*)"([^"]+)"/gm,
+    /^(\s*(?:name|service|script_name|queue|dead_letter_queue|database_name|bucket_name|dataset)\s*=\s*)"([^"]+)"/gm,
     (_, key, value) => `${key}"${envName(value, env)}"`,
   );
   const body = renamed.replace(/^(\s*database_id\s*=\s*)"[^"]*"/m, `$1"${databaseId}"`);

@@ -158,6 +158,23 @@ test("a pause by type shows the jobs it holds, and its resume releases them", as
   assert.deepEqual(errors, []);
 });
 
+test("flow control shows, per type and key, what its limits did and what runs and waits now", async () => {
+  const flow = { key: "tenant", concurrency: 1 };
+  const put = await p.request("PUT", "/v1/admin/types/tenant_sync", { token: TOKENS.admin, json: { family: "default", target: { url: app.url("/ok") }, flow } });
+  assert.equal(put.status, 201, JSON.stringify(put.body));
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await p.enqueue({ type: "tenant_sync", payload: { tenant: "acme" } })).body.id);
+  // One batch: one job at a time for acme, the other two wait their turn in it.
+  await p.deliver("jobs-default", ids.map((id) => jobMessage(id, "tenant_sync")));
+  const { page, errors } = await signedIn();
+  const key = page.locator('#flow tr[data-flow="tenant_sync/acme"]');
+  await key.waitFor();
+  const field = (name) => key.locator(`td[data-field=${name}]`).textContent();
+  assert.deepEqual([await field("started"), await field("waited"), await field("handed_back")], ["3", "2", "0"]);
+  assert.deepEqual([await field("running"), await field("waiting")], ["0", "0"]);
+  assert.deepEqual(errors, []);
+});
+
 test("a link to a job that does not exist says so on the page", async () => {
   const { page, errors } = await signedIn("/dashboard/#job=NOPE");
   await page.waitForFunction(() => document.querySelector("#action-status").textContent.includes("no job NOPE"));

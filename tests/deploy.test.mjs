@@ -30,7 +30,7 @@ test("the dry run plans every resource of the environment and wrangler accepts t
   assert.equal(need.queues.length, 14, "5 families and their DLQs, 4 express lanes");
   assert.equal(run.stdout.match(/--dry-run: exiting now/g)?.length, 3, "every Worker validated and bundled");
   const deploys = run.stdout.match(/^ {2}deploy +(\S+)/gm).map((line) => line.trim().split(/ +/)[1]);
-  assert.deepEqual(deploys, ["jobs-static-staging", "jobs-producer-staging", "jobs-consumer-staging"], "the static files first");
+  assert.deepEqual(deploys, ["jobs-static-staging", "jobs-consumer-staging", "jobs-producer-staging"], "the static files first, the producer, which binds both, last");
   const producer = readFileSync(join(ROOT, CONFIGS.producer), "utf8");
   assert.match(producer, /^service = "jobs-static-staging"$/m, "the producer's STATIC binding names the environment's static Worker");
   const files = readFileSync(join(ROOT, CONFIGS.static), "utf8");

@@ -88,6 +88,22 @@ test("concurrency 2 per tenant: 10 tenants x 50 jobs, never more than 2 of a ten
     assert.ok(app.maxInFlight.get(`t${t}`) <= 2, `tenant t${t}: ${app.maxInFlight.get(`t${t}`)} in flight at once`);
   }
   assert.ok([...app.maxInFlight.values()].some((n) => n === 2), "the limit is 2, not 1: some tenant ran 2 at once");
+
+  // What the operator reads: per key, every start and how many waited; nothing runs or waits now.
+  const view = (await p.request("GET", "/v1/admin/types/sync_tenant/flow", { token: TOKENS.admin })).body;
+  assert.deepEqual(view.flow, { key: "tenant", concurrency: 2, rate: null, throttle_on_429: false });
+  assert.equal(view.keys.length, 10);
+  for (const k of view.keys) {
+    assert.equal(k.started, 50, JSON.stringify(k));
+    assert.deepEqual([k.running, k.waiting], [0, 0], JSON.stringify(k));
+  }
+  assert.ok(view.keys.reduce((n, k) => n + k.waited, 0) > 0, "a limit held jobs back");
+  const one = (await p.request("GET", "/v1/admin/types/sync_tenant/flow?key=t3", { token: TOKENS.admin })).body;
+  assert.deepEqual(one.keys.map((k) => k.key), ["t3"]);
+  const metrics = (await p.request("GET", "/metrics", { token: TOKENS.admin })).body;
+  assert.match(metrics, /^job_flow_started_total\{job_type="sync_tenant"\} 500$/m);
+  const waited = view.keys.reduce((n, k) => n + k.waited, 0);
+  assert.match(metrics, new RegExp(`^job_flow_waited_total\\{job_type="sync_tenant"\\} ${waited}$`, "m"));
 });
 
 test("rate 5 per second per tenant: the endpoint sees 5/s +-10 % per tenant over 20 s, never 6 in a second", async () => {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::{select, Either};
 use futures::stream::{FuturesUnordered, StreamExt};
 use jobs_shared::job::flow_control::{
-    FlowRequest, FlowSpec, Limit, Slot, Want, CONCURRENCY_RETRY_MS,
+    limiter_name, FlowRequest, FlowSpec, FlowTally, Limit, Slot, Want, CONCURRENCY_RETRY_MS,
 };
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
@@ -75,12 +75,12 @@ pub fn group<'a>(jobs: &[&'a Claimed]) -> (Vec<usize>, Vec<FlowGroup<'a>>) {
 }
 
 /// Runs `group`'s jobs as its key's limits let them, each through `run`; returns each job's end
-/// by its index in the batch.
+/// by its index in the batch, and what the key's limits did (for `flow_keys`).
 pub async fn run_group<'a, T, F, Fut>(
     env: &Env,
     group: FlowGroup<'a>,
     run: F,
-) -> Vec<(usize, Result<T, Release>)>
+) -> (Vec<(usize, Result<T, Release>)>, FlowTally)
 where
     F: Fn(&'a Claimed) -> Fut,
     Fut: Future<Output = Result<T, Release>> + 'a,
@@ -93,6 +93,12 @@ where
     let mut ended: Vec<String> = Vec::new();
     let mut ends = Vec::with_capacity(pending.len());
     let mut running = FuturesUnordered::new();
+    let mut tally = FlowTally {
+        r#type: group.job_type.as_str().to_string(),
+        key: group.key.clone(),
+        ..FlowTally::default()
+    };
+    let mut waited: Vec<usize> = Vec::new();
     while !pending.is_empty() || !running.is_empty() {
         if limits.concurrency.is_none() {
             ended.clear(); // a rate counts starts, not what runs: nothing to give back
@@ -113,15 +119,21 @@ where
             let slots = match limiter(env, &group, &ask).await {
                 Ok(slots) => slots,
                 Err(_) => {
+                    tally.handed_back += pending.len() as u32;
                     ends.extend(pending.drain(..).map(|(i, _)| (i, Err(UNAVAILABLE))));
                     continue;
                 }
             };
             let mut still = Vec::new();
             for ((i, job), slot) in pending.drain(..).zip(slots) {
+                let held = !matches!(slot, Slot::Granted { start_in_ms: 0, .. });
+                if held && !waited.contains(&i) {
+                    waited.push(i);
+                }
                 match slot {
                     Slot::Granted { start_in_ms, .. } => {
-                        running.push(start_after(start_in_ms, i, job, &run))
+                        tally.started += 1;
+                        running.push(start_after(start_in_ms, i, job, &run));
                     }
                     Slot::Denied {
                         by: Limit::Concurrency,
@@ -129,7 +141,10 @@ where
                     } if max_wait_ms > 0 => still.push((i, job)),
                     Slot::Denied {
                         retry_in_ms, by, ..
-                    } => ends.push((i, Err(held_back(retry_in_ms, by)))),
+                    } => {
+                        tally.handed_back += 1;
+                        ends.push((i, Err(held_back(retry_in_ms, by))));
+                    }
                 }
             }
             pending = still;
@@ -154,7 +169,8 @@ where
         // A release that does not arrive frees its slot when its hold ends.
         let _ = limiter(env, &group, &release).await;
     }
-    ends
+    tally.waited = waited.len() as u32;
+    (ends, tally)
 }
 
 /// A job granted a start `start_in_ms` from now: run then, ending with its id.
@@ -187,7 +203,7 @@ fn held_back(retry_in_ms: i64, by: Limit) -> Release {
 
 /// One call to the key's limiter (the consumer's `FLOW` binding).
 async fn limiter(env: &Env, group: &FlowGroup<'_>, ask: &FlowRequest) -> worker::Result<Vec<Slot>> {
-    let name = format!("{}/{}", group.job_type.as_str(), group.key);
+    let name = limiter_name(group.job_type.as_str(), &group.key);
     let stub = env
         .durable_object("FLOW")?
         .id_from_name(&name)?

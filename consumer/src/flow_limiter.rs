@@ -5,13 +5,12 @@
 //! gate holds each answer until the write is durable, so a restart of the object loses nothing
 //! but its copy in memory (docs/guarantees.md "Guarantees and how they hold").
 //!
-//! `POST` a `FlowRequest`: its releases, then a `Slot` per wanted job. `GET`: the counts, for
-//! the operator.
+//! `POST` a `FlowRequest`: its releases, then a `Slot` per wanted job. `GET`: its `FlowCounts`
+//! (running and waiting now), for the operator's view of the key.
 
 use std::cell::RefCell;
 
 use jobs_shared::job::flow_control::{FlowRequest, FlowState};
-use serde_json::json;
 use worker::{durable_object, Date, DurableObject, Env, Method, Request, Response, Result, State};
 
 /// The storage key of the one value the object keeps.
@@ -39,16 +38,8 @@ impl DurableObject for FlowLimiter {
         }
         let now_ms = Date::now().as_millis() as i64;
         if req.method() == Method::Get {
-            let counts = self.counts.borrow();
-            let counts = counts.as_ref().cloned().unwrap_or_default();
-            let running = counts
-                .running
-                .iter()
-                .filter(|(_, until)| *until > now_ms)
-                .count();
-            return Response::from_json(&json!({
-                "running": running, "granted": counts.granted, "held_back": counts.held_back,
-            }));
+            let counts = self.counts.borrow().as_ref().map(|c| c.counts(now_ms));
+            return Response::from_json(&counts.unwrap_or_default());
         }
         let ask: FlowRequest = req.json().await?;
         let (slots, snapshot) = {

@@ -2,7 +2,8 @@
 //! the METRICS_TOKENS (a scraper needs no admin rights). One D1 batch of bounded reads: the
 //! pre-aggregated execution histogram (bounded by types x families x outcomes x buckets), the
 //! due backlog and running screenshot jobs (index on status), and small tables (budgets,
-//! counters, schedules, alerts, RSS sources). Nothing scans the jobs or job_runs tables.
+//! counters, schedules, alerts, RSS sources, flow control's keys). Nothing scans the jobs or
+//! job_runs tables.
 
 use jobs_shared::budget::month_of;
 use jobs_shared::job::family::Family;
@@ -13,7 +14,7 @@ use jobs_shared::request::api_error::ApiError;
 use jobs_shared::runtime::faults;
 use jobs_store::budgets::BudgetKey;
 use jobs_store::metric_counters::{metric_counter_list, DEAD_LETTERS};
-use jobs_store::{alerts, budgets, execution_histogram, jobs, rss_sources, schedules};
+use jobs_store::{alerts, budgets, execution_histogram, flow_keys, jobs, rss_sources, schedules};
 use serde::Deserialize;
 use worker::{Env, Response};
 
@@ -51,6 +52,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
             },
             tagging_budget,
         ),
+        flow_keys::flow_type_totals(&db),
     ]
     .into_iter()
     .collect::<worker::Result<Vec<_>>>()?;
@@ -74,6 +76,7 @@ pub async fn get(env: &Env) -> Result<Response, ApiError> {
         rss_sources: d1::rows(&results[7])?,
         rss_errors: d1::rows(&results[8])?,
         tagging: d1::rows(&results[9])?.pop().unwrap_or_default(),
+        flow: d1::rows(&results[10])?,
     };
     let response = Response::ok(render(&snapshot))?;
     respond::with_headers(response, &[("content-type", CONTENT_TYPE)])

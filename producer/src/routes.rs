@@ -95,6 +95,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/admin/types/{name}", Admin => |c| types::get(c.env, c.param("name"));
     Put "/v1/admin/types/{name}", Admin => |c| types::put(&c.admin(), c.req, c.param("name"));
     Delete "/v1/admin/types/{name}", Admin => |c| types::delete(&c.admin(), c.param("name"));
+    Get "/v1/admin/types/{name}/flow", Admin => |c| types::flow(c.req, c.env, c.param("name"));
 
     Get "/v1/admin/rss-sources", Admin => |c| rss_sources::list(c.env);
     Post "/v1/admin/rss-sources", Admin => |c| rss_sources::add(&c.admin(), c.req);

@@ -25,6 +25,7 @@ pub mod dead_letters;
 pub mod escalation_digests;
 pub mod execution_histogram;
 pub mod feed_items;
+pub mod flow_keys;
 pub mod invocations;
 pub mod job_minutes;
 pub mod job_runs;

@@ -25,6 +25,7 @@ const USAGE = `usage: cf-jobs [--url URL] [--token TOKEN] [--json] <command>
   types put <name> <JSON | @FILE>         define a type, or change it (a new version)
   types delete <name>                     enqueue refuses it; its enqueued jobs still run
   types apply <FILE>                      put every type of a job-types.json (name -> definition)
+  types flow <name> [--key K]             per key: started, waited, handed back, running and waiting now
 
   selection: --ids ID,ID... or filters --status, --type, --family, --error-class, --enqueued-by
   URL and TOKEN default to CF_JOBS_URL and CF_JOBS_TOKEN (an admin token).`;
@@ -44,6 +45,7 @@ const OPTIONS = {
   "enqueued-by": { type: "string" },
   limit: { type: "string" },
   out: { type: "string" },
+  key: { type: "string" },
   help: { type: "boolean", short: "h", default: false },
 };
 
@@ -224,6 +226,12 @@ async function main(argv) {
       if (!rest[1]) throw new Error("name the file: types apply <job-types.json>");
       const applied = await jobs.applyTypes(JSON.parse(readFileSync(rest[1], "utf8")));
       out.result(applied, applied.map((t) => `${t.name}: ${t.changed ? `version ${t.version}` : "unchanged"}`).join("\n"));
+      return 0;
+    }
+    case "types flow": {
+      const view = await jobs.typeFlow(rest[1] ?? "", values.key ? { key: values.key } : {});
+      out.result(view, table(["key", "running", "waiting", "started", "waited", "handed back", "last seen"],
+        view.keys.map((k) => [k.key === "" ? "(none)" : k.key, k.running ?? "?", k.waiting ?? "?", k.started, k.waited, k.handed_back, k.last_at])));
       return 0;
     }
     case "types delete": {

@@ -18,6 +18,7 @@ export type DeadLetterPage = Schemas["DeadLetterPage"];
 export type Failure = Schemas["Failure"];
 export type JobTypeDefinition = Schemas["JobTypeDefinition"];
 export type JobTypeView = Schemas["JobTypeView"];
+export type FlowView = Schemas["FlowView"];
 
 /** A bulk action's jobs: ids, or a filter (as the job search takes). */
 export type Selection = { ids: string[] } | { filter: Filter };
@@ -208,6 +209,17 @@ export class JobsClient {
       }
     }
     return applied;
+  }
+
+  /**
+   * GET /v1/admin/types/{name}/flow: the type's flow control and its keys, most recently seen
+   * first, with what the limits did and the jobs running and waiting now; `key` for one.
+   */
+  typeFlow(name: string, query: { key?: string; limit?: number } = {}): Promise<FlowView> {
+    const given: Record<string, string | number> = {};
+    if (query.key !== undefined) given.key = query.key;
+    if (query.limit !== undefined) given.limit = query.limit;
+    return this.request("GET", `/v1/admin/types/${encodeURIComponent(name)}/flow${queryString(given)}`);
   }
 
   /** DELETE /v1/admin/types/{name}: enqueue refuses it; its enqueued jobs still run. */

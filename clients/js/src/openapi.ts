@@ -3940,6 +3940,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/types/{name}/flow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A type's flow control and its keys, most recently seen first: what its limits did, and the jobs running and waiting now */
+        get: {
+            parameters: {
+                query?: {
+                    key?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description its keys */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FlowView"];
+                    };
+                };
+                /** @description no or unknown token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description token lacks the admin scope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such type */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description invalid field (see error.field) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description D1 or a binding failed; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4600,6 +4686,28 @@ export interface components {
         };
         JobTypeList: {
             types: components["schemas"]["JobTypeView"][];
+        };
+        FlowView: {
+            type: string;
+            flow: null | {
+                key?: string | null;
+                concurrency?: number | null;
+                rate?: null | {
+                    limit?: number;
+                    period_secs?: number;
+                };
+                throttle_on_429?: boolean;
+            };
+            keys: {
+                key: string;
+                started: number;
+                waited: number;
+                handed_back: number;
+                /** Format: date-time */
+                last_at: string;
+                running: number | null;
+                waiting: number | null;
+            }[];
         };
     };
     responses: never;

@@ -5,6 +5,7 @@
 
 use futures::future::{join, join_all};
 use futures::stream::{self, StreamExt};
+use jobs_shared::job::flow_control::FlowTally;
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
 use jobs_shared::job::run_details::{Ran, RunDetails};
@@ -33,12 +34,13 @@ pub const NOT_STARTED: Release = Release {
     reason: "released",
 };
 
-/// Runs the claimed `jobs` (with their messages) and decides what follows each.
+/// Runs the claimed `jobs` (with their messages) and decides what follows each; with what flow
+/// control did per type and key.
 pub async fn run_all<'a>(
     ctx: &BatchContext<'_>,
     jobs: &[(&'a Delivery, &'a Claimed)],
     stats: &mut D1Stats,
-) -> Vec<BatchJob<'a>> {
+) -> (Vec<BatchJob<'a>>, Vec<FlowTally>) {
     let gate = BatchGate::new(ctx.limits);
     let claimed: Vec<&Claimed> = jobs.iter().map(|(_, job)| *job).collect();
     // Jobs of types with flow control wait for their key's slots apart (crate::flow_gate), so
@@ -57,12 +59,16 @@ pub async fn run_all<'a>(
                 .map(|group| flow_gate::run_group(ctx.env, group, run)),
         );
         let (plain, flowed) = join(plain, flowed).await;
+        let (flowed, tallies): (Vec<_>, Vec<_>) = flowed.into_iter().unzip();
         let mut ends: Vec<_> = plain
             .into_iter()
             .chain(flowed.into_iter().flatten())
             .collect();
         ends.sort_unstable_by_key(|(i, _)| *i);
-        ends.into_iter().map(|(_, end)| end).collect::<Vec<_>>()
+        (
+            ends.into_iter().map(|(_, end)| end).collect::<Vec<_>>(),
+            tallies,
+        )
     };
     let held: Vec<RunKey> = (jobs.iter())
         .map(|(_, j)| RunKey {
@@ -76,7 +82,7 @@ pub async fn run_all<'a>(
         lease_until: claim.lease_until,
         lease_ms: ctx.terms.lease_ms,
     };
-    let (ends, beat) = heartbeat::during(ctx.db, &leases, ctx.limits, work).await;
+    let ((ends, tallies), beat) = heartbeat::during(ctx.db, &leases, ctx.limits, work).await;
     stats.merge(&beat.stats);
     let fates = ends.into_iter().zip(jobs).map(|(end, &(delivery, job))| {
         let fate = match end.and_then(|attempt| throttled(job, delivery, attempt)) {
@@ -93,7 +99,7 @@ pub async fn run_all<'a>(
             fate,
         }
     });
-    fates.collect()
+    (fates.collect(), tallies)
 }
 
 /// How often a job's message may come back throttled before a 429 counts as an attempt again:

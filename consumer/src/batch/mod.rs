@@ -133,7 +133,7 @@ async fn run_stages(
     let family = terms.family;
     let claimed = claim::claim(db, valid, terms, stats).boxed_local().await?;
     let sorted = claim_outcome::sort(family, valid, &claimed);
-    let mut runs = execute::run_all(ctx, &sorted.runs, stats)
+    let (mut runs, flow) = execute::run_all(ctx, &sorted.runs, stats)
         .boxed_local()
         .await;
     let written = record::Written {
@@ -141,6 +141,7 @@ async fn run_stages(
         claim: &claimed,
         batch_started: terms.started_ms,
         unclaimed: &sorted.unclaimed,
+        flow: &flow,
     };
     match record::record(db, &mut runs, &written, stats)
         .boxed_local()

@@ -7,10 +7,12 @@
 
 use futures::FutureExt;
 use jobs_shared::job::family::Family;
+use jobs_shared::job::flow_control::FlowTally;
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended, MinuteTally};
 use jobs_shared::observe::log_line::{fault, LogLevel};
+use jobs_shared::runtime::clock::now_ms;
 use jobs_store::jobs::{self, Claim, Claimed, FailedChain, Finished, Leftovers, Seen};
 use worker::js_sys::Math;
 use worker::D1Database;
@@ -27,6 +29,8 @@ pub struct Written<'a> {
     pub batch_started: i64,
     /// Messages that claimed nothing: their jobs' state is read.
     pub unclaimed: &'a [&'a Delivery],
+    /// What flow control did per type and key (`flow_keys`).
+    pub flow: &'a [FlowTally],
 }
 
 /// What the record read and tallied.
@@ -61,6 +65,8 @@ pub async fn record(
         failed_chains: &failed_chains,
         unclaimed: &unclaimed,
         minutes: &minutes,
+        flow: written.flow,
+        flow_at: now_ms(),
     };
     let finished: Vec<Finished> = runs.iter().filter_map(BatchJob::finished).collect();
     let seen = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await {

@@ -1,13 +1,18 @@
 //! /v1/admin/types: a team's own job types as data (docs/app-guide.md "Your own job types"):
-//! put (create or change), get with its versions, list beside the built-in types, delete. Each
+//! put (create or change), get with its versions, list beside the built-in types, delete, and
+//! what its flow control did per key. Each
 //! change is one batch with its version and audit rows (jobs_store::job_types), in effect on
 //! this isolate at once and on every other within `defined_types::REFRESH_MS`.
 
+use futures::future::join_all;
+use jobs_shared::job::flow_control::{limiter_name, FlowCounts};
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::type_definition::TypeDefinition;
 use jobs_shared::request::api_error::ApiError;
+use jobs_shared::request::field_error::count_param;
 use jobs_shared::runtime::js_pattern;
 use jobs_shared::util::time_fmt::rfc3339;
+use jobs_store::flow_keys;
 use jobs_store::job_types::{self, JobTypeRow};
 use serde_json::{json, Value};
 use worker::{Env, Response};
@@ -87,6 +92,61 @@ pub async fn delete(admin: &Admin<'_>, name: &str) -> Result<Response, ApiError>
     let view = defined(&row);
     row.install_here();
     respond::json(200, &view)
+}
+
+/// How many keys a type's flow view lists, by default and at most (each read live from its
+/// limiter).
+const FLOW_KEYS: u32 = 20;
+const MAX_FLOW_KEYS: u32 = 50;
+
+/// GET /v1/admin/types/{name}/flow?key&limit: the type's flow control and its keys, most recently
+/// seen first: what its limits did (`flow_keys`: started, waited, handed back) and, from each
+/// key's limiter, the jobs running and waiting now (null where the limiter did not answer).
+pub async fn flow(req: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    let t = JobType::parse(name).ok_or_else(|| not_found(name))?;
+    let pairs = d1::query_pairs(req);
+    let limit = count_param(
+        "limit",
+        d1::param(&pairs, "limit"),
+        FLOW_KEYS,
+        MAX_FLOW_KEYS,
+    )?;
+    let key = d1::param(&pairs, "key");
+    let rows = match t.flow() {
+        Some(_) => flow_keys::flow_key_list(&d1::database(env)?, name, key, limit).await?,
+        None => Vec::new(),
+    };
+    let live = join_all(rows.iter().map(|row| limiter_counts(env, name, &row.key))).await;
+    let keys: Vec<Value> = rows
+        .iter()
+        .zip(live)
+        .map(|(row, live)| {
+            json!({
+                "key": row.key, "started": row.started, "waited": row.waited,
+                "handed_back": row.handed_back, "last_at": rfc3339(row.last_at),
+                "running": live.map(|c| c.running), "waiting": live.map(|c| c.waiting),
+            })
+        })
+        .collect();
+    let spec = t.flow().map(|f| {
+        let rate = f.limits.rate.map(|r| json!({ "limit": r.limit, "period_secs": r.period_ms / 1000 }));
+        json!({ "key": f.key, "concurrency": f.limits.concurrency, "rate": rate, "throttle_on_429": f.throttle_on_429 })
+    });
+    respond::json(200, &json!({ "type": name, "flow": spec, "keys": keys }))
+}
+
+/// A key's live counts, from its limiter (the consumer's Durable Object, bound here as `FLOW`).
+async fn limiter_counts(env: &Env, job_type: &str, key: &str) -> Option<FlowCounts> {
+    let name = limiter_name(job_type, key);
+    let stub = env
+        .durable_object("FLOW")
+        .ok()?
+        .id_from_name(&name)
+        .ok()?
+        .get_stub()
+        .ok()?;
+    let mut response = stub.fetch_with_str("https://flow/").await.ok()?;
+    response.json().await.ok()
 }
 
 fn built_in(t: JobType) -> Value {

@@ -110,6 +110,7 @@ async function refresh() {
     renderFailures(failures.failures);
     renderDead(dead, stats.totals.counts.dead);
     renderPauses(pauses.pauses);
+    await renderFlow();
     await renderSchedules();
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (e) {
@@ -197,6 +198,26 @@ function renderPauses(pauses) {
       );
     }),
   );
+}
+
+/** The keys of every type with flow control, the most recently seen first: what the limits did
+ * and what runs and waits now. Hidden while no type has flow control. */
+async function renderFlow() {
+  const types = (await api("GET", "/v1/admin/types")).types.filter((t) => t.definition?.flow && !t.deleted_at);
+  const views = await Promise.all(types.map((t) => api("GET", `/v1/admin/types/${encodeURIComponent(t.name)}/flow?limit=10`)));
+  const count = (n, field) => cell(n === null || n === undefined ? "?" : String(n), { cls: "num", field });
+  const rows = views.flatMap((v) =>
+    v.keys.map((k) =>
+      row(
+        [cell(v.type), cell(k.key === "" ? "(none)" : k.key, { cls: "id" }), count(k.running, "running"),
+          count(k.waiting, "waiting"), count(k.started, "started"), count(k.waited, "waited"),
+          count(k.handed_back, "handed_back"), cell(when(k.last_at))],
+        { flow: `${v.type}/${k.key}` },
+      ),
+    ),
+  );
+  $("#flow-section").hidden = types.length === 0;
+  $("#flow tbody").replaceChildren(...rows);
 }
 
 /** Schedules exist once the schedules API answers; until then the section stays hidden. */

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::request::api_error::ApiError;
 use crate::request::field_error::{int_field, invalid, object_at};
@@ -116,12 +117,23 @@ impl FlowSpec {
             return NO_KEY.to_string();
         };
         let payload: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
-        match payload.get(field) {
-            None | Some(Value::Null) => NO_KEY.to_string(),
+        let key = match payload.get(field) {
+            None | Some(Value::Null) => return NO_KEY.to_string(),
             Some(Value::String(text)) => text.clone(),
             Some(other) => other.to_string(),
+        };
+        // A payload's value may be any length: a long one is keyed by its digest, so a key
+        // stays short wherever it is kept (the limiter's name, `flow_keys`).
+        if key.chars().count() > MAX_FLOW_KEY_CHARS {
+            return format!("sha256:{}", hex::encode(Sha256::digest(key.as_bytes())));
         }
+        key
     }
+}
+
+/// The name of the limiter (Durable Object) that counts `key` of `job_type`.
+pub fn limiter_name(job_type: &str, key: &str) -> String {
+    format!("{job_type}/{key}")
 }
 
 /// One job that wants a slot: how long it may hold one (its deadline, so a consumer that dies
@@ -145,7 +157,7 @@ pub struct FlowRequest {
 /// What the limiter answers a [`Want`]: start in `start_in_ms`, or ask again in
 /// `retry_in_ms` (`by` the limit that held it back).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "answer", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Slot {
     Granted {
         job: String,
@@ -169,14 +181,36 @@ pub enum Limit {
 /// limiter cannot foresee.
 pub const CONCURRENCY_RETRY_MS: i64 = 250;
 
-/// A key's limiter state: the slots held (job, held until) and the earliest next start, with
-/// running totals for the operator.
+/// A key's limiter state: the slots held (job, held until), the jobs it held back that have not
+/// started since (job, forgotten after), and the earliest next start.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowState {
     pub running: Vec<(String, i64)>,
+    pub waiting: Vec<(String, i64)>,
     pub next_start: i64,
-    pub granted: u64,
-    pub held_back: u64,
+}
+
+/// The most waiting jobs a limiter lists (what it shows an operator, not what it enforces).
+pub const MAX_LISTED_WAITING: usize = 1_000;
+/// How long past its next ask a job held back is still listed as waiting.
+const WAITING_GRACE_MS: i64 = 60_000;
+
+/// A key's counts as an operator reads them: jobs running and waiting now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowCounts {
+    pub running: usize,
+    pub waiting: usize,
+}
+
+/// What a batch did with one key's jobs, for `flow_keys`: how many started, how many waited for
+/// a slot (in the batch or in the queue), and how many of those it handed back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FlowTally {
+    pub r#type: String,
+    pub key: String,
+    pub started: u32,
+    pub waited: u32,
+    pub handed_back: u32,
 }
 
 impl Rate {
@@ -194,6 +228,7 @@ impl FlowState {
     pub fn serve(&mut self, req: &FlowRequest, now_ms: i64) -> Vec<Slot> {
         self.running
             .retain(|(job, until)| *until > now_ms && !req.release.contains(job));
+        self.waiting.retain(|(_, until)| *until > now_ms);
         let Limits { concurrency, rate } = req.limits;
         let mut slots = Vec::with_capacity(req.acquire.len());
         for want in &req.acquire {
@@ -206,7 +241,7 @@ impl FlowState {
                 continue;
             }
             if concurrency.is_some_and(|n| self.running.len() >= n as usize) {
-                self.held_back += 1;
+                self.wait(&job, now_ms + CONCURRENCY_RETRY_MS);
                 let by = Limit::Concurrency;
                 slots.push(Slot::Denied {
                     job,
@@ -220,8 +255,8 @@ impl FlowState {
                 None => now_ms,
             };
             if start - now_ms > want.max_wait_ms {
-                self.held_back += 1;
                 let retry_in_ms = start - now_ms - want.max_wait_ms;
+                self.wait(&job, now_ms + retry_in_ms);
                 slots.push(Slot::Denied {
                     job,
                     retry_in_ms,
@@ -235,13 +270,42 @@ impl FlowState {
             if concurrency.is_some() {
                 self.running.push((job.clone(), start + want.hold_ms));
             }
-            self.granted += 1;
+            self.waiting.retain(|(waiting, _)| *waiting != job);
             slots.push(Slot::Granted {
                 job,
                 start_in_ms: start - now_ms,
             });
         }
         slots
+    }
+}
+
+impl FlowState {
+    /// Lists `job` as waiting until `next_ask_ms` and a grace after it.
+    fn wait(&mut self, job: &str, next_ask_ms: i64) {
+        let until = next_ask_ms + WAITING_GRACE_MS;
+        let listed = self.waiting.len();
+        match self.waiting.iter_mut().find(|(waiting, _)| waiting == job) {
+            Some(entry) => entry.1 = until,
+            None if listed < MAX_LISTED_WAITING => self.waiting.push((job.to_string(), until)),
+            None => {}
+        }
+    }
+
+    /// Its counts at `now_ms`.
+    pub fn counts(&self, now_ms: i64) -> FlowCounts {
+        FlowCounts {
+            running: self
+                .running
+                .iter()
+                .filter(|(_, until)| *until > now_ms)
+                .count(),
+            waiting: self
+                .waiting
+                .iter()
+                .filter(|(_, until)| *until > now_ms)
+                .count(),
+        }
     }
 }
 
@@ -308,7 +372,13 @@ mod tests {
             10_003,
         );
         assert_eq!(granted(&slots), [("d", 0), ("e", 0)]);
-        assert_eq!((state.granted, state.held_back), (5, 1));
+        assert_eq!(
+            state.counts(10_003),
+            FlowCounts {
+                running: 2,
+                waiting: 0
+            }
+        );
     }
 
     #[test]
@@ -349,7 +419,10 @@ mod tests {
         // And it is the limit, not less: one every 200 ms from the first start to the last.
         let span = starts.last().unwrap() - starts[0];
         assert_eq!(span, (starts.len() as i64 - 1) * 200);
-        assert!(state.held_back > 0);
+        assert!(
+            state.counts(now).waiting > 0,
+            "the jobs held back are listed until they start"
+        );
         let third = Rate {
             limit: 3,
             period_ms: 1_000,
@@ -385,6 +458,13 @@ mod tests {
             }
         );
         assert_eq!(state.running.len(), 1, "a denied job holds no slot");
+        assert_eq!(
+            state.counts(0),
+            FlowCounts {
+                running: 1,
+                waiting: 1
+            }
+        );
     }
 
     #[test]
@@ -394,6 +474,10 @@ mod tests {
         assert_eq!(spec.key_of(None, r#"{"tenant": 42}"#), "42");
         assert_eq!(spec.key_of(None, "{}"), NO_KEY);
         assert_eq!(spec.key_of(Some("own"), r#"{"tenant": "acme"}"#), "own");
+        let long = format!(r#"{{"tenant": "{}"}}"#, "x".repeat(300));
+        assert!(
+            spec.key_of(None, &long).starts_with("sha256:") && spec.key_of(None, &long).len() == 71
+        );
         let field = |v: Value| {
             FlowSpec::parse(&v, "flow")
                 .unwrap_err()

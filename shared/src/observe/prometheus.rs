@@ -35,6 +35,17 @@ pub struct MetricsSnapshot {
     pub rss_sources: Vec<RssSourceCounts>,
     pub rss_errors: Vec<RssErrorCount>,
     pub tagging: TaggingTotals,
+    /// Flow control per job type, over its keys (`flow_keys`).
+    pub flow: Vec<FlowTypeTotals>,
+}
+
+/// What flow control did for one job type, summed over its keys.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct FlowTypeTotals {
+    pub job_type: String,
+    pub started: i64,
+    pub waited: i64,
+    pub handed_back: i64,
 }
 
 /// One RSS source's counters (`rss_sources`): items by status, and fetch time by result.
@@ -71,6 +82,16 @@ pub struct TaggingTotals {
 }
 
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// One counter of each type's flow control.
+fn flow(
+    rows: &[FlowTypeTotals],
+    count: fn(&FlowTypeTotals) -> i64,
+) -> Vec<(Vec<(&'static str, String)>, f64)> {
+    rows.iter()
+        .map(|t| (vec![("job_type", t.job_type.clone())], count(t) as f64))
+        .collect()
+}
 
 /// The exposition text.
 pub fn render(s: &MetricsSnapshot) -> String {
@@ -149,6 +170,24 @@ pub fn render(s: &MetricsSnapshot) -> String {
             "counter",
             "Arrivals in each family's dead-letter queue.",
             by_family(&s.dead_letters),
+        ),
+        (
+            "job_flow_started_total",
+            "counter",
+            "Jobs flow control let start, by type (docs/app-guide.md \"Flow control\").",
+            flow(&s.flow, |t| t.started),
+        ),
+        (
+            "job_flow_waited_total",
+            "counter",
+            "Jobs a flow-control limit held back before they started, by type.",
+            flow(&s.flow, |t| t.waited),
+        ),
+        (
+            "job_flow_handed_back_total",
+            "counter",
+            "Jobs flow control handed back to the queue after their wait in a batch, by type.",
+            flow(&s.flow, |t| t.handed_back),
         ),
         (
             "job_schedule_missed_runs_total",

@@ -4,6 +4,7 @@
 //! message.
 
 use jobs_shared::job::family::Family;
+use jobs_shared::job::flow_control::FlowTally;
 use jobs_shared::job::job_outcome::Decision;
 use jobs_shared::job::run_details::{Ran, RunDetails};
 use jobs_shared::job::stored_result::{json_arrays, MAX_ROWS_JSON_BYTES};
@@ -17,6 +18,7 @@ use worker::{D1Database, D1PreparedStatement};
 use super::chain::{self, job_set_chain_failed_many, ChainWrite, FailedChain};
 use super::claim::{job_list_seen, Claimed, RunKey, Seen};
 use crate::d1::{counted_batch, json_text};
+use crate::flow_keys::flow_key_add_many;
 use crate::invocations::invocation_insert;
 use crate::job_minutes::job_minute_add_many;
 use crate::job_runs::job_run_insert_failed;
@@ -34,6 +36,9 @@ pub struct Leftovers<'a> {
     pub unclaimed: &'a [&'a str],
     /// The batch's attempts per family-minute, for the charts (`job_minutes`).
     pub minutes: &'a [MinuteTally],
+    /// What flow control did per type and key (`flow_keys`), at `flow_at`.
+    pub flow: &'a [FlowTally],
+    pub flow_at: i64,
 }
 
 /// One attempt's end, to be written.
@@ -78,6 +83,8 @@ pub async fn job_set_outcome_many(
         failed_chains,
         unclaimed,
         minutes,
+        flow,
+        flow_at,
     } = *leftovers;
     // The details most successes share (one handler, one invocation, nothing produced) are
     // written once per statement, not once per row.
@@ -149,6 +156,9 @@ pub async fn job_set_outcome_many(
     }
     if !minutes.is_empty() {
         statements.push(job_minute_add_many(db, minutes)?);
+    }
+    if !flow.is_empty() {
+        statements.push(flow_key_add_many(db, flow, flow_at)?);
     }
     if !unclaimed.is_empty() {
         statements.push(job_list_seen(db, unclaimed)?);
