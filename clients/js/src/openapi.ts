@@ -4069,6 +4069,10 @@ export interface components {
             steps?: components["schemas"]["ChainStep"][];
             /** @description The job's key for its type's flow control, in place of its payload's key field (docs/app-guide.md "Flow control"). */
             flow_key?: string;
+            /** @description With a dedup_key: how long the key outlives the job; an enqueue with it within the window is answered with this job, finished or not. */
+            dedup_window_seconds?: number;
+            /** @description With a dedup_key: a burst of enqueues with the key runs once, this long after the last of them (within a second; at most five periods after the first), with the last payload. */
+            debounce_seconds?: number;
         };
         /** @description A later step of a job chain (docs/app-guide.md "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
         ChainStep: {

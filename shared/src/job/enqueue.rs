@@ -60,6 +60,13 @@ pub const MAX_PRIORITY: i64 = 100;
 const PRIORITY: RangeInclusive<i64> = 0..=MAX_PRIORITY;
 
 const MAX_DEDUP_KEY_CHARS: usize = 256;
+/// A dedup key outlives its job for at most a week (well within the retention of finished jobs,
+/// `RETAIN_SUCCEEDED_DAYS`, 90 days by default, which a window cannot outlive).
+const DEDUP_WINDOW_SECS: RangeInclusive<i64> = 1..=604_800;
+/// A debounce's quiet period: 2 s to an hour (a burst runs at the latest five of them after its
+/// first enqueue). At least 2 s: a queue message may run its job up to a second early
+/// (`EARLY_TOLERANCE_MS` in the store's claim).
+const DEBOUNCE_SECS: RangeInclusive<i64> = 2..=3_600;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +90,12 @@ pub struct EnqueueRequest {
     /// The job's key for its type's flow control, in place of its payload's key field
     /// (crate::job::flow_control).
     pub flow_key: Option<String>,
+    /// How long the `dedup_key` outlives the job: an enqueue with the key within it is answered
+    /// with this job, finished or not.
+    pub dedup_window_seconds: Option<i64>,
+    /// A burst of enqueues with the `dedup_key` runs once, this long after the last of them,
+    /// with its payload.
+    pub debounce_seconds: Option<i64>,
 }
 
 /// An accepted job, ready to be written to D1 and (per `delivery`) sent.
@@ -100,6 +113,11 @@ pub struct NewJob {
     pub retry_policy: Option<String>,
     /// Its own flow key, when the request named one (crate::job::flow_control).
     pub flow_key: Option<String>,
+    /// Until when its `dedup_key` answers with it whatever its state (`dedup_window_seconds`).
+    pub dedup_until_ms: Option<i64>,
+    /// A debounced job's quiet period: an enqueue with its key while it still waits moves it
+    /// this far ahead, with the new payload (`debounce_seconds`).
+    pub debounce_ms: Option<i64>,
     /// When the job is due; never before the request.
     pub run_at_ms: i64,
     /// Past this, the job is skipped without running; after `run_at_ms` when set.
@@ -141,7 +159,11 @@ pub fn validate_enqueue(
     })?;
     let payload = checked_payload(job_type, &req.payload)?;
     let priority = in_range("priority", req.priority, PRIORITY)?.unwrap_or(0);
-    let run_at_ms = due_at(&req, now_ms)?;
+    let (dedup_until_ms, debounce_ms) = dedup_terms(&req, now_ms)?;
+    let run_at_ms = match debounce_ms {
+        Some(quiet) => now_ms + quiet,
+        None => due_at(&req, now_ms)?,
+    };
     if let Some(key) = &req.dedup_key {
         if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY_CHARS {
             let message = format!("must be 1 to {MAX_DEDUP_KEY_CHARS} characters");
@@ -186,11 +208,45 @@ pub fn validate_enqueue(
         max_attempts,
         retry_policy: retry.map(|r| to_stored(&r.policy).to_string()),
         flow_key: req.flow_key,
+        dedup_until_ms,
+        debounce_ms,
         run_at_ms,
         expires_at_ms,
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
     })
+}
+
+/// The dedup key's window (until when, in ms) and the debounce's quiet period (ms), each only
+/// with a `dedup_key`, which they extend; a debounced job is due after its quiet period, so it
+/// takes no delay or `run_at` of its own.
+fn dedup_terms(req: &EnqueueRequest, now_ms: i64) -> Result<(Option<i64>, Option<i64>), ApiError> {
+    let window = in_range(
+        "dedup_window_seconds",
+        req.dedup_window_seconds,
+        DEDUP_WINDOW_SECS,
+    )?;
+    let debounce = in_range("debounce_seconds", req.debounce_seconds, DEBOUNCE_SECS)?;
+    for (field, given) in [
+        ("dedup_window_seconds", window),
+        ("debounce_seconds", debounce),
+    ] {
+        if given.is_some() && req.dedup_key.is_none() {
+            return Err(invalid(
+                "invalid_field",
+                field,
+                "needs a dedup_key, whose life it extends",
+            ));
+        }
+    }
+    if debounce.is_some() && (req.delay_seconds.is_some() || req.run_at.is_some()) {
+        let message = "a debounced job is due debounce_seconds after the last enqueue: give no delay_seconds or run_at";
+        return Err(invalid("conflicting_fields", "debounce_seconds", message));
+    }
+    Ok((
+        window.map(|secs| now_ms + secs * 1000),
+        debounce.map(|secs| secs * 1000),
+    ))
 }
 
 /// The payload as compact JSON, once it is within the size limit and valid for its type.
@@ -369,7 +425,15 @@ pub const MAX_STEPS: usize = 20;
 /// A step may not set these: a step is due when the one before it ends (so it may expire only
 /// relative to that, `expires_in_seconds`), has no key of its own to dedup on (nor a flow key:
 /// its payload's key field keys it), and cannot nest a chain inside the chain.
-const STEP_FORBIDDEN: [&str; 5] = ["run_at", "expires_at", "dedup_key", "steps", "flow_key"];
+const STEP_FORBIDDEN: [&str; 7] = [
+    "run_at",
+    "expires_at",
+    "dedup_key",
+    "steps",
+    "flow_key",
+    "dedup_window_seconds",
+    "debounce_seconds",
+];
 
 /// An unknown field's message without `names` among the fields it says were expected: a step is
 /// not offered the fields it may not set.
@@ -491,6 +555,8 @@ mod tests {
                 max_attempts: 5,
                 retry_policy: None,
                 flow_key: None,
+                dedup_until_ms: None,
+                debounce_ms: None,
                 run_at_ms: NOW,
                 expires_at_ms: None,
                 delivery: DeliveryPlan::Send { delay_secs: 0 },

@@ -33,9 +33,13 @@ struct Row<'a> {
     next_steps: Option<&'a str>,
     retry_policy: Option<&'a str>,
     expires_at: Option<i64>,
-    /// Left out when NULL: nearly every job has none.
+    /// Left out when NULL: nearly every job has none (nor the two after it).
     #[serde(skip_serializing_if = "Option::is_none")]
     flow_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dedup_until: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    debounce_ms: Option<i64>,
     correlation_id: &'a str,
     enqueued_by: &'a str,
     created_at: i64,
@@ -77,6 +81,8 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<
             retry_policy: job.retry_policy.as_deref(),
             expires_at: job.expires_at_ms,
             flow_key: job.flow_key.as_deref(),
+            dedup_until: job.dedup_until_ms,
+            debounce_ms: job.debounce_ms,
             correlation_id: request.correlation_id,
             enqueued_by: request.enqueued_by,
             created_at: request.at_ms,
@@ -95,10 +101,12 @@ pub fn joined_rows<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Inserts every job (`rows`: their [`rows_json`], or several requests' [`joined_rows`]) in one
-/// batch of at most two set-based statements, whatever the number of jobs (per-statement
-/// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already
-/// live is not inserted; the SELECT after the INSERT names the live one. Rows start in the
-/// outbox (`sent_at` NULL): the consumer's claim proves the send.
+/// batch of at most three set-based statements, whatever the number of jobs (per-statement
+/// overhead is most of D1's cost at these sizes). A job whose (type, dedup_key) is already live,
+/// or held by a finished job's window (`dedup_until`), is not inserted; the SELECT after the
+/// INSERT names the job holding it; a debounced job that still waits takes the new payload and
+/// waits again (docs/app-guide.md "Dedup windows and debounce"). Rows start in the outbox
+/// (`sent_at` NULL): the consumer's claim proves the send.
 pub async fn job_insert_many(
     db: &D1Database,
     jobs: &[&NewJob],
@@ -115,45 +123,76 @@ pub async fn job_insert_many(
         "WITH o AS MATERIALIZED (SELECT value FROM json_each(?1)) \
          INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
          attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
-         correlation_id, retry_policy, expires_at, enqueued_by, flow_key) \
+         correlation_id, retry_policy, expires_at, enqueued_by, flow_key, dedup_until) \
          SELECT o.value ->> 'id', o.value ->> 'type', o.value ->> 'family', \
          o.value ->> 'status', o.value ->> 'priority', o.value ->> 'payload', \
          o.value ->> 'dedup_key', 0, o.value ->> 'max_attempts', o.value ->> 'run_at', \
          o.value ->> 'created_at', o.value ->> 'created_at', o.value ->> 'next_steps', \
          IIF(o.value ->> 'next_steps' IS NULL, NULL, 'running'), o.value ->> 'correlation_id', \
          o.value ->> 'retry_policy', o.value ->> 'expires_at', o.value ->> 'enqueued_by', \
-         o.value ->> 'flow_key' \
-         FROM o WHERE true ON CONFLICT (type, dedup_key) \
+         o.value ->> 'flow_key', o.value ->> 'dedup_until' \
+         FROM o WHERE (o.value ->> 'dedup_key' IS NULL OR NOT EXISTS (SELECT 1 FROM jobs w \
+         INDEXED BY jobs_dedup_window WHERE w.type = o.value ->> 'type' \
+         AND w.dedup_key = o.value ->> 'dedup_key' AND w.dedup_until IS NOT NULL \
+         AND w.dedup_until > o.value ->> 'created_at')) ON CONFLICT (type, dedup_key) \
          WHERE dedup_key IS NOT NULL AND status IN ('scheduled', 'queued', 'running', 'retrying') \
          DO NOTHING",
         rows
     )?;
-    let mut statements = vec![insert];
-    if jobs.iter().any(|job| job.dedup_key.is_some()) {
-        // The live job now holding each requested dedup key: the new one, or the one it
-        // duplicates. INDEXED BY: the planner cannot see how short a json_each list is and
-        // would rather scan every live job by status; SQLite refuses the statement if the
-        // index cannot serve it.
+    let (debounced, keyed) = (
+        jobs.iter().any(|job| job.debounce_ms.is_some()),
+        jobs.iter().any(|job| job.dedup_key.is_some()),
+    );
+    let mut statements = Vec::with_capacity(3);
+    if debounced {
+        // A debounced job that still waits takes the new payload and waits again, at most five
+        // quiet periods after it was enqueued; the INSERT then finds its key live.
+        statements.push(sql!(
+            db,
+            "UPDATE jobs INDEXED BY jobs_dedup_live SET payload = r.value ->> 'payload', \
+             run_at = MIN(r.value ->> 'run_at', created_at + 5 * (r.value ->> 'debounce_ms')), \
+             updated_at = r.value ->> 'created_at' FROM json_each(?1) r \
+             WHERE r.value ->> 'debounce_ms' IS NOT NULL AND jobs.type = r.value ->> 'type' \
+             AND jobs.dedup_key = r.value ->> 'dedup_key' AND jobs.dedup_key IS NOT NULL \
+             AND jobs.status IN ('scheduled', 'queued', 'running', 'retrying') \
+             AND jobs.status IN ('scheduled', 'queued') AND jobs.started_at IS NULL \
+             AND jobs.run_at > r.value ->> 'created_at'",
+            rows
+        )?);
+    }
+    statements.push(insert);
+    if keyed {
+        // The job now holding each requested dedup key: the live one (the new one, or the one
+        // it duplicates), else the newest whose window still holds the key. INDEXED BY: the
+        // planner cannot see how short a json_each list is and would rather scan every live
+        // job by status; SQLite refuses the statement if the index cannot serve it.
         statements.push(sql!(db, LiveRow =>
-            "SELECT r.value ->> 'id' AS \"requested!: String\", live.id, live.status \
-             FROM json_each(?1) r JOIN jobs live INDEXED BY jobs_dedup_live \
-             ON live.type = r.value ->> 'type' AND live.dedup_key = r.value ->> 'dedup_key' \
+            "SELECT r.value ->> 'id' AS \"requested!: String\", h.id, h.status \
+             FROM json_each(?1) r JOIN jobs h ON h.id = COALESCE(\
+             (SELECT live.id FROM jobs live INDEXED BY jobs_dedup_live \
+             WHERE live.type = r.value ->> 'type' AND live.dedup_key = r.value ->> 'dedup_key' \
              AND live.dedup_key IS NOT NULL \
-             AND live.status IN ('scheduled', 'queued', 'running', 'retrying')",
+             AND live.status IN ('scheduled', 'queued', 'running', 'retrying')), \
+             (SELECT w.id FROM jobs w INDEXED BY jobs_dedup_window \
+             WHERE w.type = r.value ->> 'type' AND w.dedup_key = r.value ->> 'dedup_key' \
+             AND w.dedup_until IS NOT NULL AND w.dedup_until > r.value ->> 'created_at' \
+             ORDER BY w.dedup_until DESC LIMIT 1))",
             rows
         )?);
     }
 
     let mut stats = D1Stats::default();
     let results = counted_batch(db, statements, &mut stats).await?;
-    let holders: HashMap<String, LiveRow> = match results.get(1) {
-        Some(result) => result
-            .results::<LiveRow>()?
-            .into_iter()
-            .map(|row| (row.requested.clone(), row))
-            .collect(),
-        None => HashMap::new(),
-    };
+    // After the debounce's update, if any, and the insert.
+    let holders: HashMap<String, LiveRow> =
+        match keyed.then(|| &results[usize::from(debounced) + 1]) {
+            Some(result) => result
+                .results::<LiveRow>()?
+                .into_iter()
+                .map(|row| (row.requested.clone(), row))
+                .collect(),
+            None => HashMap::new(),
+        };
     let written = jobs
         .iter()
         .map(|job| match holders.get(&job.id) {
@@ -201,7 +240,8 @@ mod tests {
             .collect();
         let guard = format!("status IN ({})", live.join(", "));
         let source = crate::sql::written(include_str!("insert.rs"));
-        assert_eq!(source.matches(&guard).count(), 2, "{guard}");
+        // The insert's conflict target, the holder's read and the debounce's update.
+        assert_eq!(source.matches(&guard).count(), 3, "{guard}");
         let migration = include_str!("../../../migrations/0001_jobs.sql").replace(",'", ", '");
         assert!(migration.contains(&guard), "jobs_dedup_live: {guard}");
     }
