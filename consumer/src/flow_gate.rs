@@ -117,8 +117,9 @@ where
                 release: std::mem::take(&mut ended),
             };
             let slots = match limiter(env, &group, &ask).await {
-                Ok(slots) => slots,
-                Err(_) => {
+                // One slot per job asked for, in order; any other answer is no answer.
+                Ok(slots) if slots.len() == pending.len() => slots,
+                _ => {
                     tally.handed_back += pending.len() as u32;
                     ends.extend(pending.drain(..).map(|(i, _)| (i, Err(UNAVAILABLE))));
                     continue;

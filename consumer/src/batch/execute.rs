@@ -60,15 +60,14 @@ pub async fn run_all<'a>(
         );
         let (plain, flowed) = join(plain, flowed).await;
         let (flowed, tallies): (Vec<_>, Vec<_>) = flowed.into_iter().unzip();
-        let mut ends: Vec<_> = plain
-            .into_iter()
-            .chain(flowed.into_iter().flatten())
-            .collect();
-        ends.sort_unstable_by_key(|(i, _)| *i);
-        (
-            ends.into_iter().map(|(_, end)| end).collect::<Vec<_>>(),
-            tallies,
-        )
+        // Each job's end in the batch's order; one that none came back for was not started.
+        let mut ends: Vec<Option<Result<Attempt, Release>>> =
+            claimed.iter().map(|_| None).collect();
+        for (i, end) in plain.into_iter().chain(flowed.into_iter().flatten()) {
+            ends[i] = Some(end);
+        }
+        let ends = ends.into_iter().map(|end| end.unwrap_or(Err(NOT_STARTED)));
+        (ends.collect::<Vec<_>>(), tallies)
     };
     let held: Vec<RunKey> = (jobs.iter())
         .map(|(_, j)| RunKey {
