@@ -118,6 +118,15 @@ macro_rules! sql {
         }
         $crate::checked::bind($db, runtime_sql!($sql), &[$($crate::checked::D1Bind::d1(&$arg)),*])
     }};
+    // A statement of three literals, for a macro that writes one statement in variants
+    // (`jobs::insert`'s guard).
+    ($db:expr, $pre:literal + $mid:literal + $post:literal $(, $arg:expr)* $(,)?) => {{
+        if false {
+            let _ = ::sqlx_d1::query!($pre + $mid + $post $(, $arg)*);
+        }
+        let sql = runtime_sql!(concat!($pre, $mid, $post));
+        $crate::checked::bind($db, sql, &[$($crate::checked::D1Bind::d1(&$arg)),*])
+    }};
 }
 
 /// A statement that returns each row packed into one JSON array (`RETURNING` or `SELECT`
