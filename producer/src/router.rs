@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use jobs_shared::api::route::{lookup, Match, Params, Route};
+use jobs_shared::job::defined_types;
 use jobs_shared::request::api_error::ApiError;
 use jobs_shared::runtime::clock;
 use jobs_shared::security::auth::{Caller, Scope};
@@ -143,8 +144,11 @@ async fn run(target: &Target, mut call: Call<'_>) -> std::result::Result<Respons
     if let Some(scope) = scope {
         // The types teams defined, as of at most `defined_types::REFRESH_MS` ago (one query per
         // isolate per that, none on most requests): before the token, whose types may name one.
-        if let Ok(db) = call.env.d1("DB") {
-            job_types::job_types_refresh(&db, clock::now_ms(), false).await;
+        let now = clock::now_ms();
+        if defined_types::stale(now) {
+            if let Ok(db) = call.env.d1("DB") {
+                job_types::job_types_refresh(&db, now, false).await;
+            }
         }
         call.caller = Some(auth::require(call.req, call.env, scope)?);
     }

@@ -119,7 +119,14 @@ macro_rules! sql {
         $crate::checked::bind($db, runtime_sql!($sql), &[$($crate::checked::D1Bind::d1(&$arg)),*])
     }};
     // A statement of three literals, for a macro that writes one statement in variants
-    // (`jobs::insert`'s guard).
+    // (`jobs::insert`'s guard, `jobs::operator`'s held keys).
+    ($db:expr, $row:path => $pre:literal + $mid:literal + $post:literal $(, $arg:expr)* $(,)?) => {{
+        if false {
+            let _ = ::sqlx_d1::query_as!($row, $pre + $mid + $post $(, $arg)*);
+        }
+        let sql = runtime_sql!(concat!($pre, $mid, $post));
+        $crate::checked::bind($db, sql, &[$($crate::checked::D1Bind::d1(&$arg)),*])
+    }};
     ($db:expr, $pre:literal + $mid:literal + $post:literal $(, $arg:expr)* $(,)?) => {{
         if false {
             let _ = ::sqlx_d1::query!($pre + $mid + $post $(, $arg)*);

@@ -110,14 +110,17 @@ pub const MAX_THROTTLED_DELIVERIES: u32 = 50;
 /// `Retry-After` (else the policy's first wait), until its message has come back
 /// [`MAX_THROTTLED_DELIVERIES`] times.
 fn throttled(job: &Claimed, delivery: &Delivery, attempt: Attempt) -> Result<Attempt, Release> {
-    let throttles = JobType::parse(&job.job_type)
-        .and_then(JobType::flow)
-        .is_some_and(|flow| flow.throttle_on_429);
+    // The type is looked up only for a 429: every other end passes as it is.
+    let throttles = || {
+        JobType::parse(&job.job_type)
+            .and_then(JobType::flow)
+            .is_some_and(|flow| flow.throttle_on_429)
+    };
     match &attempt.outcome {
         Err(e)
-            if throttles
-                && e.class == ErrorClass::RateLimited
-                && delivery.delivery_attempts < MAX_THROTTLED_DELIVERIES =>
+            if e.class == ErrorClass::RateLimited
+                && delivery.delivery_attempts < MAX_THROTTLED_DELIVERIES
+                && throttles() =>
         {
             let wait = e
                 .retry_after_secs

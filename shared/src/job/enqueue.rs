@@ -164,12 +164,7 @@ pub fn validate_enqueue(
         Some(quiet) => now_ms + quiet,
         None => due_at(&req, now_ms)?,
     };
-    if let Some(key) = &req.dedup_key {
-        if key.is_empty() || key.chars().count() > MAX_DEDUP_KEY_CHARS {
-            let message = format!("must be 1 to {MAX_DEDUP_KEY_CHARS} characters");
-            return Err(invalid("invalid_field", "dedup_key", message));
-        }
-    }
+    key_length("dedup_key", req.dedup_key.as_deref(), MAX_DEDUP_KEY_CHARS)?;
     let retry = match &req.retry {
         Some(value) => Some(JobRetry::from_request(value, "retry")?),
         None => None,
@@ -179,16 +174,11 @@ pub fn validate_enqueue(
         .or(retry.and_then(|r| r.preset_attempts))
         .unwrap_or(job_type.spec().max_attempts);
     let expires_at_ms = expires_at(&req, now_ms, run_at_ms)?;
-    if let Some(key) = &req.flow_key {
-        if job_type.flow().is_none() {
-            let message = format!("{} has no flow control", job_type.as_str());
-            return Err(invalid("invalid_field", "flow_key", message));
-        }
-        if key.is_empty() || key.chars().count() > MAX_FLOW_KEY_CHARS {
-            let message = format!("must be 1 to {MAX_FLOW_KEY_CHARS} characters");
-            return Err(invalid("invalid_field", "flow_key", message));
-        }
+    if req.flow_key.is_some() && job_type.flow().is_none() {
+        let message = format!("{} has no flow control", job_type.as_str());
+        return Err(invalid("invalid_field", "flow_key", message));
     }
+    key_length("flow_key", req.flow_key.as_deref(), MAX_FLOW_KEY_CHARS)?;
     let steps = match &req.steps {
         Some(steps) => {
             // Checking returns the steps as given, so they are stored as the request has them.
@@ -215,6 +205,18 @@ pub fn validate_enqueue(
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
     })
+}
+
+/// A key field (`dedup_key`, `flow_key`), when given, is 1 to `max` characters.
+fn key_length(field: &str, key: Option<&str>, max: usize) -> Result<(), ApiError> {
+    match key {
+        Some(key) if key.is_empty() || key.chars().count() > max => Err(invalid(
+            "invalid_field",
+            field,
+            format!("must be 1 to {max} characters"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The dedup key's window (until when, in ms) and the debounce's quiet period (ms), each only

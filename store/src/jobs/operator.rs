@@ -355,24 +355,38 @@ fn skip_ended_by_ids(
     )
 }
 
+/// The jobs `ids` names in the move's states (bound: `Picked`) and, for each, the job that holds
+/// its dedup key (`held_by`): a live one, else the first picked of its key (live first, then by
+/// priority and id). The `WITH` of [`count_by_ids`] and [`conflicts_by_ids`], then `$select` of
+/// `held`.
+macro_rules! held_by_ids {
+    ($db:expr, $row:path => $select:literal $(, $arg:expr)* $(,)?) => {
+        sql!($db, $row =>
+            "WITH picked AS (SELECT id, type, dedup_key, priority, \
+            ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
+            ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
+            FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
+            AND +status IN (SELECT value FROM json_each(?3)) \
+            AND (?4 = 0 OR +status <> 'queued' OR run_at > ?2)), \
+            held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
+            INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
+            AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
+            AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
+            THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
+            AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) "
+                + $select
+                + ""
+            $(, $arg)*
+        )
+    };
+}
+
 /// The selected jobs `ids` names that `mv` would move, and those it would not (their dedup
 /// key is held): [`job_count_movable`], and [`job_move_many`]'s remaining. It writes nothing,
 /// so the move's states are bound ([`Picked`]), not written out.
 fn count_by_ids(db: &D1Database, picked: &Picked) -> worker::Result<D1PreparedStatement> {
-    sql!(db, Counts =>
-        "WITH picked AS (SELECT id, type, dedup_key, priority, \
-         ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-         ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-         FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-         AND +status IN (SELECT value FROM json_each(?3)) \
-         AND (?4 = 0 OR +status <> 'queued' OR run_at > ?2)), \
-         held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-         INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-         AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-         AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-         THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-         AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-         SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
+    held_by_ids!(db, Counts =>
+        "SELECT COUNT(*) FILTER (WHERE held_by IS NULL) AS \"count!: i64\", \
          COUNT(*) FILTER (WHERE held_by IS NOT NULL) AS \"conflicts!: i64\" FROM held",
         picked.ids,
         picked.now_ms,
@@ -384,20 +398,8 @@ fn count_by_ids(db: &D1Database, picked: &Picked) -> worker::Result<D1PreparedSt
 /// [`job_move_many`]'s conflicts among the jobs `ids` names (the move's states bound, as in
 /// [`count_by_ids`]).
 fn conflicts_by_ids(db: &D1Database, picked: &Picked) -> worker::Result<D1PreparedStatement> {
-    sql!(db, Conflict =>
-        "WITH picked AS (SELECT id, type, dedup_key, priority, \
-         ROW_NUMBER() OVER (PARTITION BY type, dedup_key \
-         ORDER BY status IN ('scheduled', 'queued', 'running', 'retrying') DESC, priority DESC, id) AS nth \
-         FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
-         AND +status IN (SELECT value FROM json_each(?3)) \
-         AND (?4 = 0 OR +status <> 'queued' OR run_at > ?2)), \
-         held AS (SELECT p.id, p.priority, COALESCE((SELECT l.id FROM jobs AS l \
-         INDEXED BY jobs_dedup_live WHERE l.type = p.type AND l.dedup_key = p.dedup_key \
-         AND l.dedup_key IS NOT NULL AND l.status IN ('scheduled', 'queued', 'running', 'retrying') \
-         AND l.id <> p.id), CASE WHEN p.dedup_key IS NOT NULL AND p.nth > 1 \
-         THEN (SELECT f.id FROM picked f WHERE f.type = p.type \
-         AND f.dedup_key = p.dedup_key AND f.nth = 1) END) AS held_by FROM picked p) \
-         SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
+    held_by_ids!(db, Conflict =>
+        "SELECT id, held_by AS \"held_by!: String\" FROM held WHERE held_by IS NOT NULL \
          ORDER BY priority DESC, id LIMIT ?5",
         picked.ids,
         picked.now_ms,
