@@ -16,4 +16,5 @@ if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git status --porcelain -- 
 fi
 node scripts/build.mjs producer consumer bench/floor
 npm run build --workspace clients/js # the TypeScript client, type-checked against the OpenAPI types
-node --test --test-concurrency=1 tests/*.test.mjs
+# The spec reporter ends with the failing tests, whole, so a log's tail says what failed.
+node --test --test-concurrency=1 --test-reporter=spec tests/*.test.mjs
