@@ -24,7 +24,11 @@ before(async () => {
     await bundledWorker(APP_WORKER, { name: "jobs-app", bindings: { SIGNING_SECRET } }),
     await bundledWorker(APP_WORKER, { name: "jobs-app-other-secret", bindings: { SIGNING_SECRET: "not-the-consumers" } }),
   ];
-  p = await startPlatform({ extraWorkers: workers, consumerServices: { APP: "jobs-app", OTHER: "jobs-app-other-secret" } });
+  p = await startPlatform({
+    extraWorkers: workers,
+    consumerServices: { APP: "jobs-app", OTHER: "jobs-app-other-secret" },
+    consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/hooks/weather") },
+  });
   base = String(await p.mf.ready).replace(/\/$/, "");
   api = await adminApi(p);
 });
@@ -176,6 +180,39 @@ test("versions and audit: a changed definition is a new version, the same one ch
   // Put again, it is back.
   assert.equal((await types("PUT", "sync_crm", { json: def })).body.version, 4);
   assert.equal((await p.enqueue({ type: "sync_crm", payload: {} })).status, 202);
+});
+
+test("the bundled catalog's types are rows like a team's: listed, delivered to the URL in their var, changed and deleted as data", async () => {
+  const { body } = await types("GET");
+  const catalog = body.types.filter((t) => t.updated_by === "migration").map((t) => t.name);
+  assert.deepEqual(catalog.sort(), ["click_rollup", "image_processing", "inbound_email", "listing_expiration", "message_relay",
+    "rank_recalculation", "sitemap_generation", "social_refresh", "stock_refresh", "weather_refresh"]);
+  assert.ok(body.types.filter((t) => t.built_in).every((t) => !catalog.includes(t.name)));
+  const relay = await types("GET", "message_relay");
+  assert.deepEqual([relay.body.built_in, relay.body.definition.target], [false, { url_var: "ENDPOINT_MESSAGE_RELAY" }]);
+
+  // Its schema holds as the source app's payload did, naming the field.
+  const blank = await p.enqueue({ type: "message_relay", payload: { message_id: " " } });
+  assert.deepEqual([blank.status, blank.body.error.field], [422, "payload.message_id"]);
+  // This consumer has no ENDPOINT_MESSAGE_RELAY: dead at once, saying which var to set.
+  const unset = await p.enqueue({ type: "message_relay", payload: { message_id: "m1" } });
+  const dead = await p.waitForStatus(unset.body.id, "dead");
+  assert.deepEqual([dead.attempts, dead.error.class], [1, "not_configured"]);
+  assert.match(dead.error.message, /set ENDPOINT_MESSAGE_RELAY/);
+
+  // A team's type may read its URL from a var too; a var the consumer has is delivered to.
+  const byVar = await types("PUT", "relay_by_var", { json: { family: "high", target: { url_var: "ENDPOINT_WEATHER_REFRESH" } } });
+  assert.equal(byVar.status, 201, JSON.stringify(byVar.body));
+  const bad = await types("PUT", "relay_bad_var", { json: { family: "high", target: { url_var: "endpoint" } } });
+  assert.deepEqual([bad.status, bad.body.error.field], [422, "target.url_var"]);
+  const sent = await p.enqueue({ type: "relay_by_var", payload: { n: 1 } });
+  await p.waitForStatus(sent.body.id, "succeeded");
+  assert.equal(JSON.parse(app.requests("/hooks/weather").at(-1).body).type, "relay_by_var");
+
+  // A deployment that does not run the source apps deletes their types: enqueue refuses them.
+  assert.equal((await cli("types", "delete", "rank_recalculation")).code, 0);
+  const gone = await p.enqueue({ type: "rank_recalculation", payload: {} });
+  assert.deepEqual([gone.status, gone.body.error.code], [422, "unknown_type"]);
 });
 
 test("a definition another isolate wrote is in effect here within the bound", async () => {

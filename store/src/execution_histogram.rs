@@ -78,7 +78,6 @@ pub fn histogram_add_span(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use jobs_shared::observe::execution_histogram::DURATION_BUCKETS_MS;
 
     /// SQL giving the (non-cumulative) bucket index of `column` (ms), as shared `bucket_of`; the

@@ -4644,6 +4644,8 @@ export interface components {
             target: {
                 url: string;
             } | {
+                url_var: string;
+            } | {
                 service: string;
                 path?: string;
             };

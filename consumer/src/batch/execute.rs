@@ -14,7 +14,9 @@ use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::retry::retry_policy::RetryPolicy;
 use jobs_shared::retry::retry_request::JobRetry;
 use jobs_shared::runtime::clock::now_ms;
+use jobs_store::job_types;
 use jobs_store::jobs::{Claimed, RunKey};
+use serde_json::Value;
 use worker::js_sys::Math;
 
 use super::context::BatchContext;
@@ -83,6 +85,11 @@ pub async fn run_all<'a>(
     };
     let ((ends, tallies), beat) = heartbeat::during(ctx.db, &leases, ctx.limits, work).await;
     stats.merge(&beat.stats);
+    let next_unknown = (ends.iter().zip(jobs))
+        .any(|(end, (_, job))| end.as_ref().is_ok_and(|a| next_step_unknown(job, a)));
+    if next_unknown {
+        job_types::job_types_refresh(ctx.db, now_ms(), true).await;
+    }
     let fates = ends.into_iter().zip(jobs).map(|(end, &(delivery, job))| {
         let fate = match end.and_then(|attempt| throttled(job, delivery, attempt)) {
             Ok(mut attempt) => {
@@ -99,6 +106,28 @@ pub async fn run_all<'a>(
         }
     });
     (fates.collect(), tallies)
+}
+
+/// Whether a success of `job` would enqueue a step (a follow-up its attempt returned, else its
+/// chain's next) of a type this isolate lacks: a team's type it has not read, which the plan
+/// would refuse as unknown (crate::chain). Reading the types again costs one query, and only
+/// then.
+fn next_step_unknown(job: &Claimed, attempt: &Attempt) -> bool {
+    let carried = || {
+        let steps = job.next_steps.as_deref()?;
+        serde_json::from_str::<Vec<Value>>(steps)
+            .ok()?
+            .into_iter()
+            .next()
+    };
+    let next = (attempt.outcome.is_ok())
+        .then(|| attempt.follow_ups.first().cloned().or_else(carried))
+        .flatten();
+    next.is_some_and(|step| {
+        step["type"]
+            .as_str()
+            .is_some_and(|t| JobType::parse(t).is_none())
+    })
 }
 
 /// How often a job's message may come back throttled before a 429 counts as an attempt again:

@@ -1,8 +1,8 @@
 //! Job types with no built-in handler are delivered to the app that owns them: a signed POST of
 //! {id, type, attempt, payload} (`attempt` as in `X-Jobs-Attempt`) to the type's endpoint: the
-//! URL in ENDPOINT_<TYPE> (the bundled apps' types), the URL its definition names, or the
-//! Worker behind the consumer's service binding it names (docs/app-guide.md "Your own job
-//! types"). The app's answer is the job's outcome, classified like any HTTP delivery.
+//! URL its definition names, the URL in the consumer's var it names (the bundled catalog's
+//! `ENDPOINT_<TYPE>`), or the Worker behind the consumer's service binding it names
+//! (docs/app-guide.md "Your own job types"). The app's answer is the job's outcome, classified like any HTTP delivery.
 
 use jobs_shared::job::registry::{Endpoint, Handler};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
@@ -22,9 +22,12 @@ async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
     let (job, job_type, env) = (ctx.job, ctx.job_type, ctx.env);
     let not_configured = |what: String| JobError::new(ErrorClass::NotConfigured, what);
     let fetcher: Fetcher;
-    let (via, url) = match job_type.handler() {
-        Handler::Forward(Endpoint::Url(url)) => (Via::Internet, url.to_string()),
-        Handler::Forward(Endpoint::Service { binding, path }) => {
+    let Handler::Forward(endpoint) = job_type.handler() else {
+        return Err(JobError::new(ErrorClass::Internal, "not a forwarded type"));
+    };
+    let (via, url) = match endpoint {
+        Endpoint::Url(url) => (Via::Internet, url.to_string()),
+        Endpoint::Service { binding, path } => {
             fetcher = env.service(binding).map_err(|_| {
                 not_configured(format!(
                     "the consumer has no service binding {binding} for {}: add it to consumer/wrangler.toml [[services]]",
@@ -34,9 +37,8 @@ async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {
             let url = format!("https://{}{path}", binding.to_ascii_lowercase());
             (Via::Service(&fetcher), url)
         }
-        _ => {
-            let key = job_type.env_key();
-            let url = vars::string(env, &key).ok_or_else(|| {
+        Endpoint::Var(key) => {
+            let url = vars::string(env, key).ok_or_else(|| {
                 not_configured(format!("no endpoint configured for {}: set {key}", job_type.as_str()))
             })?;
             (Via::Internet, url)

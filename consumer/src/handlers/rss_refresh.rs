@@ -20,7 +20,7 @@ use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::handlers::feed::{
-    after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
+    self, after_refresh_failure, fetch_error_type, parse_feed, refresh_decision, sort_entries,
     RefreshDecision, RssLimits, SortedEntries, SourceState, MAX_CONSECUTIVE_ERRORS, MAX_FEED_BYTES,
 };
 use jobs_shared::job::payloads::RssFeedRefreshPayload;
@@ -317,7 +317,7 @@ impl<'a> Writer<'a> {
             self.db, &source.id, &refreshed, fetch_ms, self.now,
         )?;
         let reported = match reason {
-            Some(_) => JobError::new(ErrorClass::SourceDisabled, message),
+            Some(_) => JobError::new(feed::SOURCE_DISABLED, message),
             None => e,
         };
         Ok((writes, reported))
@@ -435,7 +435,7 @@ async fn request<'a>(
     let response = fetch_timeout::fetch(outbound, request, 0, timeout_ms).await?;
     let status = response.status_code();
     if matches!(status, 404 | 410) {
-        return Err(JobError::new(ErrorClass::Gone, format!("HTTP {status}")));
+        return Err(JobError::new(feed::GONE, format!("HTTP {status}")));
     }
     fetch_timeout::check_status(&response)?;
     Ok(response)

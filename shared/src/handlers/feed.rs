@@ -4,7 +4,7 @@
 //! entry, and the feed crates bring date, URL, MIME and regex parsers that would double the Worker.
 
 use crate::request::api_error::ApiError;
-use crate::retry::error_class::JobError;
+use crate::retry::error_class::{ErrorClass, HandlerClass, JobError};
 use crate::util::text_prefix::char_prefix;
 use crate::util::time_fmt::parse_rfc3339;
 use chrono::DateTime;
@@ -294,6 +294,20 @@ pub fn parse_feed_date(s: &str) -> Option<i64> {
         .or_else(|| parse_rfc3339(s))
 }
 
+/// A feed answered 404 or 410. Retried, unlike another 4xx: feeds come back, and each failure
+/// counts toward its source's auto-disable (docs/app-guide.md "rss_feed_refresh").
+pub const GONE: ErrorClass = ErrorClass::Handler(&HandlerClass {
+    name: "gone",
+    retryable: true,
+});
+
+/// The failure disabled its RSS source (its [`MAX_CONSECUTIVE_ERRORS`]th in a row): only an
+/// operator's re-enable helps, so not retried.
+pub const SOURCE_DISABLED: ErrorClass = ErrorClass::Handler(&HandlerClass {
+    name: "source_disabled",
+    retryable: false,
+});
+
 /// Consecutive failed refreshes that disable a source.
 pub const MAX_CONSECUTIVE_ERRORS: u32 = 5;
 /// A feed's body is read up to this many bytes; a longer one fails its source.
@@ -566,7 +580,7 @@ mod tests {
 
     #[test]
     fn fetch_errors_are_typed_by_status_else_by_class() {
-        use crate::retry::error_class::{classify_http_status, ErrorClass};
+        use crate::retry::error_class::classify_http_status;
         let status = |code| classify_http_status(code, None, 0).unwrap_err();
         assert_eq!(fetch_error_type(&status(404)), "http_404");
         assert_eq!(fetch_error_type(&status(503)), "http_503");
@@ -575,6 +589,10 @@ mod tests {
         assert_eq!(fetch_error_type(&timeout), "timeout");
         let garbage = JobError::new(ErrorClass::ServerError, "unreadable feed: invalid XML");
         assert_eq!(fetch_error_type(&garbage), "server_error");
+        let gone = JobError::new(GONE, "HTTP 410");
+        assert_eq!(fetch_error_type(&gone), "http_410");
+        assert!(GONE.retryable() && !SOURCE_DISABLED.retryable());
+        assert_eq!(SOURCE_DISABLED.as_str(), "source_disabled");
     }
 
     #[test]

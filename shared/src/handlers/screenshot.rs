@@ -9,7 +9,7 @@ use crate::job::family::Family;
 use crate::job::payloads::{
     ImageFormat, ScreenshotCapturePayload, Viewport, WaitUntil, MAX_VIEWPORT_SIDE,
 };
-use crate::retry::error_class::{classify_http_status, ErrorClass, JobError};
+use crate::retry::error_class::{classify_http_status, ErrorClass, HandlerClass, JobError};
 use crate::util::text_prefix::byte_prefix;
 
 /// The viewport when the payload names none.
@@ -248,14 +248,28 @@ pub fn screenshot_metadata(job_id: &str, url: &str) -> [(String, String); 2] {
 /// The longest URL an image's R2 metadata keeps.
 pub const MAX_METADATA_URL_BYTES: usize = 1024;
 
+/// A page did not load (or reach its wait condition) in time: usually a slow or overloaded
+/// site, so retried.
+pub const NAVIGATION_TIMEOUT: ErrorClass = ErrorClass::Handler(&HandlerClass {
+    name: "navigation_timeout",
+    retryable: true,
+});
+
+/// The target's host name does not resolve. Not retried: a name that fails to resolve is nearly
+/// always a typo or a lapsed domain, and each retry would hold a browser slot.
+pub const DNS: ErrorClass = ErrorClass::Handler(&HandlerClass {
+    name: "dns",
+    retryable: false,
+});
+
 /// `Page.navigate`'s `errorText` (Chrome's net error name) as a job error. Only
 /// `ERR_NAME_NOT_RESOLVED` (the name does not exist) is `dns`; a resolver that failed to
 /// answer (`ERR_NAME_RESOLUTION_FAILED`) is a transient network fault like a refused or
 /// reset connection.
 pub fn classify_navigation_error(error_text: &str) -> JobError {
     let class = match error_text {
-        "net::ERR_NAME_NOT_RESOLVED" => ErrorClass::Dns,
-        "net::ERR_TIMED_OUT" | "net::ERR_CONNECTION_TIMED_OUT" => ErrorClass::NavigationTimeout,
+        "net::ERR_NAME_NOT_RESOLVED" => DNS,
+        "net::ERR_TIMED_OUT" | "net::ERR_CONNECTION_TIMED_OUT" => NAVIGATION_TIMEOUT,
         // Chrome refuses these before sending anything, or the target's redirects lead
         // nowhere it will go (a loop, a file: URL): the URL itself is the problem.
         "net::ERR_UNSAFE_PORT"
@@ -612,14 +626,15 @@ mod tests {
     #[test]
     fn navigation_errors() {
         let class = |t| classify_navigation_error(t).class;
-        assert_eq!(class("net::ERR_NAME_NOT_RESOLVED"), ErrorClass::Dns);
-        assert!(!ErrorClass::Dns.retryable());
+        assert_eq!(class("net::ERR_NAME_NOT_RESOLVED"), DNS);
+        assert!(!DNS.retryable() && NAVIGATION_TIMEOUT.retryable());
+        assert_eq!(serde_json::to_value(DNS).unwrap(), "dns");
         assert_eq!(
             class("net::ERR_NAME_RESOLUTION_FAILED"),
             ErrorClass::Network
         );
         assert_eq!(class("net::ERR_CONNECTION_REFUSED"), ErrorClass::Network);
-        assert_eq!(class("net::ERR_TIMED_OUT"), ErrorClass::NavigationTimeout);
+        assert_eq!(class("net::ERR_TIMED_OUT"), NAVIGATION_TIMEOUT);
         assert_eq!(class("net::ERR_UNSAFE_PORT"), ErrorClass::ClientError);
         assert_eq!(
             class("net::ERR_TOO_MANY_REDIRECTS"),

@@ -99,11 +99,6 @@ impl JobType {
         self.0.budget
     }
 
-    /// Env var naming the app endpoint a forwarded type is delivered to.
-    pub fn env_key(self) -> String {
-        self.0.env_key()
-    }
-
     /// Checks `payload` against the type's payload struct (crate::job::payloads);
     /// the error names the field relative to the payload.
     pub fn validate_payload(self, payload: &serde_json::Value) -> Result<(), FieldError> {
@@ -135,13 +130,8 @@ impl fmt::Debug for JobType {
 mod tests {
     use super::*;
     use crate::job::payload_schema::tests::ENGINE;
-    use crate::job::registry::Endpoint;
     use crate::retry::retry_policy::RetryPolicy;
     use serde_json::json;
-
-    fn named(name: &str) -> JobType {
-        JobType::parse(name).unwrap()
-    }
 
     #[test]
     fn names_round_trip_and_are_unique() {
@@ -151,7 +141,7 @@ mod tests {
         let mut names: Vec<_> = JobType::ALL.iter().map(|t| t.as_str()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 16);
+        assert_eq!(names.len(), 6);
         assert_eq!(JobType::parse("RSS_FEED_REFRESH"), None);
     }
 
@@ -164,30 +154,14 @@ mod tests {
                 .map(JobType::as_str)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(in_family(Family::High), ["stock_refresh", "message_relay"]);
+        assert!(in_family(Family::High).is_empty());
         assert_eq!(
             in_family(Family::Default),
-            [
-                "rss_feed_refresh",
-                "weather_refresh",
-                "listing_expiration",
-                "rank_recalculation",
-                "inbound_email",
-                "http",
-                "noop"
-            ]
+            ["rss_feed_refresh", "http", "noop"]
         );
         assert_eq!(in_family(Family::Screenshot), ["screenshot_capture"]);
-        assert_eq!(
-            in_family(Family::Low),
-            [
-                "social_refresh",
-                "link_health_check",
-                "sitemap_generation",
-                "click_rollup"
-            ]
-        );
-        assert_eq!(in_family(Family::Bulk), ["ai_tagging", "image_processing"]);
+        assert_eq!(in_family(Family::Low), ["link_health_check"]);
+        assert_eq!(in_family(Family::Bulk), ["ai_tagging"]);
     }
 
     #[test]
@@ -209,7 +183,6 @@ mod tests {
             JobType::LINK_HEALTH_CHECK.spec().retry,
             RetryPolicy::CRAWLER
         );
-        assert_eq!(named("social_refresh").spec().retry, RetryPolicy::CRAWLER);
         assert_eq!(JobType::HTTP.spec().timeout_ms, 30_000);
         assert_eq!(JobType::SCREENSHOT_CAPTURE.spec().timeout_ms, 60_000);
         for t in JobType::ALL {
@@ -225,11 +198,10 @@ mod tests {
         let module = |t: JobType| t.handler().module();
         assert_eq!(module(JobType::HTTP), "http");
         assert!(!JobType::NOOP.handler().calls_out());
-        let forwarded = JobType::ALL
+        // The core forwards nothing of its own: forwarded types are data (the catalog).
+        assert!(JobType::ALL
             .into_iter()
-            .filter(|t| t.handler() == Handler::Forward(Endpoint::EnvVar))
-            .count();
-        assert_eq!(forwarded, 10);
+            .all(|t| !matches!(t.handler(), Handler::Forward(_))));
         assert_eq!(module(JobType::LINK_HEALTH_CHECK), "link_health");
         assert_eq!(module(JobType::RSS_FEED_REFRESH), "rss_refresh");
         assert_eq!(module(JobType::AI_TAGGING), "ai_tagging");
@@ -251,11 +223,6 @@ mod tests {
                 }
             )]
         );
-        assert_eq!(
-            JobType::RSS_FEED_REFRESH.env_key(),
-            "ENDPOINT_RSS_FEED_REFRESH"
-        );
-        assert_eq!(JobType::AI_TAGGING.env_key(), "ENDPOINT_AI_TAGGING");
     }
 
     #[test]
@@ -268,17 +235,9 @@ mod tests {
                 .field,
             "url"
         );
-        assert_eq!(
-            named("message_relay")
-                .validate_payload(&json!({"message_id": "m"}))
-                .map_err(|e| e.field),
-            Ok(())
-        );
         // Each type accepts its own minimal payload and rejects a stranger's field.
         for t in JobType::ALL {
             let minimal = match t.as_str() {
-                "message_relay" => json!({"message_id": "m"}),
-                "image_processing" => json!({"image_key": "k"}),
                 "screenshot_capture" | "http" => json!({"url": "https://a.io"}),
                 _ => json!({}),
             };

@@ -224,8 +224,7 @@ mod tests {
             }
         }
         // A 300 s type aged into `high` (lease 300 s) gets a longer lease than its family's.
-        let sitemap = JobType::parse("sitemap_generation").unwrap();
-        assert!(lease_ms(Family::High, [sitemap]) > Family::High.lease_ms());
+        assert!(lease_ms(Family::High, [JobType::LINK_HEALTH_CHECK]) > Family::High.lease_ms());
         assert_eq!(lease_ms(Family::High, []), Family::High.lease_ms());
         assert_eq!(
             deadline_ms(JobType::HTTP, Some(5_000)),

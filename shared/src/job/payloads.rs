@@ -1,11 +1,10 @@
-//! One typed payload per job type, checked at enqueue so a malformed job is
+//! One typed payload per built-in job type, checked at enqueue so a malformed job is
 //! refused with the field to fix instead of failing on every attempt later.
 //!
 //! Every struct denies unknown fields (a typo must not be silently dropped), and
 //! fields are optional unless a handler needs them.
 
 use crate::request::field_error::{decode, join};
-use crate::util::time_fmt::parse_rfc3339;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,91 +52,6 @@ impl Payload for RssFeedRefreshPayload {
     }
 }
 
-/// Two cadences: hourly forecasts and 15-minute severe-weather alerts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WeatherKind {
-    Forecast,
-    Alerts,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WeatherRefreshPayload {
-    pub kind: Option<WeatherKind>,
-    pub location: Option<String>,
-}
-
-impl Payload for WeatherRefreshPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        check_non_empty("location", self.location.as_deref())
-    }
-}
-
-/// The payload of a type that takes no parameters, such as the daily and hourly sweeps that
-/// act on whatever is due: `{}` and nothing else. A new type without parameters names it
-/// instead of declaring a struct of its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoParams {}
-
-impl Payload for NoParams {}
-
-/// IMAP polling for the marketplace relay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InboundEmailPayload {
-    /// Mailbox to poll; the app's default inbox when omitted.
-    pub mailbox: Option<String>,
-}
-
-impl Payload for InboundEmailPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        check_non_empty("mailbox", self.mailbox.as_deref())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StockRefreshPayload {
-    /// Ticker symbols; every watched symbol when omitted.
-    pub symbols: Option<Vec<String>>,
-}
-
-impl Payload for StockRefreshPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        each("symbols", self.symbols.as_deref(), |field, s| {
-            check_non_empty(field, Some(s))
-        })
-    }
-}
-
-/// On demand: relays one marketplace inquiry, so it must say which.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MessageRelayPayload {
-    pub message_id: String,
-}
-
-impl Payload for MessageRelayPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        check_non_empty("message_id", Some(&self.message_id))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SocialRefreshPayload {
-    /// One connected account; every account due when omitted.
-    pub account_id: Option<String>,
-}
-
-impl Payload for SocialRefreshPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        check_non_empty("account_id", self.account_id.as_deref())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkHealthCheckPayload {
@@ -162,23 +76,6 @@ impl Payload for LinkHealthCheckPayload {
     }
 }
 
-/// Consent-gated click aggregation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClickRollupPayload {
-    /// RFC 3339 start of the hour to roll up; the last complete hour when omitted.
-    pub hour: Option<String>,
-}
-
-impl Payload for ClickRollupPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        match self.hour.as_deref().map(parse_rfc3339) {
-            Some(None) => Err(FieldError::new("hour", "must be an RFC 3339 timestamp")),
-            _ => Ok(()),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AiTaggingTrigger {
@@ -195,22 +92,6 @@ pub struct AiTaggingPayload {
 }
 
 impl Payload for AiTaggingPayload {}
-
-/// Triggered by an upload, so it must name the image.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ImageProcessingPayload {
-    /// Storage key of the uploaded image.
-    pub image_key: String,
-    pub listing_id: Option<String>,
-}
-
-impl Payload for ImageProcessingPayload {
-    fn check(&self) -> Result<(), FieldError> {
-        check_non_empty("image_key", Some(&self.image_key))?;
-        check_non_empty("listing_id", self.listing_id.as_deref())
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -629,39 +510,6 @@ mod tests {
     #[test]
     fn the_other_types() {
         assert_eq!(
-            check::<WeatherRefreshPayload>(json!({"kind": "alerts", "location": "NYC"})),
-            Ok(())
-        );
-        assert_eq!(
-            check::<WeatherRefreshPayload>(json!({"kind": "radar"})),
-            err("kind")
-        );
-        assert_eq!(
-            check::<WeatherRefreshPayload>(json!({"location": " "})),
-            err("location")
-        );
-        assert_eq!(
-            check::<StockRefreshPayload>(json!({"symbols": ["AAPL", "MSFT"]})),
-            Ok(())
-        );
-        assert_eq!(
-            check::<StockRefreshPayload>(json!({"symbols": ["AAPL", ""]})),
-            err("symbols[1]")
-        );
-        assert_eq!(
-            check::<StockRefreshPayload>(json!({"symbols": "AAPL"})),
-            err("symbols")
-        );
-        assert_eq!(
-            check::<MessageRelayPayload>(json!({"message_id": "m1"})),
-            Ok(())
-        );
-        assert_eq!(check::<MessageRelayPayload>(json!({})), err("message_id"));
-        assert_eq!(
-            check::<MessageRelayPayload>(json!({"message_id": ""})),
-            err("message_id")
-        );
-        assert_eq!(
             check::<LinkHealthCheckPayload>(json!({"urls": ["https://a.io"]})),
             Ok(())
         );
@@ -669,29 +517,6 @@ mod tests {
             check::<LinkHealthCheckPayload>(json!({"urls": ["https://a.io", "a.io"]})),
             err("urls[1]")
         );
-        assert_eq!(
-            check::<ImageProcessingPayload>(json!({"image_key": "u/1.png"})),
-            Ok(())
-        );
-        assert_eq!(check::<ImageProcessingPayload>(json!({})), err("image_key"));
-        assert_eq!(
-            check::<ClickRollupPayload>(json!({"hour": "2025-01-01T10:00:00Z"})),
-            Ok(())
-        );
-        assert_eq!(
-            check::<ClickRollupPayload>(json!({"hour": "10am"})),
-            err("hour")
-        );
-        assert_eq!(
-            check::<SocialRefreshPayload>(json!({"account_id": "a"})),
-            Ok(())
-        );
-        assert_eq!(
-            check::<InboundEmailPayload>(json!({"mailbox": "INBOX"})),
-            Ok(())
-        );
-        assert_eq!(check::<NoParams>(json!({})), Ok(()));
-        assert_eq!(check::<NoParams>(json!({"x": 1})), err("x"));
         assert_eq!(check::<NoopPayload>(json!({"fail_times": 2})), Ok(()));
         assert_eq!(
             check::<NoopPayload>(json!({"fail_times": "2"})),

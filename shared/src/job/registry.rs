@@ -66,14 +66,6 @@ impl PayloadCheck {
     }
 }
 
-impl JobTypeDef {
-    /// Env var naming the app endpoint a forwarded type is delivered to,
-    /// e.g. `ENDPOINT_RSS_FEED_REFRESH`.
-    pub fn env_key(&self) -> String {
-        format!("ENDPOINT_{}", self.name.to_ascii_uppercase())
-    }
-}
-
 /// How a type's defaults retry and time out (docs/app-guide.md "Retries"). Enqueue may override
 /// `max_attempts`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,6 +126,8 @@ pub enum ScheduleGate {
 /// `consumer/src/handlers/<module>.rs` (or `<module>/mod.rs`). The consumer's build finds those
 /// files and checks them against this table ([`check_handler_modules`]), so a row whose module
 /// has no file, or a file no row names, does not compile (docs/development.md "Adding a job type").
+/// Every type defined as data (crate::job::type_definition) is forwarded: the module
+/// [`FORWARD_MODULE`] runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handler {
     /// Delivered as a signed request to the owning app's endpoint (the consumer's `forward`
@@ -152,10 +146,11 @@ pub enum Handler {
 /// Where a forwarded type is delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
-    /// The URL in the env var [`JobTypeDef::env_key`] (the bundled apps' types).
-    EnvVar,
     /// A URL its definition names.
     Url(&'static str),
+    /// The URL in the consumer's var of this name, so one definition serves every environment
+    /// (the bundled catalog's types read `ENDPOINT_<TYPE>`).
+    Var(&'static str),
     /// The Worker behind the consumer's service binding `binding`, at `path`: the request's URL
     /// is `https://<binding, lowercased><path>` (docs/app-guide.md "Your own job types").
     Service {
@@ -176,7 +171,7 @@ impl Handler {
     /// The consumer module that runs it (`consumer::handlers::<module>`).
     pub const fn module(self) -> &'static str {
         match self {
-            Handler::Forward(_) => "forward",
+            Handler::Forward(_) => FORWARD_MODULE,
             Handler::BuiltIn { module, .. } => module,
         }
     }
@@ -189,9 +184,16 @@ impl Handler {
     }
 }
 
+/// The consumer module that delivers forwarded types.
+pub const FORWARD_MODULE: &str = "forward";
+
 /// Checks, at the consumer's compile time, that `modules` (the consumer's handler files) are
-/// exactly the modules the rows name: each row's module has a file and each file a row.
+/// exactly the modules the rows name, and [`FORWARD_MODULE`]: each has a file and each file a
+/// row (or is the forwarder).
 pub const fn check_handler_modules(modules: &[&str]) {
+    if !contains(modules, FORWARD_MODULE) {
+        panic!("consumer/src/handlers/ has no forward module, which delivers forwarded types");
+    }
     let mut i = 0;
     while i < TYPES.len() {
         if !contains(modules, TYPES[i].handler.module()) {
@@ -201,7 +203,7 @@ pub const fn check_handler_modules(modules: &[&str]) {
     }
     let mut m = 0;
     while m < modules.len() {
-        let mut named = false;
+        let mut named = same_str(modules[m], FORWARD_MODULE);
         let mut i = 0;
         while i < TYPES.len() {
             named |= same_str(TYPES[i].handler.module(), modules[m]);
@@ -274,90 +276,6 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         flow: None,
     },
     JobTypeDef {
-        name: "weather_refresh",
-        family: Family::Default,
-        spec: TypeSpec::standard(30_000),
-        payload: PayloadCheck::Struct(validate::<payloads::WeatherRefreshPayload>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "listing_expiration",
-        family: Family::Default,
-        spec: TypeSpec::standard(120_000),
-        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "rank_recalculation",
-        family: Family::Default,
-        spec: TypeSpec::standard(120_000),
-        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "inbound_email",
-        family: Family::Default,
-        spec: TypeSpec::standard(60_000),
-        payload: PayloadCheck::Struct(validate::<payloads::InboundEmailPayload>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "stock_refresh",
-        family: Family::High,
-        spec: TypeSpec::standard(30_000),
-        payload: PayloadCheck::Struct(validate::<payloads::StockRefreshPayload>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "message_relay",
-        family: Family::High,
-        spec: TypeSpec::standard(30_000),
-        payload: PayloadCheck::Struct(validate::<payloads::MessageRelayPayload>),
-        example: r#"{"message_id": "msg_1"}"#,
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "social_refresh",
-        family: Family::Low,
-        spec: TypeSpec::crawler(60_000),
-        payload: PayloadCheck::Struct(validate::<payloads::SocialRefreshPayload>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
         name: "link_health_check",
         family: Family::Low,
         spec: TypeSpec::crawler(300_000),
@@ -365,30 +283,6 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         example: "{}",
         budget: None,
         handler: Handler::built_in("link_health"),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "sitemap_generation",
-        family: Family::Low,
-        spec: TypeSpec::standard(300_000),
-        payload: PayloadCheck::Struct(validate::<payloads::NoParams>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "click_rollup",
-        family: Family::Low,
-        spec: TypeSpec::standard(120_000),
-        payload: PayloadCheck::Struct(validate::<payloads::ClickRollupPayload>),
-        example: "{}",
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
         scheduled: ScheduleGate::Always,
         retired: false,
         flow: None,
@@ -410,18 +304,6 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         }),
         handler: Handler::built_in("ai_tagging"),
         scheduled: ScheduleGate::UntaggedFeedItems,
-        retired: false,
-        flow: None,
-    },
-    JobTypeDef {
-        name: "image_processing",
-        family: Family::Bulk,
-        spec: TypeSpec::standard(120_000),
-        payload: PayloadCheck::Struct(validate::<payloads::ImageProcessingPayload>),
-        example: r#"{"image_key": "uploads/1.jpg"}"#,
-        budget: None,
-        handler: Handler::Forward(Endpoint::EnvVar),
-        scheduled: ScheduleGate::Always,
         retired: false,
         flow: None,
     },
@@ -510,15 +392,6 @@ mod tests {
                 def.budget.is_none_or(|b| b.default_limit_cents > 0),
                 "{name}: a budget of nothing"
             );
-            if def.handler == Handler::Forward(Endpoint::EnvVar) {
-                let key = def.env_key();
-                assert_eq!(key, format!("ENDPOINT_{}", name.to_uppercase()), "{name}");
-                assert!(
-                    key.bytes()
-                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
-                    "{name}: {key} is not an env var name"
-                );
-            }
         }
     }
 
@@ -526,6 +399,7 @@ mod tests {
     #[test]
     fn handler_files_must_match_the_rows() {
         let mut modules: Vec<&str> = TYPES.iter().map(|d| d.handler.module()).collect();
+        modules.push(FORWARD_MODULE);
         modules.sort_unstable();
         modules.dedup();
         check_handler_modules(&modules);
@@ -533,6 +407,13 @@ mod tests {
         let missing: Vec<&str> = modules.iter().copied().filter(|m| *m != "noop").collect();
         let refused = std::panic::catch_unwind(|| check_handler_modules(&missing));
         assert!(refused.is_err(), "a row whose module has no file");
+        let no_forwarder: Vec<&str> = modules
+            .iter()
+            .copied()
+            .filter(|m| *m != FORWARD_MODULE)
+            .collect();
+        let refused = std::panic::catch_unwind(|| check_handler_modules(&no_forwarder));
+        assert!(refused.is_err(), "no module delivers the forwarded types");
 
         let mut stray = modules.clone();
         stray.push("invoice_reminder");

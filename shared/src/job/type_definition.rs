@@ -48,6 +48,7 @@ pub struct TypeDefinition {
 
 enum OwnedEndpoint {
     Url(String),
+    Var(String),
     Service { binding: String, path: String },
 }
 
@@ -129,6 +130,7 @@ impl TypeDefinition {
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let endpoint = match self.endpoint {
             OwnedEndpoint::Url(url) => Endpoint::Url(leak(url)),
+            OwnedEndpoint::Var(name) => Endpoint::Var(leak(name)),
             OwnedEndpoint::Service { binding, path } => Endpoint::Service {
                 binding: leak(binding),
                 path: leak(path),
@@ -149,8 +151,9 @@ impl TypeDefinition {
     }
 }
 
-/// Where the type's jobs are delivered: `{"url"}` or `{"service", "path"?}`, read by hand (an
-/// untagged serde enum would bring serde's buffering of any value into the WASM).
+/// Where the type's jobs are delivered: `{"url"}`, `{"url_var"}` (the URL in the consumer's var
+/// of that name) or `{"service", "path"?}`, read by hand (an untagged serde enum would bring
+/// serde's buffering of any value into the WASM).
 fn target(value: Option<&Value>) -> Result<OwnedEndpoint, ApiError> {
     let value = value.ok_or_else(|| invalid("invalid_field", "target", "is required"))?;
     let text = |field: &str| -> Result<Option<String>, ApiError> {
@@ -171,16 +174,25 @@ fn target(value: Option<&Value>) -> Result<OwnedEndpoint, ApiError> {
         Some(["url"]) => Ok(OwnedEndpoint::Url(check_url(
             text("url")?.unwrap_or_default(),
         )?)),
+        Some(["url_var"]) => Ok(OwnedEndpoint::Var(check_upper_name(
+            text("url_var")?.unwrap_or_default(),
+            "target.url_var",
+            "a var name",
+        )?)),
         Some(["service"] | ["path", "service"] | ["service", "path"]) => {
             Ok(OwnedEndpoint::Service {
-                binding: check_binding(text("service")?.unwrap_or_default())?,
+                binding: check_upper_name(
+                    text("service")?.unwrap_or_default(),
+                    "target.service",
+                    "a binding name",
+                )?,
                 path: check_path(text("path")?.unwrap_or_else(|| "/".into()))?,
             })
         }
         _ => Err(invalid(
             "invalid_field",
             "target",
-            "must be {\"url\"} or {\"service\", \"path\"?}",
+            "must be {\"url\"}, {\"url_var\"} or {\"service\", \"path\"?}",
         )),
     }
 }
@@ -208,24 +220,18 @@ fn check_url(url: String) -> Result<String, ApiError> {
     Ok(url)
 }
 
-/// A binding name as wrangler.toml writes it: `APP`, `BILLING_WORKER`.
-fn check_binding(binding: String) -> Result<String, ApiError> {
-    let ok = binding.len() <= 64
-        && binding
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_uppercase())
-        && binding
+/// A binding or var name as wrangler.toml writes it: `APP`, `ENDPOINT_BILLING`.
+fn check_upper_name(name: String, field: &str, what: &str) -> Result<String, ApiError> {
+    let ok = name.len() <= 64
+        && name.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+        && name
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     if !ok {
-        return Err(invalid(
-            "invalid_field",
-            "target.service",
-            "must be a binding name: A-Z, 0-9 and _, starting with a letter, at most 64",
-        ));
+        let message = format!("must be {what}: A-Z, 0-9 and _, starting with a letter, at most 64");
+        return Err(invalid("invalid_field", field, message));
     }
-    Ok(binding)
+    Ok(name)
 }
 
 fn check_path(path: String) -> Result<String, ApiError> {
@@ -293,6 +299,12 @@ mod tests {
         assert_eq!((any.spec.max_attempts, any.spec.timeout_ms), (5, 30_000));
         assert_eq!(any.payload.check(&json!({"anything": [1]})), Ok(()));
         assert!(any.retired);
+
+        let by_var = json!({"family": "low", "target": {"url_var": "ENDPOINT_T3"}});
+        let t = TypeDefinition::parse("t3", &by_var, ENGINE)
+            .unwrap()
+            .install(false);
+        assert_eq!(t.handler, Handler::Forward(Endpoint::Var("ENDPOINT_T3")));
     }
 
     #[test]
@@ -323,6 +335,10 @@ mod tests {
         assert_eq!(
             field("t", with("target", json!({"service": "app"}))),
             (422, "target.service".into())
+        );
+        assert_eq!(
+            field("t", with("target", json!({"url_var": "endpoint"}))),
+            (422, "target.url_var".into())
         );
         assert_eq!(
             field(
@@ -364,5 +380,94 @@ mod tests {
             .0,
             413
         );
+    }
+
+    /// The bundled catalog (migrations/0026_bundled_catalog.sql): every definition checks, is
+    /// delivered to its `ENDPOINT_<TYPE>`, and its schema refuses what the source apps' payloads
+    /// refused, naming the field.
+    #[test]
+    fn the_bundled_catalog_checks() {
+        let sql = include_str!("../../../migrations/0026_bundled_catalog.sql");
+        let types: Vec<&'static JobTypeDef> = sql
+            .lines()
+            .filter_map(|line| {
+                let (name, rest) = line.trim().strip_prefix("('")?.split_once("', 1, '")?;
+                let (definition, _) = rest.rsplit_once("', unixepoch()")?;
+                let body: Value = serde_json::from_str(&definition.replace("''", "'")).unwrap();
+                let checked = TypeDefinition::parse(name, &body, ENGINE);
+                Some(
+                    checked
+                        .unwrap_or_else(|e| panic!("{name}: {}", e.message))
+                        .install(false),
+                )
+            })
+            .collect();
+        assert_eq!(types.len(), 10);
+        let named = |name: &str| *types.iter().find(|t| t.name == name).unwrap();
+        for t in &types {
+            let var = format!("ENDPOINT_{}", t.name.to_ascii_uppercase());
+            let delivered_to = |v: &str| v == var;
+            assert!(
+                matches!(t.handler, Handler::Forward(Endpoint::Var(v)) if delivered_to(v)),
+                "{}",
+                t.name
+            );
+        }
+        let in_family = |f: Family| {
+            let names = types.iter().filter(|t| t.family == f).map(|t| t.name);
+            names.collect::<Vec<_>>()
+        };
+        assert_eq!(in_family(Family::High), ["stock_refresh", "message_relay"]);
+        assert_eq!(in_family(Family::Bulk), ["image_processing"]);
+        let social = named("social_refresh").spec;
+        assert_eq!(
+            (social.retry, social.max_attempts),
+            (RetryPolicy::CRAWLER, 4)
+        );
+        assert_eq!(named("sitemap_generation").spec.timeout_ms, 300_000);
+
+        let check =
+            |name: &str, payload: Value| named(name).payload.check(&payload).map_err(|e| e.field);
+        let fails = |field: &str| Err(field.to_string());
+        for (name, payload) in [
+            (
+                "weather_refresh",
+                json!({"kind": "alerts", "location": "NYC"}),
+            ),
+            ("stock_refresh", json!({"symbols": ["AAPL", "MSFT"]})),
+            ("message_relay", json!({"message_id": "m1"})),
+            ("image_processing", json!({"image_key": "u/1.png"})),
+            ("click_rollup", json!({"hour": "2025-01-01T10:00:00Z"})),
+            ("social_refresh", json!({"account_id": "a"})),
+            ("inbound_email", json!({"mailbox": "INBOX"})),
+            ("listing_expiration", json!({})),
+        ] {
+            assert_eq!(check(name, payload), Ok(()), "{name}");
+        }
+        assert_eq!(
+            check("weather_refresh", json!({"kind": "radar"})),
+            fails("kind")
+        );
+        assert_eq!(
+            check("weather_refresh", json!({"location": " "})),
+            fails("location")
+        );
+        let blank_symbol = json!({"symbols": ["AAPL", ""]});
+        assert_eq!(check("stock_refresh", blank_symbol), fails("symbols[1]"));
+        assert_eq!(
+            check("stock_refresh", json!({"symbols": "AAPL"})),
+            fails("symbols")
+        );
+        assert_eq!(check("message_relay", json!({})), fails("message_id"));
+        assert_eq!(
+            check("message_relay", json!({"message_id": ""})),
+            fails("message_id")
+        );
+        assert_eq!(check("image_processing", json!({})), fails("image_key"));
+        assert_eq!(
+            check("click_rollup", json!({"hour": "10am"})),
+            fails("hour")
+        );
+        assert_eq!(check("rank_recalculation", json!({"x": 1})), fails("x"));
     }
 }

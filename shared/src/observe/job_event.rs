@@ -256,7 +256,7 @@ mod tests {
 
     const JOB: JobRef<'static> = JobRef {
         id: "01J",
-        job_type: "weather_refresh",
+        job_type: "rss_feed_refresh",
         queue: "default",
         attempt: 2,
         correlation_id: "4bf92f3577b34da6a3ce929d0e0e4736",
@@ -269,8 +269,8 @@ mod tests {
             line,
             json!({
                 "event": "job.skipped", "level": "info", "job.id": "01J",
-                "job.type": "weather_refresh", "job.queue": "default", "job.attempt": 2,
-                "job.handler": "consumer::handlers::forward",
+                "job.type": "rss_feed_refresh", "job.queue": "default", "job.attempt": 2,
+                "job.handler": "consumer::handlers::rss_refresh",
                 "correlation_id": "4bf92f3577b34da6a3ce929d0e0e4736",
             })
         );

@@ -1,14 +1,14 @@
 //! Why an attempt failed, and whether trying again can help.
 
-use serde::{Deserialize, Serialize};
+use serde::{Serialize, Serializer};
 use std::fmt;
 
 use crate::retry::retry_policy::MAX_RETRY_DELAY_SECS;
 use crate::util::text_prefix::char_prefix;
 use std::time::{Duration, UNIX_EPOCH};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The platform's classes; a built-in handler adds its own ([`ErrorClass::Handler`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorClass {
     Timeout,
     RateLimited,
@@ -25,30 +25,29 @@ pub enum ErrorClass {
     /// The attempt's lease ran out with no outcome recorded (its worker died): the sweep
     /// rescued the job.
     LeaseExpired,
-    /// A page did not load (or reach its wait condition) in time: usually a slow or
-    /// overloaded site, so retried.
-    NavigationTimeout,
-    /// The target's host name does not resolve. Not retried: a name that fails to resolve
-    /// is nearly always a typo or a lapsed domain, and each retry would hold a browser slot.
-    Dns,
     /// The platform's own limits, not the target: the invocation's subrequests were spent, or
     /// no connection came free before the job's deadline. Nothing was sent; retried.
     Capacity,
     /// The type's monthly budget is spent (docs/app-guide.md "AI tagging and budgets"): the job is
     /// `skipped`, not failed, and nothing retries it before the month rolls over.
     BudgetHardStop,
-    /// A feed answered 404 or 410. Retried, unlike another 4xx: feeds come back, and each
-    /// failure counts toward its source's auto-disable (docs/app-guide.md "rss_feed_refresh").
-    Gone,
-    /// The failure disabled its RSS source (its 5th in a row): only an operator's re-enable
-    /// helps, so not retried.
-    SourceDisabled,
     /// The job's `expires_at` passed before it ran: skipped, never run (docs/app-guide.md
     /// "Lifecycle").
     Expired,
     /// An operator skipped the job while this attempt ran: the attempt's record ends there,
     /// and what it did after is not recorded (docs/app-guide.md "Lifecycle").
     Operator,
+    /// A failure only one built-in handler has, declared beside it (crate::handlers), so the
+    /// platform's own classes name no handler's.
+    Handler(&'static HandlerClass),
+}
+
+/// A built-in handler's own error class: its name in run records and logs, and whether trying
+/// again can help.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HandlerClass {
+    pub name: &'static str,
+    pub retryable: bool,
 }
 
 impl ErrorClass {
@@ -64,14 +63,11 @@ impl ErrorClass {
             ErrorClass::Internal => "internal",
             ErrorClass::DeliveryExhausted => "delivery_exhausted",
             ErrorClass::LeaseExpired => "lease_expired",
-            ErrorClass::NavigationTimeout => "navigation_timeout",
-            ErrorClass::Dns => "dns",
             ErrorClass::Capacity => "capacity",
             ErrorClass::BudgetHardStop => "budget_hard_stop",
-            ErrorClass::Gone => "gone",
-            ErrorClass::SourceDisabled => "source_disabled",
             ErrorClass::Expired => "expired",
             ErrorClass::Operator => "operator",
+            ErrorClass::Handler(class) => class.name,
         }
     }
 
@@ -85,18 +81,15 @@ impl ErrorClass {
             | ErrorClass::Network
             | ErrorClass::Internal
             | ErrorClass::LeaseExpired
-            | ErrorClass::NavigationTimeout
-            | ErrorClass::Capacity
-            | ErrorClass::Gone => true,
+            | ErrorClass::Capacity => true,
             ErrorClass::ClientError
             | ErrorClass::NotConfigured
             | ErrorClass::InvalidPayload
             | ErrorClass::DeliveryExhausted
-            | ErrorClass::Dns
             | ErrorClass::BudgetHardStop
-            | ErrorClass::SourceDisabled
             | ErrorClass::Expired
             | ErrorClass::Operator => false,
+            ErrorClass::Handler(class) => class.retryable,
         }
     }
 
@@ -104,6 +97,13 @@ impl ErrorClass {
     /// this class as its reason) rather than `dead`.
     pub fn skips(self) -> bool {
         matches!(self, ErrorClass::BudgetHardStop)
+    }
+}
+
+/// As its name, a built-in handler's class too.
+impl Serialize for ErrorClass {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -340,21 +340,23 @@ mod tests {
     #[test]
     fn retryable_classes() {
         use ErrorClass as C;
+        const PAGE_GONE: HandlerClass = HandlerClass {
+            name: "page_gone",
+            retryable: false,
+        };
         let transient = [
             C::Timeout,
             C::RateLimited,
             C::ServerError,
             C::Network,
             C::Internal,
-            C::Gone,
         ];
-        let platform = [C::LeaseExpired, C::NavigationTimeout, C::Capacity];
+        let platform = [C::LeaseExpired, C::Capacity];
         let same_again = [
             C::ClientError,
             C::NotConfigured,
             C::InvalidPayload,
-            C::Dns,
-            C::SourceDisabled,
+            C::Handler(&PAGE_GONE),
         ];
         assert!(C::BudgetHardStop.skips() && !C::BudgetHardStop.retryable());
         assert!(!same_again.into_iter().any(|c| c.skips()));

@@ -164,8 +164,8 @@ mod tests {
             &json!({
                 "name": " weather_alerts ",
                 "description": "NWS alerts",
-                "type": "weather_refresh",
-                "payload": {"kind": "alerts"},
+                "type": "http",
+                "payload": {"url": "https://app.example/weather?kind=alerts"},
                 "cron_expression": "*/15 * * * *",
                 "priority": 20,
                 "max_attempts": 3,
@@ -176,8 +176,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.name, "weather_alerts");
-        assert_eq!(s.job_type, JobType::parse("weather_refresh").unwrap());
-        assert_eq!(s.payload, r#"{"kind":"alerts"}"#);
+        assert_eq!(s.job_type, JobType::HTTP);
+        assert_eq!(
+            s.payload,
+            r#"{"url":"https://app.example/weather?kind=alerts"}"#
+        );
         assert!(s.enabled);
         assert_eq!((s.priority, s.max_attempts), (20, Some(3)));
         assert_eq!(s.dedup_key.as_deref(), Some("weather-alerts"));

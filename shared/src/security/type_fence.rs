@@ -1,7 +1,8 @@
 //! Which job types a named enqueue token may use (the `ENQUEUE_TOKEN_TYPES` var, docs/http-api.md
 //! "Scoped tokens"): a token fenced to some types enqueues only those, chain steps included, reads
 //! only jobs of those types, and cannot let an `http` target add jobs. A token the var does not
-//! name may use every type. Admin tokens are never fenced.
+//! name may use every type. Admin tokens are never fenced. A fence holds type names, not the
+//! types: a team's own type (crate::job::type_definition) may be defined after the var is read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,12 +10,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::job::enqueue::NewJob;
-use crate::job::job_type::JobType;
+use crate::job::registry::snake_case;
+use crate::job::type_definition::MAX_NAME_CHARS;
 use crate::request::api_error::ApiError;
 
-/// The job types one caller may use.
+/// The names of the job types one caller may use.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TypeFence(Arc<[JobType]>);
+pub struct TypeFence(Arc<[String]>);
 
 /// The var's value: token name -> the fence of that name's tokens.
 pub type Fences = HashMap<String, TypeFence>;
@@ -22,7 +24,7 @@ pub type Fences = HashMap<String, TypeFence>;
 impl TypeFence {
     /// Whether a job of type `name` is inside the fence.
     pub fn allows(&self, name: &str) -> bool {
-        self.0.iter().any(|t| t.as_str() == name)
+        self.0.iter().any(|t| t == name)
     }
 
     /// `job` (enqueued at `at`: `""` for POST /v1/jobs, `jobs[3].` in a batch) stays inside the
@@ -51,10 +53,9 @@ impl TypeFence {
         if self.allows(name) {
             return Ok(());
         }
-        let allowed: Vec<&str> = self.0.iter().map(|t| t.as_str()).collect();
         let message = format!(
             "this token may not use job type \"{name}\" (it may use: {})",
-            allowed.join(", ")
+            self.0.join(", ")
         );
         Err(ApiError::new(403, "forbidden", message).with_field(field))
     }
@@ -72,9 +73,9 @@ fn check_no_vouch(payload: &Value, field: &str) -> Result<(), ApiError> {
 }
 
 /// Parses `ENQUEUE_TOKEN_TYPES` (a JSON object: token name -> the job types it may use), given
-/// the names the enqueue tokens have (`names`). Every name must be one of them and every type
-/// registered: a misspelt name would leave the token it meant unfenced, so any fault refuses
-/// the whole var. Unset or blank: no fence.
+/// the names the enqueue tokens have (`names`). Every name must be one of them and every type a
+/// type's name: a misspelt token name would leave the token it meant unfenced, so any fault
+/// refuses the whole var (a misspelt type only refuses more). Unset or blank: no fence.
 pub fn parse_fences(var: Option<&str>, names: &[&str]) -> Result<Fences, String> {
     let Some(var) = var.filter(|v| !v.trim().is_empty()) else {
         return Ok(Fences::new());
@@ -94,13 +95,11 @@ pub fn parse_fences(var: Option<&str>, names: &[&str]) -> Result<Fences, String>
         };
         let types = list
             .iter()
-            .map(|t| {
-                t.as_str().and_then(JobType::parse).ok_or_else(|| {
-                    let known: Vec<&str> = JobType::ALL.iter().map(|t| t.as_str()).collect();
-                    format!("\"{name}\": {t} is not a job type ({})", known.join(", "))
-                })
+            .map(|t| match t.as_str() {
+                Some(t) if snake_case(t) && t.len() <= MAX_NAME_CHARS => Ok(t.to_string()),
+                _ => Err(format!("\"{name}\": {t} is not a job type's name")),
             })
-            .collect::<Result<Arc<[JobType]>, String>>()?;
+            .collect::<Result<Arc<[String]>, String>>()?;
         fences.insert(name, TypeFence(types));
     }
     Ok(fences)
@@ -182,10 +181,10 @@ mod tests {
             (r#"{"site": []}"#, "non-empty list"),
             (r#"{"site": "noop"}"#, "non-empty list"),
             (
-                r#"{"site": ["noop", "nope"]}"#,
-                "\"nope\" is not a job type",
+                r#"{"site": ["noop", "No-pe"]}"#,
+                "\"No-pe\" is not a job type's name",
             ),
-            (r#"{"site": [3]}"#, "3 is not a job type"),
+            (r#"{"site": [3]}"#, "3 is not a job type's name"),
         ] {
             let e = parse_fences(Some(var), &names).unwrap_err();
             assert!(e.contains(says), "{var}: {e}");

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use jobs_shared::handlers::screenshot::{
-    classify_navigation_error, Capture, DocumentResponse, PageWatch, SETTLE_MS, WATCHED_EVENTS,
+    self, classify_navigation_error, Capture, DocumentResponse, PageWatch, SETTLE_MS, WATCHED_EVENTS,
 };
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use serde_json::{json, Value};
@@ -270,7 +270,7 @@ fn navigation_timeout(error: JobError, capture: &Capture) -> JobError {
         return error;
     }
     JobError::new(
-        ErrorClass::NavigationTimeout,
+        screenshot::NAVIGATION_TIMEOUT,
         format!(
             "{} within {} ms ({})",
             error.message, capture.timeout_ms, capture.url
