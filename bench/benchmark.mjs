@@ -34,6 +34,9 @@ const NOOP = { type: "noop", payload: {} };
 /** Priced jobs besides noop and http: one that fails once (retried after 1 s), one delayed 1 s. */
 const RETRIED = { type: "noop", payload: { fail_times: 1 }, retry: { policy: "fixed", table: [1] } };
 const DELAYED = { type: "noop", payload: {}, delay_seconds: 1 };
+/** Priced too: a noop under flow control with a limit it never reaches (its cost, not a wait),
+ * concurrency's (an ask and a release per key per batch) being the dearer kind. */
+const FLOWED = { type: "noop", payload: {}, flow_key: "bench", flow_limits: { concurrency: 1000 } };
 /** The rows a consumer batch writes once, not per job (its `job_minutes` upsert, its
  * `success_batches` row and its `invocations` row): left out of the rows target, and shown
  * beside it. */
@@ -333,6 +336,7 @@ export async function runBenchmark({
       // Priced, not compared: one pass each after an untimed one.
       const retried = await sideBySide({ platform: () => platformEndToEnd(RETRIED, pricedJobs) }, ["e2e"], 1, inRun);
       const delayed = await sideBySide({ platform: () => platformEndToEnd(DELAYED, pricedJobs) }, ["e2e"], 1, inRun);
+      const flowed = await sideBySide({ platform: () => platformEndToEnd(FLOWED, pricedJobs) }, ["e2e"], 1, inRun);
       runs.push({
         floor: { single: enqueue.floor.single, batch: enqueue.floor.batch, e2e: noop.floor.e2e },
         floorD1: { single: enqueue.floorD1.single, e2e: noop.floorD1.e2e },
@@ -346,6 +350,7 @@ export async function runBenchmark({
           http: http.platform.e2e,
           retried: retried.platform.e2e,
           delayed: delayed.platform.e2e,
+          flowed: flowed.platform.e2e,
         },
       });
     }
@@ -414,6 +419,7 @@ export async function runBenchmark({
       http: priced(e2eHttp),
       retried_once: priced(medianOf(runs, (r) => r.platform.retried)),
       delayed: priced(medianOf(runs, (r) => r.platform.delayed)),
+      flow_controlled: priced(medianOf(runs, (r) => r.platform.flowed)),
     },
     wasm: {
       producer: wasmSize(join(ROOT, "producer", "build", "index_bg.wasm")),
@@ -447,6 +453,7 @@ export function formatTable(r) {
     c.queue_operations_per_job,
     c.log_events_per_job,
     c.analytics_points_per_job,
+    c.do_requests_per_job,
     usd(c.usd_per_million_jobs.total),
     `${Math.round(c.stored_bytes_per_job)} B (${usd(c.usd_per_million_jobs.d1_storage_per_month_kept)}/month)`,
   ];
@@ -483,11 +490,12 @@ export function formatTable(r) {
     "",
     `cost per million jobs: Workers Paid list prices checked ${r.cost.prices_checked} (bench/prices.mjs), marginal (included amounts not subtracted), CPU time not priced`,
     ...columns([
-      ["per job:", "requests", "rows written", "rows read", "queue ops", "log events", "AE points", "$ per M jobs", "D1 stored (per M jobs kept a month)"],
+      ["per job:", "requests", "rows written", "rows read", "queue ops", "log events", "AE points", "DO requests", "$ per M jobs", "D1 stored (per M jobs kept a month)"],
       costRow("noop", r.cost.noop),
       costRow("http", r.cost.http),
       costRow("noop, failing once", r.cost.retried_once),
       costRow("noop, delayed 1 s", r.cost.delayed),
+      costRow("noop, flow-controlled", r.cost.flow_controlled),
     ]).map((line) => `  ${line}`),
     "",
     `as the table grows: ${r.scale[0].jobs} noop jobs with jobs already in D1 (bench/scale.mjs); admin reads in ms`,

@@ -1,6 +1,6 @@
 // Dollars per million jobs at the list prices in prices.mjs, from what an end-to-end run counted
-// (never assumed): invocations, D1's own row counts, queue operations from the consumer's
-// `batch.completed` lines, and every line the Workers logged.
+// (never assumed): invocations, D1's own row counts, queue operations and flow control's limiter
+// calls from the consumer's `batch.completed` lines, and every line the Workers logged.
 import { PRICES } from "./prices.mjs";
 import { round } from "./measure.mjs";
 
@@ -12,6 +12,8 @@ const PER_JOB = {
   queue_operations: "queue_operations_per_job",
   log_events: "log_events_per_job",
   analytics_points: "analytics_points_per_job",
+  do_requests: "do_requests_per_job",
+  do_rows_written: "do_rows_written_per_job",
 };
 
 /**
@@ -22,7 +24,7 @@ const PER_JOB = {
  * deleted once and read once more per retry.
  */
 export function usagePerJob({ jobs, requests, batches, logLines, storedBytes }) {
-  const sum = (field) => batches.reduce((a, b) => a + b[field], 0);
+  const sum = (field) => batches.reduce((a, b) => a + (b[field] ?? 0), 0);
   const deliveries = sum("messages");
   const messages = deliveries - sum("jobs.retried");
   const invocations = requests + batches.length;
@@ -35,6 +37,10 @@ export function usagePerJob({ jobs, requests, batches, logLines, storedBytes }) 
     // One data point per recorded attempt (consumer/src/job_events.rs).
     analytics_points_per_job: perJob(sum("jobs.succeeded") + sum("jobs.retried") + sum("jobs.dead") + sum("jobs.skipped")),
     stored_bytes_per_job: perJob(storedBytes),
+    // Flow control's limiter calls (`flow.limiter_calls`), each a Durable Object request that
+    // writes its key's state once at most.
+    do_requests_per_job: perJob(sum("flow.limiter_calls")),
+    do_rows_written_per_job: perJob(sum("flow.limiter_calls")),
   };
 }
 

@@ -13,6 +13,10 @@
 //                                                                        read or deleted; each retry one more read
 //   https://developers.cloudflare.com/workers/observability/logs/workers-logs/   log events
 //   https://developers.cloudflare.com/analytics/analytics-engine/pricing/        data points written
+//   https://developers.cloudflare.com/durable-objects/platform/pricing/          requests, SQLite rows
+//                                                                        written (duration, $12.50 per
+//                                                                        million GB-s, is not priced:
+//                                                                        a limiter's few ms per call)
 export const PRICES_CHECKED = "2026-11-25";
 
 /** USD per `per` units; `what` is the unit as the benchmark counts it. */
@@ -24,4 +28,6 @@ export const PRICES = {
   log_events: { usd: 0.6, per: 1e6, what: "Workers Logs events: every console line and each invocation's own log" },
   analytics_points: { usd: 0.25, per: 1e6, what: "Analytics Engine data points written" },
   d1_storage: { usd: 0.75, per: 1e9, what: "D1 storage, per GB (10^9 bytes) kept for a month" },
+  do_requests: { usd: 0.15, per: 1e6, what: "Durable Object requests: flow control's calls to its keys' limiters" },
+  do_rows_written: { usd: 1.0, per: 1e6, what: "Durable Object SQLite rows written: a limiter stores its key's state once per call, at most" },
 };

@@ -53,6 +53,10 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
     assert.ok(cost.queue_operations_per_job >= 3, `${kind}: a write, a read and a delete per job at least`);
   }
   assert.ok(result.cost.retried_once.queue_operations_per_job > result.cost.noop.queue_operations_per_job, "a retry is one more read");
+  assert.equal(result.cost.noop.do_requests_per_job, 0, "a job without flow control calls no limiter");
+  const flowed = result.cost.flow_controlled;
+  assert.ok(flowed.do_requests_per_job > 0 && flowed.do_requests_per_job <= 2, `flow control: ${flowed.do_requests_per_job} limiter calls per job`);
+  assert.ok(flowed.usd_per_million_jobs.total > result.cost.noop.usd_per_million_jobs.total, "flow control is priced");
 
   assert.deepEqual(result.scale.map((s) => s.preexisting), [1_000, 20_000]);
   assert.ok(result.scale.every((s) => s.bytes_per_new_job > 0 && s.consumer_sql_ms_per_batch >= 0), "storage and D1 time measured");

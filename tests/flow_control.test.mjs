@@ -1,6 +1,7 @@
 // Flow control per key (docs/app-guide.md "Flow control"), on the built workers on local
 // workerd: a team's type bounds, per tenant, how many of its jobs run at once and how many start
-// per second, counted in one Durable Object per key (consumer/src/flow_limiter.rs); a job held
+// per second, counted in one Durable Object per key (consumer/src/flow_limiter.rs), and a job may
+// bring its own key and limits, whatever its type; a job held
 // back waits without spending an attempt; a 429 can throttle without counting. The endpoint is a
 // real local HTTP server that counts, per tenant, the requests in flight and when each arrived.
 import { after, before, test } from "node:test";
@@ -150,6 +151,33 @@ test("a job's own flow_key keys it in place of its payload field; a type without
   assert.deepEqual([refused.status, refused.body.error?.field], [422, "flow_key"]);
   const long = await p.enqueue({ type: "one_at_a_time", payload: {}, flow_key: "x".repeat(257) });
   assert.deepEqual([long.status, long.body.error?.field], [422, "flow_key"]);
+});
+
+test("a job brings its own key and limits: an http job gets flow control, and a type's job overrides its type's limits", async () => {
+  // http has no flow control of its own: each job names its key and limits, as QStash's do.
+  const http = (tenant, i) => ({
+    type: "http",
+    payload: { url: `${app.base}/own-limits`, body: { id: `${tenant}-${i}`, payload: { tenant } } },
+    flow_key: `api/${tenant}`,
+    flow_limits: { concurrency: 1 },
+  });
+  const jobs = [];
+  for (let i = 0; i < 12; i++) jobs.push(http("h1", i), http("h2", i));
+  const ids = await enqueueAll(jobs);
+  // A type that lets 4 of a tenant run at once; these jobs say 1.
+  assert.equal((await putType("four_at_a_time", { family: "default", target: { url: `${app.base}/override` }, flow: { key: "tenant", concurrency: 4 } })).status, 201);
+  ids.push(...(await enqueueAll(Array.from({ length: 12 }, () => ({ type: "four_at_a_time", payload: { tenant: "ov" }, flow_limits: { concurrency: 1 } })))));
+  for (const id of ids) await p.waitForStatus(id, "succeeded", { timeoutMs: 60_000 });
+  assert.deepEqual(["h1", "h2", "ov"].map((t) => app.maxInFlight.get(t)), [1, 1, 1], "one at a time per key");
+  assert.equal(await p.count("SELECT COUNT(*) FROM jobs WHERE (type = 'http' AND flow_key LIKE 'api/%' OR type = 'four_at_a_time') AND attempts != 1"), 0);
+  const shown = await p.request("GET", "/v1/admin/types/http/flow", { token: TOKENS.admin });
+  assert.deepEqual(shown.body.keys.map((k) => [k.key, k.started]).sort(), [["api/h1", 12], ["api/h2", 12]]);
+
+  // Limits without a key, for a type without flow control, have nothing to count by.
+  const keyless = await p.enqueue({ type: "http", payload: { url: `${app.base}/own-limits` }, flow_limits: { concurrency: 1 } });
+  assert.deepEqual([keyless.status, keyless.body.error?.field], [422, "flow_key"]);
+  const bad = await p.enqueue({ type: "http", payload: { url: `${app.base}/own-limits` }, flow_key: "k", flow_limits: { rate: { limit: 0, period_secs: 1 } } });
+  assert.deepEqual([bad.status, bad.body.error?.field], [422, "flow_limits.rate.limit"]);
 });
 
 test("the runtime restarting (the limiters with it) between two jobs of a key: the second still waits out the first's period, and runs", async () => {

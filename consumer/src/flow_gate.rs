@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::{select, Either};
 use futures::stream::{FuturesUnordered, StreamExt};
 use jobs_shared::job::flow_control::{
-    limiter_name, FlowRequest, FlowSpec, FlowTally, Limit, Slot, Want, CONCURRENCY_RETRY_MS,
+    limiter_name, FlowRequest, FlowTally, Limit, Limits, Slot, Want, CONCURRENCY_RETRY_MS,
 };
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
@@ -37,10 +37,10 @@ const UNAVAILABLE: Release = Release {
     reason: "flow_unavailable",
 };
 
-/// The claimed jobs of one type and key, by their index in the batch.
+/// The claimed jobs of one type and key (and limits), by their index in the batch.
 pub struct FlowGroup<'a> {
     pub job_type: JobType,
-    pub spec: &'static FlowSpec,
+    pub limits: Limits,
     pub key: String,
     pub jobs: Vec<(usize, &'a Claimed)>,
 }
@@ -51,27 +51,40 @@ pub fn group<'a>(jobs: &[&'a Claimed]) -> (Vec<usize>, Vec<FlowGroup<'a>>) {
     let mut plain = Vec::with_capacity(jobs.len());
     let mut groups: Vec<FlowGroup<'a>> = Vec::new();
     for (i, job) in jobs.iter().enumerate() {
-        let Some((job_type, spec)) =
-            JobType::parse(&job.job_type).and_then(|t| Some((t, t.flow()?)))
-        else {
+        let Some((job_type, key, limits)) = flow_of(job) else {
             plain.push(i);
             continue;
         };
-        let key = spec.key_of(job.flow_key.as_deref(), &job.payload);
         match groups
             .iter_mut()
-            .find(|g| g.job_type == job_type && g.key == key)
+            .find(|g| g.job_type == job_type && g.key == key && g.limits == limits)
         {
             Some(group) => group.jobs.push((i, job)),
             None => groups.push(FlowGroup {
                 job_type,
-                spec,
+                limits,
                 key,
                 jobs: vec![(i, job)],
             }),
         }
     }
     (plain, groups)
+}
+
+/// A job's type, key and limits, when it has flow control: its own limits (`flow_limits`) in
+/// place of its type's, keyed as its type keys it or by its own `flow_key`.
+fn flow_of(job: &Claimed) -> Option<(JobType, String, Limits)> {
+    let job_type = JobType::parse(&job.job_type)?;
+    let own = (job.flow_limits.as_deref()).and_then(|l| serde_json::from_str::<Limits>(l).ok());
+    let (key, limits) = match (job_type.flow(), own) {
+        (Some(spec), own) => (
+            spec.key_of(job.flow_key.as_deref(), &job.payload),
+            own.unwrap_or(spec.limits),
+        ),
+        (None, Some(own)) => (job.flow_key.clone().unwrap_or_default(), own),
+        (None, None) => return None,
+    };
+    Some((job_type, key, limits))
 }
 
 /// Runs `group`'s jobs as its key's limits let them, each through `run`; returns each job's end
@@ -87,7 +100,7 @@ where
 {
     // A slot whose job's invocation died frees itself when that job could no longer be running.
     let hold_ms = lease::deadline_ms(group.job_type, None) + HOLD_SLACK_MS;
-    let limits = group.spec.limits;
+    let limits = group.limits;
     let waits_until = now_ms() + FLOW_WAIT_MS;
     let mut pending = group.jobs.clone();
     let mut ended: Vec<String> = Vec::new();
@@ -116,6 +129,7 @@ where
                     .collect(),
                 release: std::mem::take(&mut ended),
             };
+            tally.limiter_calls += 1;
             let slots = match limiter(env, &group, &ask).await {
                 // One slot per job asked for, in order; any other answer is no answer.
                 Ok(slots) if slots.len() == pending.len() => slots,
@@ -168,6 +182,7 @@ where
             release: ended,
         };
         // A release that does not arrive frees its slot when its hold ends.
+        tally.limiter_calls += 1;
         let _ = limiter(env, &group, &release).await;
     }
     tally.waited = waited.len() as u32;

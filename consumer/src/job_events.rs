@@ -189,6 +189,8 @@ pub struct BatchDone<'a> {
     pub stats: &'a D1Stats,
     /// The attempts it settled, by outcome, and their durations.
     pub settled: &'a Settled,
+    /// The calls flow control made to its keys' limiters (Durable Object requests).
+    pub limiter_calls: u32,
     pub duration_ms: i64,
     /// The invocation id its run records carry.
     pub invocation: &'a str,
@@ -211,6 +213,9 @@ pub fn batch_completed(done: &BatchDone<'_>) {
     });
     for (name, value) in done.settled.fields() {
         line[name] = value;
+    }
+    if done.limiter_calls > 0 {
+        line["flow.limiter_calls"] = json!(done.limiter_calls);
     }
     emit(&line);
 }

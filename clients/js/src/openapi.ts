@@ -4067,8 +4067,16 @@ export interface components {
             expires_in_seconds?: number;
             /** @description jobs to run one after the other once this one succeeds (docs/app-guide.md "Job chains") */
             steps?: components["schemas"]["ChainStep"][];
-            /** @description The job's key for its type's flow control, in place of its payload's key field (docs/app-guide.md "Flow control"). */
+            /** @description The job's key for flow control: in place of its type's payload key field, or with flow_limits for a type without flow control (docs/app-guide.md "Flow control"). */
             flow_key?: string;
+            /** @description The job's own flow control limits, in place of its type's; for a type without flow control, with a flow_key (docs/app-guide.md "Flow control"). At least one of concurrency and rate. */
+            flow_limits?: {
+                concurrency?: number;
+                rate?: {
+                    limit: number;
+                    period_secs: number;
+                };
+            };
             /** @description With a dedup_key: how long the key outlives the job; an enqueue with it within the window is answered with this job, finished or not. */
             dedup_window_seconds?: number;
             /** @description With a dedup_key: a burst of enqueues with the key runs once, this long after the last of them (within a second; at most five periods after the first), with the last payload. */

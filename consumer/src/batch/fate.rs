@@ -204,6 +204,7 @@ pub mod tests {
             created_at: 0,
             run_at: 0,
             flow_key: None,
+            flow_limits: None,
         }
     }
 

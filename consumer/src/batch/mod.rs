@@ -106,11 +106,11 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
     let started = now_ms();
     let mut stats = D1Stats::default();
     let stages = run_stages(&ctx, &valid, &mut stats).boxed_local();
-    let settled = match stages.await {
-        Ok(settled) => settled,
+    let (settled, limiter_calls) = match stages.await {
+        Ok(ran) => ran,
         Err(e) => {
             settle::d1_failed(&valid, &e);
-            Settled::default()
+            (Settled::default(), 0)
         }
     };
     job_events::batch_completed(&BatchDone {
@@ -118,17 +118,19 @@ pub async fn run(queue: &str, deliveries: &[Delivery], env: &Env, invocation: &I
         messages: valid.len(),
         stats: &stats,
         settled: &settled,
+        limiter_calls,
         duration_ms: now_ms() - started,
         invocation: &invocation.id,
     });
 }
 
-/// The batch's stages, in order; `Err` only when the claim itself failed (nothing was run).
+/// The batch's stages, in order, and the calls flow control made to its limiters; `Err` only
+/// when the claim itself failed (nothing was run).
 async fn run_stages(
     ctx: &BatchContext<'_>,
     valid: &[&Delivery],
     stats: &mut D1Stats,
-) -> worker::Result<Settled> {
+) -> worker::Result<(Settled, u32)> {
     let (db, terms) = (ctx.db, ctx.terms);
     let family = terms.family;
     let claimed = claim::claim(db, valid, terms, stats).boxed_local().await?;
@@ -136,6 +138,7 @@ async fn run_stages(
     let (mut runs, flow) = execute::run_all(ctx, &sorted.runs, stats)
         .boxed_local()
         .await;
+    let limiter_calls = flow.iter().map(|t| t.limiter_calls).sum();
     let written = record::Written {
         family,
         claim: &claimed,
@@ -156,13 +159,13 @@ async fn run_stages(
                 dead: sorted.dead,
             };
             settle::settle(ends, ctx.env).boxed_local().await;
-            Ok(recorded.settled)
+            Ok((recorded.settled, limiter_calls))
         }
         Err(e) => {
             settle::unrecorded(ctx, &runs, &sorted, &e)
                 .boxed_local()
                 .await;
-            Ok(Settled::default())
+            Ok((Settled::default(), limiter_calls))
         }
     }
 }

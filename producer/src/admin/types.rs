@@ -112,10 +112,8 @@ pub async fn flow(req: &Request, env: &Env, name: &str) -> Result<Response, ApiE
         MAX_FLOW_KEYS,
     )?;
     let key = d1::param(&pairs, "key");
-    let rows = match t.flow() {
-        Some(_) => flow_keys::flow_key_list(&d1::database(env)?, name, key, limit).await?,
-        None => Vec::new(),
-    };
+    // Any type's jobs may bring their own key and limits, so any type may have keys.
+    let rows = flow_keys::flow_key_list(&d1::database(env)?, name, key, limit).await?;
     let live = join_all(rows.iter().map(|row| limiter_counts(env, name, &row.key))).await;
     let keys: Vec<Value> = rows
         .iter()

@@ -3,7 +3,7 @@
 //! the field to fix. Pure: the id and the clock come in as arguments.
 
 use crate::job::family::Family;
-use crate::job::flow_control::MAX_FLOW_KEY_CHARS;
+use crate::job::flow_control::{Limits, MAX_FLOW_KEY_CHARS};
 use crate::job::job_type::JobType;
 use crate::job::lifecycle::JobStatus;
 use crate::job::payloads::PAYLOAD_FIELD;
@@ -90,6 +90,9 @@ pub struct EnqueueRequest {
     /// The job's key for its type's flow control, in place of its payload's key field
     /// (crate::job::flow_control).
     pub flow_key: Option<String>,
+    /// The job's own flow control limits (`concurrency`, `rate`), in place of its type's, or,
+    /// with a `flow_key`, for a type without flow control.
+    pub flow_limits: Option<Value>,
     /// How long the `dedup_key` outlives the job: an enqueue with the key within it is answered
     /// with this job, finished or not.
     pub dedup_window_seconds: Option<i64>,
@@ -113,6 +116,8 @@ pub struct NewJob {
     pub retry_policy: Option<String>,
     /// Its own flow key, when the request named one (crate::job::flow_control).
     pub flow_key: Option<String>,
+    /// Its own flow limits as stored (compact JSON of `Limits`), when the request gave them.
+    pub flow_limits: Option<String>,
     /// Until when its `dedup_key` answers with it whatever its state (`dedup_window_seconds`).
     pub dedup_until_ms: Option<i64>,
     /// A debounced job's quiet period: an enqueue with its key while it still waits moves it
@@ -174,11 +179,7 @@ pub fn validate_enqueue(
         .or(retry.and_then(|r| r.preset_attempts))
         .unwrap_or(job_type.spec().max_attempts);
     let expires_at_ms = expires_at(&req, now_ms, run_at_ms)?;
-    if req.flow_key.is_some() && job_type.flow().is_none() {
-        let message = format!("{} has no flow control", job_type.as_str());
-        return Err(invalid("invalid_field", "flow_key", message));
-    }
-    key_length("flow_key", req.flow_key.as_deref(), MAX_FLOW_KEY_CHARS)?;
+    let flow_limits = own_flow(&req, job_type)?;
     let steps = match &req.steps {
         Some(steps) => {
             // Checking returns the steps as given, so they are stored as the request has them.
@@ -198,6 +199,7 @@ pub fn validate_enqueue(
         max_attempts,
         retry_policy: retry.map(|r| to_stored(&r.policy).to_string()),
         flow_key: req.flow_key,
+        flow_limits,
         dedup_until_ms,
         debounce_ms,
         run_at_ms,
@@ -205,6 +207,27 @@ pub fn validate_enqueue(
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
     })
+}
+
+/// The job's own flow control (docs/app-guide.md "Flow control"): a `flow_key` keys it in place
+/// of its type's key field, `flow_limits` replace its type's limits; a type without flow
+/// control takes both or neither (the key has nothing to key, the limits nothing to count by).
+/// Returns the limits as stored.
+fn own_flow(req: &EnqueueRequest, job_type: JobType) -> Result<Option<String>, ApiError> {
+    key_length("flow_key", req.flow_key.as_deref(), MAX_FLOW_KEY_CHARS)?;
+    let limits = match &req.flow_limits {
+        Some(value) => Some(Limits::parse(value, "flow_limits")?),
+        None => None,
+    };
+    if job_type.flow().is_none() && req.flow_key.is_some() != limits.is_some() {
+        let (field, message) = match limits {
+            Some(_) => ("flow_key", "is required with flow_limits"),
+            None => ("flow_key", "needs flow_limits"),
+        };
+        let message = format!("{message}: {} has no flow control", job_type.as_str());
+        return Err(invalid("invalid_field", field, message));
+    }
+    Ok(limits.map(|l| serde_json::to_string(&l).unwrap_or_default()))
 }
 
 /// A key field (`dedup_key`, `flow_key`), when given, is 1 to `max` characters.
@@ -425,14 +448,15 @@ fn in_range(
 pub const MAX_STEPS: usize = 20;
 
 /// A step may not set these: a step is due when the one before it ends (so it may expire only
-/// relative to that, `expires_in_seconds`), has no key of its own to dedup on (nor a flow key:
-/// its payload's key field keys it), and cannot nest a chain inside the chain.
-const STEP_FORBIDDEN: [&str; 7] = [
+/// relative to that, `expires_in_seconds`), has no key of its own to dedup on (nor a flow key or
+/// limits: its type's flow control holds it), and cannot nest a chain inside the chain.
+const STEP_FORBIDDEN: [&str; 8] = [
     "run_at",
     "expires_at",
     "dedup_key",
     "steps",
     "flow_key",
+    "flow_limits",
     "dedup_window_seconds",
     "debounce_seconds",
 ];
@@ -557,6 +581,7 @@ mod tests {
                 max_attempts: 5,
                 retry_policy: None,
                 flow_key: None,
+                flow_limits: None,
                 dedup_until_ms: None,
                 debounce_ms: None,
                 run_at_ms: NOW,
@@ -758,6 +783,38 @@ mod tests {
             let shown = &shown[..shown.len().min(120)];
             assert_eq!(reject(body), expected, "{shown}");
         }
+    }
+
+    #[test]
+    fn a_job_brings_its_own_flow_limits_with_a_key() {
+        let job = accept(json!({"type": "http", "payload": {"url": "https://a.io"},
+            "flow_key": "api.a.io", "flow_limits": {"rate": {"limit": 5, "period_secs": 1}}}));
+        assert_eq!(job.flow_key.as_deref(), Some("api.a.io"));
+        let stored: Limits = serde_json::from_str(job.flow_limits.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            (stored.concurrency, stored.rate.unwrap().period_ms),
+            (None, 1_000)
+        );
+        let field = |body: Value| reject(body).2.unwrap_or_default();
+        let noop = |extra: Value| {
+            let mut body = json!({"type": "noop"});
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            body
+        };
+        let two = json!({"concurrency": 2});
+        assert_eq!(field(noop(json!({"flow_limits": two}))), "flow_key");
+        assert_eq!(field(noop(json!({"flow_key": "k"}))), "flow_key");
+        let none = json!({"flow_key": "k", "flow_limits": {}});
+        assert_eq!(field(noop(none)), "flow_limits");
+        let zero = json!({"flow_key": "k", "flow_limits": {"concurrency": 0}});
+        assert_eq!(field(noop(zero)), "flow_limits.concurrency");
+        let stray = json!({"flow_key": "k", "flow_limits": {"concurrency": 1, "key": "x"}});
+        assert_eq!(field(noop(stray)), "flow_limits.key");
+        let step = json!({"steps": [{"type": "noop", "flow_limits": two}]});
+        assert_eq!(field(noop(step)), "steps[0].flow_limits");
+        assert_eq!(accept(noop(json!({}))).flow_limits, None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Flow control per key (docs/app-guide.md "Flow control"): a team's type may bound, for each
-//! key (a payload field's value, or a job's own `flow_key`), how many of its jobs run at once
+//! key (a payload field's value, or a job's own `flow_key`; a job may bring its own limits too,
+//! `flow_limits`, and so have flow control whatever its type), how many of its jobs run at once
 //! (`concurrency`) and how many start per period (`rate`: starts evenly spaced, one every
 //! `period / limit`, a leaky bucket without burst, so no window of the period ever holds more
 //! than `limit` and the target sees a steady pace, not a burst at each period's start). The counts live in one Durable Object
@@ -8,7 +9,7 @@
 //! how long to wait. A job held back is handed back unstarted, without spending an attempt.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::request::api_error::ApiError;
@@ -42,21 +43,15 @@ pub struct Limits {
     pub rate: Option<Rate>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    pub limit: u32,
-    pub period_ms: i64,
-}
+impl Limits {
+    /// A job's own limits (`flow_limits` at enqueue, at field `at`): `concurrency`, `rate` or
+    /// both, as a type's `flow` gives them.
+    pub fn parse(value: &Value, at: &str) -> Result<Limits, ApiError> {
+        Limits::read(object_at(value, at, &["concurrency", "rate"])?, at)
+    }
 
-impl FlowSpec {
-    /// Reads a definition's `flow` object (at field `at`); errors name the field
-    /// (`flow.rate.limit`).
-    pub fn parse(value: &Value, at: &str) -> Result<FlowSpec, ApiError> {
-        let fields = object_at(
-            value,
-            at,
-            &["key", "concurrency", "rate", "throttle_on_429"],
-        )?;
+    /// The limits among an object's `fields` (at field `at`), at least one of them.
+    fn read(fields: &Map<String, Value>, at: &str) -> Result<Limits, ApiError> {
         let concurrency = int_field(fields, at, "concurrency", 1..=i64::from(MAX_CONCURRENCY))?;
         let rate = match fields.get("rate") {
             Some(rate) => {
@@ -73,7 +68,33 @@ impl FlowSpec {
             }
             None => None,
         };
-        let concurrency = concurrency.map(|n| n as u32);
+        if concurrency.is_none() && rate.is_none() {
+            let message = "names no limit: give concurrency, rate or both";
+            return Err(invalid("invalid_field", at, message));
+        }
+        Ok(Limits {
+            concurrency: concurrency.map(|n| n as u32),
+            rate,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    pub limit: u32,
+    pub period_ms: i64,
+}
+
+impl FlowSpec {
+    /// Reads a definition's `flow` object (at field `at`); errors name the field
+    /// (`flow.rate.limit`).
+    pub fn parse(value: &Value, at: &str) -> Result<FlowSpec, ApiError> {
+        let fields = object_at(
+            value,
+            at,
+            &["key", "concurrency", "rate", "throttle_on_429"],
+        )?;
+        let limits = Limits::read(fields, at)?;
         let key = match fields.get("key") {
             Some(Value::String(key)) if !key.is_empty() => Some(key.clone()),
             Some(_) => {
@@ -96,13 +117,9 @@ impl FlowSpec {
             }
             None => false,
         };
-        if concurrency.is_none() && rate.is_none() {
-            let message = "names no limit: give concurrency, rate or both";
-            return Err(invalid("invalid_field", at, message));
-        }
         Ok(FlowSpec {
             key,
-            limits: Limits { concurrency, rate },
+            limits,
             throttle_on_429,
         })
     }
@@ -211,6 +228,10 @@ pub struct FlowTally {
     pub started: u32,
     pub waited: u32,
     pub handed_back: u32,
+    /// The calls to the key's limiter it made: what flow control costs, for the batch's
+    /// `batch.completed` line (docs/performance.md "Cost"); not kept in `flow_keys`.
+    #[serde(skip)]
+    pub limiter_calls: u32,
 }
 
 impl Rate {

@@ -43,6 +43,8 @@ pub struct Claimed {
     pub run_at: i64,
     /// Its own flow key (shared `job::flow_control`); NULL for nearly every job.
     pub flow_key: Option<String>,
+    /// Its own flow limits as stored (shared `flow_control::Limits`); NULL for nearly every job.
+    pub flow_limits: Option<String>,
 }
 
 /// A claim's statement, returning each job it claims as a packed [`Claimed`]: `$pre`, the
@@ -57,6 +59,7 @@ macro_rules! claimed {
             "chain_status" = "chain_status", "correlation_id" = "correlation_id",
             "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
             "created_at" = "created_at", "run_at" = "run_at", "flow_key" = "flow_key",
+            "flow_limits" = "flow_limits",
         }, $pre + PACKED + "" $(, $arg)*)
     };
 }
@@ -403,6 +406,6 @@ mod tests {
             .take(list.matches("\" = ").count())
             .collect();
         assert_eq!(keys, fields_of::<Claimed>());
-        assert_eq!(keys.len(), 16);
+        assert_eq!(keys.len(), 17);
     }
 }

@@ -33,9 +33,11 @@ struct Row<'a> {
     next_steps: Option<&'a str>,
     retry_policy: Option<&'a str>,
     expires_at: Option<i64>,
-    /// Left out when NULL: nearly every job has none (nor the two after it).
+    /// Left out when NULL: nearly every job has none (nor the three after it).
     #[serde(skip_serializing_if = "Option::is_none")]
     flow_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow_limits: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dedup_until: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +83,7 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<
             retry_policy: job.retry_policy.as_deref(),
             expires_at: job.expires_at_ms,
             flow_key: job.flow_key.as_deref(),
+            flow_limits: job.flow_limits.as_deref(),
             dedup_until: job.dedup_until_ms,
             debounce_ms: job.debounce_ms,
             correlation_id: request.correlation_id,
@@ -113,14 +116,16 @@ macro_rules! job_insert {
             "WITH o AS MATERIALIZED (SELECT value FROM json_each(?1)) \
              INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
              attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
-             correlation_id, retry_policy, expires_at, enqueued_by, flow_key, dedup_until) \
+             correlation_id, retry_policy, expires_at, enqueued_by, flow_key, flow_limits, \
+             dedup_until) \
              SELECT o.value ->> 'id', o.value ->> 'type', o.value ->> 'family', \
              o.value ->> 'status', o.value ->> 'priority', o.value ->> 'payload', \
              o.value ->> 'dedup_key', 0, o.value ->> 'max_attempts', o.value ->> 'run_at', \
              o.value ->> 'created_at', o.value ->> 'created_at', o.value ->> 'next_steps', \
              IIF(o.value ->> 'next_steps' IS NULL, NULL, 'running'), \
              o.value ->> 'correlation_id', o.value ->> 'retry_policy', o.value ->> 'expires_at', \
-             o.value ->> 'enqueued_by', o.value ->> 'flow_key', o.value ->> 'dedup_until' \
+             o.value ->> 'enqueued_by', o.value ->> 'flow_key', o.value ->> 'flow_limits', \
+             o.value ->> 'dedup_until' \
              FROM o WHERE "
                 + $where
                 + " ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL \
