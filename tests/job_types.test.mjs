@@ -215,6 +215,30 @@ test("the bundled catalog's types are rows like a team's: listed, delivered to t
   assert.deepEqual([gone.status, gone.body.error.code], [422, "unknown_type"]);
 });
 
+test("a budgeted type spends what its app reports; once the month's limit is reached its jobs are skipped, not delivered", async () => {
+  app.script("/hooks/priced", [{ status: 200, body: { ok: true, cost_cents: 600 } }]);
+  const def = { family: "default", target: { url: app.url("/hooks/priced") }, budget: { monthly_limit_cents: 1000 } };
+  assert.equal((await types("PUT", "priced_call", { json: def })).status, 201);
+  const bad = await types("PUT", "priced_bad", { json: { ...def, budget: { monthly_limit_cents: 0 } } });
+  assert.deepEqual([bad.status, bad.body.error.field], [422, "budget.monthly_limit_cents"]);
+
+  const run = async () => p.waitForStatus((await p.enqueue({ type: "priced_call", payload: {} })).body.id, ["succeeded", "skipped", "dead"]);
+  const first = await run();
+  const second = await run();
+  assert.deepEqual([first.status, second.status], ["succeeded", "succeeded"], "600 then 1200 of 1000 cents: both started under the limit");
+  assert.equal(first.runs[0].cost_cents, 600);
+  const third = await run();
+  assert.deepEqual([third.status, third.error.class], ["skipped", "budget_hard_stop"]);
+  assert.match(third.error.message, /priced_call budget is at 120 %/);
+  assert.equal(app.requests("/hooks/priced").length, 2, "the skipped job was not delivered");
+
+  const budgets = await api.call("GET", "/v1/admin/budgets");
+  const mine = budgets.body.budgets.find((b) => b.job_type === "priced_call");
+  assert.deepEqual([mine?.spent_cents, mine?.limit_cents], [1200, 1000], JSON.stringify(budgets.body));
+  const alerts = await p.db.prepare("SELECT threshold FROM budget_alerts WHERE job_type = 'priced_call' ORDER BY threshold").all();
+  assert.deepEqual(alerts.results.map((a) => a.threshold), [75, 90, 100]);
+});
+
 test("a definition another isolate wrote is in effect here within the bound", async () => {
   // This isolate reads the table now (any authenticated request when its copy is due)...
   await types("GET");

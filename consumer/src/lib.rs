@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod batch;
+mod budget_gate;
 mod chain;
 mod dead_letters;
 mod deadline;

@@ -4662,6 +4662,10 @@ export interface components {
             timeout_ms?: number;
             /** @description The JSON Schema subset enqueue checks payloads against; objects are closed unless additionalProperties is true. */
             payload_schema?: Record<string, never>;
+            /** @description A monthly budget: the app's answer reports each run's cost_cents; once the month's spend reaches the limit, its jobs are skipped (docs/app-guide.md "Budgets for your own types"). */
+            budget?: {
+                monthly_limit_cents: number;
+            };
             description?: string;
             /** @description Flow control per key (docs/app-guide.md "Flow control"): at least one of concurrency and rate. */
             flow?: {

@@ -10,12 +10,16 @@ use jobs_shared::runtime::vars;
 use serde_json::{json, Value};
 use worker::{Fetcher, Method};
 
+use crate::budget_gate;
 use crate::job_context::{HandlerRun, JobContext};
 use crate::outbound::fetch_timeout::Via;
 use crate::signed_request::{self, Outgoing};
 
 pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
-    HandlerRun::of(forward(ctx).await)
+    match ctx.job_type.budget() {
+        Some(spec) => budget_gate::run_within(ctx, spec, forward(ctx)).await,
+        None => HandlerRun::of(forward(ctx).await),
+    }
 }
 
 async fn forward(ctx: &JobContext<'_>) -> Result<Option<Value>, JobError> {

@@ -1,4 +1,5 @@
-//! /v1/admin/budgets: the monthly budgets of job types that declare one (ai_tagging). The status
+//! /v1/admin/budgets: the monthly budgets of job types that declare one (ai_tagging, and a team's
+//! type whose definition has a `budget`). The status
 //! of the current UTC month (limit, spend, share used, the action it implies, the alerts raised),
 //! the history of past months, and a change of the limit, written with its audit row. A lower
 //! limit can cross a threshold at once: its alert is raised in the same batch.
@@ -52,7 +53,10 @@ fn budgeted(name: &str) -> Result<Budgeted, ApiError> {
 /// GET /v1/admin/budgets: every budgeted type, this month.
 pub async fn list(req: &Request, env: &Env) -> Result<Response, ApiError> {
     d1::only_params(req, &[], false)?;
-    let types: Vec<Budgeted> = JobType::ALL.into_iter().filter_map(Budgeted::of).collect();
+    let types: Vec<Budgeted> = JobType::known()
+        .into_iter()
+        .filter_map(Budgeted::of)
+        .collect();
     let db = d1::database(env)?;
     let now = env_config::now_ms();
     let mut statements = Vec::new();

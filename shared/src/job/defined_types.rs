@@ -48,6 +48,11 @@ pub fn lookup(name: &str) -> Option<&'static JobTypeDef> {
     })
 }
 
+/// Every team's type this isolate knows, deleted ones included, as last read.
+pub fn all() -> Vec<&'static JobTypeDef> {
+    DEFINED.with_borrow(|d| d.types.iter().map(|(_, _, t)| *t).collect())
+}
+
 /// Whether this isolate's copy is due to be read again (or was never read).
 pub fn stale(now_ms: i64) -> bool {
     DEFINED.with_borrow(|d| d.read_at_ms.is_none_or(|at| now_ms - at >= REFRESH_MS))

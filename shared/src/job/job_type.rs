@@ -55,6 +55,13 @@ impl JobType {
         JobType::built_in(s).or_else(|| defined_types::lookup(s).map(JobType))
     }
 
+    /// Every type this isolate knows: the built-in ones, then the teams' as it last read them
+    /// (deleted ones too, whose enqueued jobs still run).
+    pub fn known() -> Vec<JobType> {
+        let defined = defined_types::all().into_iter().map(JobType);
+        JobType::ALL.into_iter().chain(defined).collect()
+    }
+
     /// The built-in type named `s`, if it is one.
     pub fn built_in(s: &str) -> Option<JobType> {
         JobType::ALL.into_iter().find(|t| t.as_str() == s)

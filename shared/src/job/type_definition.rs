@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::budget::{BudgetSpec, MAX_LIMIT_CENTS};
 use crate::job::family::Family;
 use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::{PatternEngine, PayloadSchema};
@@ -29,6 +30,7 @@ const FIELDS: &[&str] = &[
     "timeout_ms",
     "payload_schema",
     "flow",
+    "budget",
     "description",
 ];
 /// An attempt's timeout when the definition names none (within every family's half lease).
@@ -44,6 +46,7 @@ pub struct TypeDefinition {
     spec: TypeSpec,
     payload: PayloadCheck,
     flow: Option<FlowSpec>,
+    budget: Option<BudgetSpec>,
 }
 
 enum OwnedEndpoint {
@@ -100,11 +103,26 @@ impl TypeDefinition {
             Some(flow) => Some(FlowSpec::parse(flow, "flow")?),
             None => None,
         };
+        let budget = match fields.get("budget") {
+            Some(budget) => {
+                let budget = object_at(budget, "budget", &["monthly_limit_cents"])?;
+                let limit =
+                    int_field(budget, "budget", "monthly_limit_cents", 1..=MAX_LIMIT_CENTS)?;
+                let limit = limit.ok_or_else(|| {
+                    invalid("invalid_field", "budget.monthly_limit_cents", "is required")
+                })?;
+                Some(BudgetSpec {
+                    default_limit_cents: limit,
+                })
+            }
+            None => None,
+        };
         if fields.get("description").is_some_and(|d| !d.is_string()) {
             return Err(invalid("invalid_field", "description", "must be a string"));
         }
         Ok(TypeDefinition {
             flow,
+            budget,
             name: name.to_string(),
             family,
             endpoint,
@@ -142,7 +160,7 @@ impl TypeDefinition {
             spec: self.spec,
             payload: self.payload,
             example: "{}",
-            budget: None,
+            budget: self.budget,
             handler: Handler::Forward(endpoint),
             scheduled: ScheduleGate::Always,
             retired,
@@ -300,6 +318,13 @@ mod tests {
         assert_eq!(any.payload.check(&json!({"anything": [1]})), Ok(()));
         assert!(any.retired);
 
+        let budgeted = json!({"family": "low", "target": {"url": "https://a.io"},
+            "budget": {"monthly_limit_cents": 2500}});
+        let t = TypeDefinition::parse("t4", &budgeted, ENGINE)
+            .unwrap()
+            .install(false);
+        assert_eq!(t.budget.map(|b| b.default_limit_cents), Some(2500));
+
         let by_var = json!({"family": "low", "target": {"url_var": "ENDPOINT_T3"}});
         let t = TypeDefinition::parse("t3", &by_var, ENGINE)
             .unwrap()
@@ -368,6 +393,14 @@ mod tests {
             (422, "payload_schema.format".into())
         );
         assert_eq!(field("t", with("colour", json!(1))), (422, "colour".into()));
+        assert_eq!(
+            field("t", with("budget", json!({"monthly_limit_cents": 0}))),
+            (422, "budget.monthly_limit_cents".into())
+        );
+        assert_eq!(
+            field("t", with("budget", json!({}))),
+            (422, "budget.monthly_limit_cents".into())
+        );
         assert_eq!(
             field("t", json!({"family": "default"})),
             (422, "target".into())

@@ -16,17 +16,17 @@ mod spent;
 
 use futures::stream::{self, StreamExt};
 use jobs_shared::budget::{
-    cents, month_of, next_month_start_ms, percent_used, BudgetAction, RaisedAlert,
+    cents, month_of, percent_used, BudgetAction, RaisedAlert,
 };
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::payloads::AiTaggingPayload;
 use jobs_shared::observe::log_line::{emit, fault, LogLevel};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::runtime::clock;
-use jobs_shared::util::time_fmt::rfc3339;
 use serde_json::{json, Value};
 use worker::D1Database;
 
+use crate::budget_gate;
 use crate::job_context::{self, HandlerRun, JobContext};
 use crate::job_events::SpanLog;
 use batch::Batch;
@@ -90,7 +90,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
             );
         }
         if budget.action() == BudgetAction::HardStop {
-            return Err(hard_stop(&budget, now_ms));
+            return Err(budget_gate::hard_stop(TYPE, &budget, now_ms));
         }
         return Ok(Some(deferred(&month, &budget)));
     }
@@ -236,23 +236,6 @@ fn deferred(month: &str, budget: &Budget) -> Value {
         ),
         "budget": budget_view(budget),
     })
-}
-
-/// Why a run under a spent budget (HARD_STOP) is skipped: its class makes the job `skipped`,
-/// and its message, the job's `error.message`, says until when.
-fn hard_stop(budget: &Budget, now_ms: i64) -> JobError {
-    JobError::new(
-        ErrorClass::BudgetHardStop,
-        format!(
-            "the {} budget is at {} % ({} of {} cents): skipped until the month rolls over ({}) \
-             or the limit is raised",
-            TYPE.as_str(),
-            percent_used(budget.spent_cents, budget.limit_cents),
-            cents(budget.spent_cents),
-            budget.limit_cents,
-            rfc3339(next_month_start_ms(now_ms)),
-        ),
-    )
 }
 
 fn budget_view(budget: &Budget) -> Value {
