@@ -201,8 +201,9 @@ test("the bundled catalog's types are rows like a team's: listed, delivered to t
   assert.match(dead.error.message, /set ENDPOINT_MESSAGE_RELAY/);
 
   // A team's type may read its URL from a var too; a var the consumer has is delivered to.
-  const byVar = await types("PUT", "relay_by_var", { json: { family: "high", target: { url_var: "ENDPOINT_WEATHER_REFRESH" } } });
-  assert.equal(byVar.status, 201, JSON.stringify(byVar.body));
+  const byVar = await cli("types", "put", "relay_by_var", JSON.stringify({ family: "high", target: { url_var: "ENDPOINT_WEATHER_REFRESH" } }));
+  assert.equal(byVar.code, 0, byVar.stderr);
+  assert.match(byVar.stdout, /relay_by_var: version 1, delivered to the URL in the consumer's ENDPOINT_WEATHER_REFRESH/);
   const bad = await types("PUT", "relay_bad_var", { json: { family: "high", target: { url_var: "endpoint" } } });
   assert.deepEqual([bad.status, bad.body.error.field], [422, "target.url_var"]);
   const sent = await p.enqueue({ type: "relay_by_var", payload: { n: 1 } });

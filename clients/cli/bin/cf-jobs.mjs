@@ -116,6 +116,7 @@ async function bulk(verb, call, values, out) {
 function target(definition) {
   const to = definition?.target;
   if (!to) return "";
+  if (to.url_var) return `the URL in the consumer's ${to.url_var}`;
   return to.url ?? `service ${to.service} ${to.path ?? "/"}`;
 }
 

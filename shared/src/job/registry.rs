@@ -1,8 +1,9 @@
-//! The job type registry as data: one row per type, declared once in [`TYPES`], with every part
-//! a type has (name, family, attempts, retry policy, timeout, payload check, example payload,
-//! budget, handler). `JobType` (crate::job::job_type) is a handle into this table. Adding a
-//! type is adding a row here (docs/development.md "Adding a job type"); the test below walks every
-//! row.
+//! The registry of built-in types as data: one row per type the platform runs itself, declared
+//! once in [`TYPES`], with every part a type has (name, family, attempts, retry policy, timeout,
+//! payload check, example payload, budget, handler). `JobType` (crate::job::job_type) is a handle
+//! into this table or into a type defined as data (crate::job::type_definition), which becomes a
+//! row of the same shape. Adding a built-in type is adding a row here (docs/development.md "Adding
+//! a job type"); the test below walks every row.
 
 use serde_json::Value;
 use std::ops::RangeInclusive;
@@ -73,7 +74,7 @@ pub struct TypeSpec {
     pub max_attempts: u32,
     pub retry: RetryPolicy,
     /// One attempt's bound: short for API calls that serve the high family's SLA, long for
-    /// batch work (tagging, sitemaps, whole-directory link checks).
+    /// batch work (tagging, whole-directory link checks).
     pub timeout_ms: u32,
     /// Whether a payload's own `timeout_ms` replaces `timeout_ms` for its job's deadline (up to
     /// `payloads::MAX_PAYLOAD_TIMEOUT_MS`).
@@ -259,9 +260,9 @@ pub(crate) fn snake_case(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
 }
 
-/// Every type, in the order listings show them. `family` follows docs/app-guide.md "Job types"
-/// table; `spec` is the default policy except for the crawlers (`social_refresh`,
-/// `link_health_check`) and `ai_tagging`, whose LLM calls use the fixed table.
+/// Every built-in type, in the order listings show them. `family` follows docs/app-guide.md "Job
+/// types" table; `spec` is the default policy except for the crawler (`link_health_check`) and
+/// `ai_tagging`, whose LLM calls use the fixed table.
 pub(crate) static TYPES: &[JobTypeDef] = &[
     JobTypeDef {
         name: "rss_feed_refresh",
