@@ -163,7 +163,13 @@ describe("delays, outbox, rescue and retention on the real queues", () => {
       await p.db.prepare("INSERT INTO invocations (id, details) VALUES (?, '{\"version\":\"old\"}')").bind(invocation(days)).run();
     const ranNewDone = (await row(p, newDone)).run_invocation;
 
+    // Flow control's counts per key: a key none of whose jobs has run for 90 days goes.
+    for (const [key, days] of [["gone-quiet", 91], ["recent", 89]])
+      await p.db.prepare("INSERT INTO flow_keys (type, key, started, last_at) VALUES ('http', ?, 3, ?)").bind(key, now - days * DAY).run();
+
     await tick(p, now);
+    const keys = await p.db.prepare("SELECT key FROM flow_keys WHERE type = 'http' ORDER BY key").all();
+    assert.deepEqual(keys.results.map((k) => k.key), ["recent"], "a flow key quiet for 91 days: deleted; 89: kept");
     const left = async (id) => Boolean(await row(p, id));
     assert.equal(await left(oldDone), false, "succeeded, 91 days ago: deleted");
     assert.equal(await p.count("SELECT count(*) FROM job_runs WHERE job_id = ?", oldDone), 0, "with its runs");

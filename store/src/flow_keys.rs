@@ -54,6 +54,23 @@ pub async fn flow_key_list(
     db.batch(vec![list]).await?[0].results()
 }
 
+/// Deletes the counts of keys no job of has started, waited or been handed back since
+/// `before_ms`, at most `limit` of them (the retention sweep's; a `GET /metrics` sum falls by
+/// theirs, which Prometheus reads as a counter reset).
+pub fn flow_key_delete_before(
+    db: &D1Database,
+    before_ms: i64,
+    limit: u32,
+) -> worker::Result<D1PreparedStatement> {
+    sql!(
+        db,
+        "DELETE FROM flow_keys WHERE (type, key) IN \
+         (SELECT type, key FROM flow_keys WHERE last_at < ?1 LIMIT ?2)",
+        before_ms,
+        limit
+    )
+}
+
 /// Every type's counts, summed over its keys (rows: `FlowTypeTotals`; a statement for the
 /// caller's batch).
 pub fn flow_type_totals(db: &D1Database) -> worker::Result<D1PreparedStatement> {
