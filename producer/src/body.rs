@@ -72,6 +72,25 @@ pub async fn none(req: &mut Request) -> Result<(), ApiError> {
     Err(ApiError::new(422, "unknown_field", message).with_field(&field))
 }
 
+/// For a route whose body is optional: none (or whitespace) is `{}`; else a JSON object of
+/// `allowed` fields only, or a 400/422 naming what is wrong. Unlike [`json`], no content type is
+/// required of an empty body.
+pub async fn object_or_none(req: &mut Request, allowed: &[&str]) -> Result<Value, ApiError> {
+    let bytes = read_capped(req, false).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Default::default()));
+    }
+    let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            400,
+            "malformed_json",
+            format!("the body is not valid JSON: {e}"),
+        )
+    })?;
+    jobs_shared::request::field_error::only_fields(&body, allowed)?;
+    Ok(body)
+}
+
 /// Reads the body into one cap. `whole`: a Content-Length within the cap holds it to that
 /// length (HTTP framing), so it is read in one call; a body without one (chunked) is read chunk
 /// by chunk and refused as soon as it passes the cap, never buffered whole.

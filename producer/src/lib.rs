@@ -12,6 +12,7 @@ mod enqueue;
 mod enqueue_group;
 mod env_config;
 mod health;
+mod job_cancel;
 mod job_view;
 mod maintenance;
 mod metrics;

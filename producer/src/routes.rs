@@ -12,7 +12,9 @@ use crate::admin::{
 };
 use crate::artifact_download::ArtifactPath;
 use crate::router::{Access, Target};
-use crate::{artifact_download, dashboard, enqueue, health, job_view, metrics, openapi};
+use crate::{
+    artifact_download, dashboard, enqueue, health, job_cancel, job_view, metrics, openapi,
+};
 
 /// `Method "pattern", access => |call| handler(...)`: the handler's future, awaited.
 macro_rules! routes {
@@ -38,6 +40,8 @@ pub static ROUTES: &[Route<Target>] = routes![
     Post "/v1/jobs", Enqueue => |c| enqueue::one(c.host(), c.caller(), c.req);
     Post "/v1/jobs/batch", Enqueue => |c| enqueue::batch(c.host(), c.caller(), c.req);
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"), &c.caller());
+    Post "/v1/jobs/{id}/cancel", Enqueue =>
+        |c| job_cancel::post(c.env, &c.caller(), c.req, c.param("id"));
     Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue => |c| artifact_download::get(c.env, &c.caller(),
         ArtifactPath { id: c.param("id"), run: c.param("run"), kind: c.param("kind") });
 

@@ -7,6 +7,7 @@ type Schemas = components["schemas"];
 export type EnqueueRequest = Schemas["EnqueueRequest"];
 export type EnqueueResult = Schemas["EnqueueResult"];
 export type Job = Schemas["Job"];
+export type JobSummary = Schemas["JobSummary"];
 export type Artifact = Schemas["Artifact"];
 export type JobStatus = Schemas["Status"];
 export type JobPage = Schemas["JobPage"];
@@ -113,6 +114,16 @@ export class JobsClient {
   /** GET /v1/jobs/{id}: the job and its run records. */
   getJob(id: string): Promise<Job> {
     return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * POST /v1/jobs/{id}/cancel: cancels a job this client's token enqueued (a running one ends
+   * `skipped`), or with `chain` its chain's live step, ending the whole chain.
+   */
+  async cancel(id: string, options: { chain?: boolean } = {}): Promise<JobSummary> {
+    const body = options.chain ? { chain: true } : undefined;
+    const answer = await this.request<{ job: JobSummary }>("POST", `/v1/jobs/${encodeURIComponent(id)}/cancel`, body);
+    return answer.job;
   }
 
   /**

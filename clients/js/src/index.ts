@@ -14,6 +14,7 @@ export type {
   Job,
   JobPage,
   JobStatus,
+  JobSummary,
   Selection,
   Stats,
   WaitOptions,

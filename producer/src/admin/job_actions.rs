@@ -10,7 +10,7 @@ use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::request::api_error::ApiError;
 use jobs_shared::retry::retry_policy::{plan_delivery_at, DeliveryPlan};
 use jobs_shared::runtime::queue_send::queue_delay_limit;
-use jobs_store::jobs::{self, Changed, OperatorMove, SummaryRow};
+use jobs_store::jobs::{self, Changed, MovedBy, OperatorMove, SummaryRow};
 use serde_json::json;
 use worker::{Env, Response};
 
@@ -123,7 +123,7 @@ pub async fn move_one(
 async fn move_job(admin: &Admin<'_>, id: &str, mv: Move) -> Result<Response, ApiError> {
     let db = d1::database(admin.env)?;
     let entry = admin.entry(mv.action, json!({ "id": id, "to": mv.to }));
-    let changed = jobs::job_move_one(&db, id, mv.kind, &entry).await?;
+    let changed = jobs::job_move_one(&db, id, mv.kind, MovedBy::Operator, &entry).await?;
     if let Some(job) = &changed.job {
         if mv.to == JobStatus::Queued {
             send(admin.env, std::slice::from_ref(job)).await;

@@ -21,6 +21,10 @@ pub const LOST_ATTEMPT: &str =
 pub const SKIPPED_ATTEMPT: &str =
     "an operator skipped the job while this attempt ran; what it did after is not recorded";
 
+/// The run record of an attempt its app's cancel ended while it ran (the job ends `skipped`).
+pub const CANCELLED_BY_APP_ATTEMPT: &str =
+    "its app cancelled the job while this attempt ran; what it did after is not recorded";
+
 /// What follows a lost attempt (attempt `attempts` of `max_attempts`): decided by [`decide`],
 /// as every failed attempt is, with the lost attempt's error. It is due again at once (the
 /// lease already waited), so only its attempts left matter: the policy's backoff never applies.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::claim::Claimed;
+use super::moved_by::MovedBy;
 use crate::d1::json_text;
 
 /// A step of a chain, as its parent's view lists it.
@@ -57,38 +58,41 @@ pub fn job_set_chain_failed_many(
     )
 }
 
-/// After an operator's move to `to` at `now_ms`: when it ended jobs unrun (cancelled or
-/// skipped), fails the chains of the steps it ended, unless already ended, naming the step as
-/// a step's end does ("step N (type) was cancelled by an operator"); a move to a live state
-/// ends none. The moved jobs are found through `jobs_ended` on (status, finished_at), since the
-/// move set `finished_at` to `now_ms`.
-pub fn job_set_chain_failed_by_operator(
+/// After a move by hand (`by` an operator or the app) to `to` at `now_ms`: when it ended jobs
+/// unrun (cancelled or skipped), fails the chains of the steps it ended, unless already ended,
+/// naming the step as a step's end does ("step N (type) was cancelled by an operator"); a move
+/// to a live state ends none. The moved jobs are found through `jobs_ended` on (status,
+/// finished_at), since the move set `finished_at` to `now_ms`.
+pub fn job_set_chain_failed_by_move(
     db: &D1Database,
     to: JobStatus,
     now_ms: i64,
+    by: MovedBy,
 ) -> worker::Result<Option<D1PreparedStatement>> {
     Ok(Some(match to {
         JobStatus::Cancelled => sql!(
             db,
             "UPDATE jobs SET chain_status = 'failed', chain_error = s.message, updated_at = ?1 \
              FROM (SELECT COALESCE(parent_id, id) AS root, 'step ' || COALESCE(chain_step, 0) || \
-               ' (' || type || ') was ' || status || ' by an operator' AS message \
+               ' (' || type || ') was ' || status || ' by ' || ?2 AS message \
                FROM jobs INDEXED BY jobs_ended WHERE finished_at IS NOT NULL \
                AND status <> 'succeeded' AND status = 'cancelled' AND finished_at = ?1 \
                AND (parent_id IS NOT NULL OR chain_status IS NOT NULL)) AS s \
              WHERE jobs.id = s.root AND jobs.chain_status = 'running'",
-            now_ms
+            now_ms,
+            by.who()
         )?,
         JobStatus::Skipped => sql!(
             db,
             "UPDATE jobs SET chain_status = 'failed', chain_error = s.message, updated_at = ?1 \
              FROM (SELECT COALESCE(parent_id, id) AS root, 'step ' || COALESCE(chain_step, 0) || \
-               ' (' || type || ') was ' || status || ' by an operator' AS message \
+               ' (' || type || ') was ' || status || ' by ' || ?2 AS message \
                FROM jobs INDEXED BY jobs_ended WHERE finished_at IS NOT NULL \
                AND status <> 'succeeded' AND status = 'skipped' AND finished_at = ?1 \
                AND (parent_id IS NOT NULL OR chain_status IS NOT NULL)) AS s \
              WHERE jobs.id = s.root AND jobs.chain_status = 'running'",
-            now_ms
+            now_ms,
+            by.who()
         )?,
         _ => return Ok(None),
     }))

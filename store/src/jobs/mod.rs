@@ -12,6 +12,7 @@ mod escalation;
 mod held;
 mod indexes;
 mod insert;
+mod moved_by;
 mod operator;
 mod outcome;
 mod read;
@@ -36,6 +37,7 @@ pub use escalation::{
 };
 pub use held::job_release_held;
 pub use insert::{job_insert_many, joined_rows, rows_json, Accepted, Written};
+pub use moved_by::MovedBy;
 pub use operator::{
     job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
     OperatorMove,

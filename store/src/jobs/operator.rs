@@ -11,7 +11,8 @@ use jobs_shared::job::lifecycle::JobStatus;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::chain::job_set_chain_failed_by_operator;
+use super::chain::job_set_chain_failed_by_move;
+use super::moved_by::MovedBy;
 use super::read::{filtered, SummaryRow, SUMMARY_COLUMNS};
 use crate::audit::{self, Entry};
 use crate::d1::{json_text, statement, text};
@@ -155,7 +156,12 @@ pub async fn job_move_many(
         audit::audit_insert_after_write(db, entry, false)?,
         remaining,
     ]);
-    statements.extend(job_set_chain_failed_by_operator(db, mv.to(), now_ms)?);
+    statements.extend(job_set_chain_failed_by_move(
+        db,
+        mv.to(),
+        now_ms,
+        MovedBy::Operator,
+    )?);
     let results = db.batch(statements).await?;
     Ok(Moved {
         conflicts: results[0].results()?,
@@ -562,6 +568,7 @@ pub async fn job_move_one(
     db: &D1Database,
     id: &str,
     mv: OperatorMove,
+    by: MovedBy,
     entry: &Entry<'_>,
 ) -> worker::Result<Changed> {
     let now_ms = entry.now_ms;
@@ -628,7 +635,7 @@ pub async fn job_move_one(
                  FROM jobs WHERE +status = 'running' AND id = ?2 ON CONFLICT DO NOTHING",
                 now_ms,
                 id,
-                SKIPPED_ATTEMPT
+                by.ended_attempt()
             )?),
             sql!(db, SummaryRow =>
                 "UPDATE jobs SET status = 'skipped', finished_at = ?1, updated_at = ?1, \
@@ -645,7 +652,7 @@ pub async fn job_move_one(
     let change = OneChange {
         before,
         update,
-        then: job_set_chain_failed_by_operator(db, mv.to(), now_ms)?,
+        then: job_set_chain_failed_by_move(db, mv.to(), now_ms, by)?,
     };
     change_one(db, id, change, entry).await
 }
