@@ -15,6 +15,7 @@ use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::util::time_fmt::rfc3339;
 use jobs_store::budgets::{self, Budget, BudgetKey, ItemCounts, Spend};
 use serde_json::Value;
+use worker::D1Database;
 
 use crate::job_context::{HandlerRun, JobContext};
 
@@ -43,10 +44,7 @@ pub async fn run_within(
         Err(e) => return HandlerRun::of(Err(internal(e))),
     };
     if budget.action() == BudgetAction::HardStop {
-        if let Err(e) = budgets::budget_count_throttle(&db, key).await {
-            let why = format_args!("the throttle was not counted ({e})");
-            fault(LogLevel::Warn, "budget", why);
-        }
+        count_throttle(&db, key).await;
         return HandlerRun::of(Err(hard_stop(ctx.job_type, &budget, ctx.started_at)));
     }
     let outcome = deliver.await;
@@ -78,6 +76,14 @@ pub async fn run_within(
     HandlerRun {
         cost_cents,
         ..HandlerRun::of(outcome)
+    }
+}
+
+/// Counts a run the budget held back on the month's row; a failure is logged, never the run's.
+pub async fn count_throttle(db: &D1Database, key: BudgetKey<'_>) {
+    if let Err(e) = budgets::budget_count_throttle(db, key).await {
+        let why = format_args!("the throttle was not counted ({e})");
+        fault(LogLevel::Warn, "budget", why);
     }
 }
 

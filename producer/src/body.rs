@@ -43,7 +43,12 @@ pub async fn json(req: &mut Request) -> Result<Value, ApiError> {
         Some(n) if n > MAX_BODY_BYTES => return Err(too_large()),
         declared => read_capped(req, declared.is_some()).await?,
     };
-    serde_json::from_slice(&bytes).map_err(|e| {
+    parsed(&bytes)
+}
+
+/// The body's bytes as JSON, or a 400 saying why not.
+fn parsed(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
         ApiError::new(
             400,
             "malformed_json",
@@ -80,13 +85,7 @@ pub async fn object_or_none(req: &mut Request, allowed: &[&str]) -> Result<Value
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Default::default()));
     }
-    let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(
-            400,
-            "malformed_json",
-            format!("the body is not valid JSON: {e}"),
-        )
-    })?;
+    let body = parsed(&bytes)?;
     jobs_shared::request::field_error::only_fields(&body, allowed)?;
     Ok(body)
 }

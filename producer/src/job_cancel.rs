@@ -15,6 +15,7 @@ use worker::{Env, Response};
 
 use crate::admin::jobs::summary;
 use crate::admin::{d1, Admin};
+use crate::job_view::no_such_job;
 use crate::request::Request;
 use crate::{body, respond};
 
@@ -30,23 +31,32 @@ pub async fn post(
         Some(_) => return Err(unfit("chain", "must be true or false")),
     };
     let db = d1::database(env)?;
-    let not_found = || ApiError::new(404, "not_found", format!("no job {id}")).with_field("id");
-    let job = job_get_by_id(&db, id).await?.ok_or_else(not_found)?;
+    let job = job_get_by_id(&db, id)
+        .await?
+        .ok_or_else(|| no_such_job(id))?;
     let own = caller.scope == Scope::Admin || job.enqueued_by.as_deref() == Some(&caller.name);
     if !own || !caller.may_read(&job.job_type) {
-        return Err(not_found());
+        return Err(no_such_job(id));
     }
     let (target, status) = if chain {
         if job.parent_id.is_none() && job.chain_status.is_none() {
             let message = format!("job {id} is in no chain: cancel it without \"chain\"");
             return Err(unfit("chain", message));
         }
-        // The chain's one live step, if any: its parent (the first step) or a later one.
-        let root = job.parent_id.clone().unwrap_or_else(|| job.id.clone());
-        let (first, steps) =
-            futures::join!(job_get_by_id(&db, &root), job_list_chain_steps(&db, &root));
-        let first = first?.map(|j| (j.id, j.status));
-        let steps = steps?.into_iter().map(|s| (s.id, s.status));
+        // The chain's one live step, if any: its parent (the first step, read again only when it
+        // is not this job) or a later one.
+        let (first, steps) = match job.parent_id.as_deref() {
+            None => (
+                Some((job.id.clone(), job.status.clone())),
+                job_list_chain_steps(&db, &job.id).await?,
+            ),
+            Some(root) => {
+                let (first, steps) =
+                    futures::join!(job_get_by_id(&db, root), job_list_chain_steps(&db, root));
+                (first?.map(|j| (j.id, j.status)), steps?)
+            }
+        };
+        let steps = steps.into_iter().map(|s| (s.id, s.status));
         let live = first
             .into_iter()
             .chain(steps)

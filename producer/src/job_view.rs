@@ -65,8 +65,14 @@ async fn job_and_runs(
     let runs = runs?;
     match job? {
         Some(job) if caller.may_read(&job.job_type) => Ok((job, runs)),
-        _ => Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")),
+        _ => Err(no_such_job(id)),
     }
+}
+
+/// The 404 of a job that does not exist, or that the caller may not see or act on (it is not
+/// told the job exists).
+pub(crate) fn no_such_job(id: &str) -> ApiError {
+    ApiError::new(404, "not_found", format!("no job {id}")).with_field("id")
 }
 
 /// Every run's artifacts, newest run first, each naming its run.

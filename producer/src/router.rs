@@ -143,7 +143,7 @@ async fn run(target: &Target, mut call: Call<'_>) -> std::result::Result<Respons
     };
     if let Some(scope) = scope {
         // The types teams defined, as of at most `defined_types::REFRESH_MS` ago (one query per
-        // isolate per that, none on most requests): before the token, whose types may name one.
+        // isolate per that, none on most requests), for the handler to find them by name.
         let now = clock::now_ms();
         if defined_types::stale(now) {
             if let Ok(db) = call.env.d1("DB") {

@@ -2,7 +2,8 @@
 //! {id, type, attempt, payload} (`attempt` as in `X-Jobs-Attempt`) to the type's endpoint: the
 //! URL its definition names, the URL in the consumer's var it names (the bundled catalog's
 //! `ENDPOINT_<TYPE>`), or the Worker behind the consumer's service binding it names
-//! (docs/app-guide.md "Your own job types"). The app's answer is the job's outcome, classified like any HTTP delivery.
+//! (docs/app-guide.md "Your own job types"). The app's answer is the job's outcome, classified
+//! like any HTTP delivery.
 
 use jobs_shared::job::registry::{Endpoint, Handler};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};

@@ -18,6 +18,7 @@ use super::d1;
 use super::jobs::summary;
 use super::Admin;
 use crate::dispatch;
+use crate::job_view::no_such_job;
 use crate::request::Request;
 use crate::{body, env_config, respond};
 use jobs_shared::runtime::queue_send::Outgoing;
@@ -202,9 +203,7 @@ fn answer(
 ) -> Result<Response, ApiError> {
     match (changed.job, changed.prior) {
         (Some(job), _) => respond::json(200, &json!({ "job": summary(&job) })),
-        (None, None) => {
-            Err(ApiError::new(404, "not_found", format!("no job {id}")).with_field("id"))
-        }
+        (None, None) => Err(no_such_job(id)),
         (None, Some(from)) => {
             refused(from)?;
             // Only reached if the job moved between the read and the guarded write.

@@ -220,12 +220,12 @@ fn own_flow(req: &EnqueueRequest, job_type: JobType) -> Result<Option<String>, A
         None => None,
     };
     if job_type.flow().is_none() && req.flow_key.is_some() != limits.is_some() {
-        let (field, message) = match limits {
-            Some(_) => ("flow_key", "is required with flow_limits"),
-            None => ("flow_key", "needs flow_limits"),
+        let what = match limits {
+            Some(_) => "is required with flow_limits",
+            None => "needs flow_limits",
         };
-        let message = format!("{message}: {} has no flow control", job_type.as_str());
-        return Err(invalid("invalid_field", field, message));
+        let message = format!("{what}: {} has no flow control", job_type.as_str());
+        return Err(invalid("invalid_field", "flow_key", message));
     }
     Ok(limits.map(|l| serde_json::to_string(&l).unwrap_or_default()))
 }

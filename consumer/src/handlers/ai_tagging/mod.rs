@@ -20,7 +20,7 @@ use jobs_shared::budget::{
 };
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::payloads::AiTaggingPayload;
-use jobs_shared::observe::log_line::{emit, fault, LogLevel};
+use jobs_shared::observe::log_line::emit;
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::runtime::clock;
 use serde_json::{json, Value};
@@ -82,13 +82,7 @@ async fn tag(ctx: &JobContext<'_>, spent: &mut Spent) -> Result<Option<Value>, J
     );
     if !budget.action().proceeds() {
         events.once("budget.throttle", "info", &[("budget_action", action)]);
-        if let Err(e) = budgets::budget_count_throttle(&db, key).await {
-            fault(
-                LogLevel::Warn,
-                "ai_tagging",
-                format_args!("the throttle was not counted ({e})"),
-            );
-        }
+        budget_gate::count_throttle(&db, key).await;
         if budget.action() == BudgetAction::HardStop {
             return Err(budget_gate::hard_stop(TYPE, &budget, now_ms));
         }
