@@ -13,7 +13,7 @@ const OTHER = "tok-other-8e1f";
 let app, p;
 before(async () => {
   app = await startAppServer();
-  // The helpers read jobs with TOKENS.enqueue, which enqueued none of these.
+  // TOKENS.enqueue, which enqueued none of these (the helpers read jobs with the admin token).
   p = await startPlatform({ producerBindings: { ENQUEUE_TOKENS: `webapp:${WEB},other:${OTHER},${TOKENS.enqueue}` } });
 });
 after(async () => {
@@ -29,8 +29,10 @@ const enqueue = async (json, token = WEB) => {
 const cancel = (id, token = WEB, json) => p.request("POST", `/v1/jobs/${id}/cancel`, { token, json });
 const http = (path, extra = {}) => ({ type: "http", payload: { url: app.url(path) }, ...extra });
 
-test("the token that enqueued a waiting job cancels it; another token is told no such job exists", async () => {
+test("the token that enqueued a waiting job reads and cancels it; another token is told no such job exists", async () => {
   const id = await enqueue(http("/later", { delay_seconds: 600 }));
+  const read = (token) => p.request("GET", `/v1/jobs/${id}`, { token });
+  assert.deepEqual([(await read(WEB)).status, (await read(OTHER)).status], [200, 404]);
   const stranger = await cancel(id, OTHER);
   assert.deepEqual([stranger.status, stranger.body.error.code, stranger.body.error.field], [404, "not_found", "id"]);
   assert.equal((await p.getJob(id)).body.status, "queued", "another token's cancel changed nothing");

@@ -26,6 +26,7 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
     rounds: 1,
     scale: [1_000, 20_000],
     scaleJobs: 300,
+    workflow: { chains: 20, steps: 3, branches: 50 },
     build: false,
     log: () => {},
   });
@@ -57,6 +58,9 @@ test("benchmark smoke run: every phase measures, every job kind is priced, and t
   const flowed = result.cost.flow_controlled;
   assert.ok(flowed.do_requests_per_job > 0 && flowed.do_requests_per_job <= 2, `flow control: ${flowed.do_requests_per_job} limiter calls per job`);
   assert.ok(flowed.usd_per_million_jobs.total > result.cost.noop.usd_per_million_jobs.total, "flow control is priced");
+  const join = result.workflow_join;
+  assert.equal(join.jobs, 53, "a join's list step, its group, 50 branches and the step after");
+  assert.ok(join.d1_round_trips_max_per_batch <= 2 && join.d1_rows_written > 0 && join.usd_per_workflow > 0, "a join is counted and priced");
 
   assert.deepEqual(result.scale.map((s) => s.preexisting), [1_000, 20_000]);
   assert.ok(result.scale.every((s) => s.bytes_per_new_job > 0 && s.consumer_sql_ms_per_batch >= 0), "storage and D1 time measured");

@@ -13,15 +13,7 @@ const step = (path, extra = {}) => ({ type: "http", payload: { url: app.url(path
 const trusting = (path) => ({ type: "http", payload: { url: app.url(path), allow_follow_ups: true } });
 
 /** Waits until the parent's chain has left `running`. */
-function waitForChain(id) {
-  return p.waitFor(
-    async () => {
-      const { body } = await p.getJob(id);
-      return body.chain && body.chain.status !== "running" ? body : null;
-    },
-    { what: `chain ${id} to finish` },
-  );
-}
+const waitForChain = (id) => p.waitForChain(id);
 
 describe("job chains", () => {
   test("scrape -> generate -> test runs in order; the parent shows each step", async () => {

@@ -3,19 +3,17 @@
 // (1,000 a call) and shows its progress.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { enqueueAndDeliver, jobMessage, ROOT, startPlatform, TOKENS } from "./support/platform.mjs";
 import { startAppServer } from "./support/app_server.mjs";
 
-let app, p, base;
+let app, p;
 before(async () => {
   app = await startAppServer();
   app.script("/gone", [{ status: 400 }]);
   p = await startPlatform({ manualDelivery: true });
-  base = String(await p.mf.ready).replace(/\/$/, "");
 });
 after(async () => {
   await p?.dispose();
@@ -23,15 +21,7 @@ after(async () => {
 });
 
 /** Runs `cf-jobs args...` as an operator would (no terminal: plain lines, no bar). */
-function cli(...args) {
-  const bin = join(ROOT, "node_modules", ".bin", "cf-jobs");
-  const child = spawn(bin, args, { env: { ...process.env, CF_JOBS_URL: base, CF_JOBS_TOKEN: TOKENS.admin, NO_COLOR: "1" } });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (...args) => p.cli(...args);
 
 test("replay 1,200 dead jobs: a dry run counts them, the replay shows its progress page by page", async () => {
   for (let i = 0; i < 12; i++) {

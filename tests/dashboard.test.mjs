@@ -112,7 +112,7 @@ test("a job's detail offers only what its status allows, keeps what an action an
   const buttons = () => page.locator("#detail-actions button").evaluateAll((bs) => bs.map((b) => b.dataset.action));
   assert.deepEqual(await buttons(), ["retry"], "a dead job can only be retried");
   assert.match(await page.locator("#detail-fields dd[data-field=chain]").textContent(), /^failed \(failed\): step 0 \(http\) went dead/);
-  assert.match(await page.locator("#detail-fields dd[data-field=steps]").textContent(), /0 http dead · 1 noop pending/);
+  assert.match(await page.locator("#detail-fields dd[data-field=steps]").textContent(), /├ 0 http dead└ 1 noop pending/);
 
   // The answer of an action outlives the refresh after it; the job now offers its new moves.
   await page.click("#detail-actions button[data-action=retry]");

@@ -6,7 +6,6 @@
 // write them within the stated bound.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { verifyDelivery } from "@cf-jobs/client";
 import { bundledWorker, ROOT, SIGNING_SECRET, startPlatform, TOKENS } from "./support/platform.mjs";
@@ -17,7 +16,7 @@ const APP_WORKER = join(ROOT, "examples", "app-worker", "index.js");
 /** defined_types::REFRESH_MS, the bound a definition takes to reach every isolate. */
 const REFRESH_MS = 5_000;
 
-let app, p, base, api;
+let app, p, api;
 before(async () => {
   app = await startAppServer();
   const workers = [
@@ -29,7 +28,6 @@ before(async () => {
     consumerServices: { APP: "jobs-app", OTHER: "jobs-app-other-secret" },
     consumerBindings: { ENDPOINT_WEATHER_REFRESH: app.url("/hooks/weather") },
   });
-  base = String(await p.mf.ready).replace(/\/$/, "");
   api = await adminApi(p);
 });
 after(async () => {
@@ -38,16 +36,7 @@ after(async () => {
 });
 
 /** Runs `cf-jobs args...` with the admin token, as an operator would. */
-function cli(...args) {
-  const child = spawn(join(ROOT, "node_modules", ".bin", "cf-jobs"), args, {
-    env: { ...process.env, CF_JOBS_URL: base, CF_JOBS_TOKEN: TOKENS.admin, NO_COLOR: "1" },
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (...args) => p.cli(...args);
 
 /** An admin call on /v1/admin/types (a type's, with `name`), checked against the OpenAPI document. */
 const types = (method, name, options = {}) =>

@@ -9,15 +9,17 @@ use jobs_shared::job::chain::{
     after_death, after_skip, after_success, failed_chain_of_dead_step, failed_chain_of_ended_step,
     follow_ups, ChainMove, ChainPosition,
 };
-use jobs_shared::job::enqueue::EXPIRED_UNRUN;
-use jobs_shared::job::enqueue::{validate_enqueue, validate_steps, NewJob};
+use jobs_shared::job::enqueue::{validate_next_step, validate_steps, NewJob};
+use jobs_shared::job::enqueue::{EXPIRED_UNRUN, MAX_SCHEDULE_AHEAD_SECS};
 use jobs_shared::job::ids::job_id;
 use jobs_shared::job::job_outcome::Decision;
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease::LOST_ATTEMPT;
+use jobs_shared::job::workflow_group::{self, GroupPayload};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
-use jobs_shared::retry::retry_policy::QueueDelayLimit;
+use jobs_shared::retry::retry_policy::{plan_delivery_at, QueueDelayLimit};
 use jobs_shared::runtime::queue_send::{send_to, Destination, Outgoing};
-use jobs_store::jobs::{ChainWrite, Claimed, Exhausted, FailedChain};
+use jobs_store::jobs::{Branch, ChainWrite, Claimed, Exhausted, FailedChain, Unsent};
 use serde_json::Value;
 use worker::Env;
 
@@ -48,10 +50,12 @@ pub fn take_follow_ups(
     }
 }
 
-/// A chain's move after one attempt, with the next step's job when there is one.
+/// A chain's move after one attempt, with the next step's job when there is one, and that
+/// step's branches when it is a group.
 pub struct Planned {
     pub chain: ChainMove,
     pub next: Option<NewJob>,
+    pub branches: Vec<Branch>,
 }
 
 impl Planned {
@@ -60,15 +64,26 @@ impl Planned {
         ChainWrite {
             chain: &self.chain,
             next: self.next.as_ref(),
+            branches: &self.branches,
+        }
+    }
+
+    fn only(chain: ChainMove) -> Planned {
+        Planned {
+            chain,
+            next: None,
+            branches: Vec::new(),
         }
     }
 }
 
-/// The next step is kept in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS).
+/// The next step is kept in D1 when due beyond `limit` (QUEUE_MAX_DELAY_SECS). `result` is the
+/// attempt's, whose list a next step that is a `for_each` group runs over.
 pub fn plan(
     job: &Claimed,
     decision: &Decision,
     follow_ups: Vec<Value>,
+    result: Option<&Value>,
     now_ms: i64,
     limit: QueueDelayLimit,
 ) -> Planned {
@@ -80,22 +95,52 @@ pub fn plan(
         Decision::Retry { .. } | Decision::RetryLater { .. } => ChainMove::None,
     };
     let ChainMove::Next { step, index, .. } = &chain else {
-        return Planned { chain, next: None };
+        return Planned::only(chain);
     };
-    match validate_enqueue(step, job_id(now_ms, random_u128()), now_ms, limit) {
-        Ok(next) => Planned {
+    let index = *index;
+    let planned = validate_next_step(step, new_id(now_ms), now_ms, limit)
+        .map_err(|e| e.message)
+        .and_then(|next| match next.job_type == JobType::GROUP {
+            true => with_branches(next, step, result, now_ms, limit),
+            false => Ok((next, Vec::new())),
+        });
+    match planned {
+        Ok((next, branches)) => Planned {
             chain,
             next: Some(next),
+            branches,
         },
-        // Checked when it entered the chain; should a later check disagree, stop here loudly.
-        Err(e) => Planned {
-            chain: ChainMove::Failed {
-                parent_id: at.parent().to_string(),
-                message: format!("step {index} could not be enqueued: {}", e.message),
-            },
-            next: None,
-        },
+        // Checked when it entered the chain (a group's list is only known now); should a
+        // later check disagree, stop here loudly.
+        Err(message) => Planned::only(ChainMove::Failed {
+            parent_id: at.parent().to_string(),
+            message: format!("step {index} could not be enqueued: {message}"),
+        }),
     }
+}
+
+/// A group step and its branches (docs/app-guide.md "Workflows"): the group waits in D1 until
+/// its branches have ended (their ends make it due: `jobs_store::jobs::job_join_groups`).
+fn with_branches(
+    mut group: NewJob,
+    step: &Value,
+    result: Option<&Value>,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<(NewJob, Vec<Branch>), String> {
+    let payload = GroupPayload::parse(&step["payload"]).map_err(|e| e.message)?;
+    let specs = workflow_group::branches(&payload, result)?;
+    let branches = (specs.into_iter().zip(0..))
+        .map(|(branch, index)| {
+            let job = validate_next_step(branch.spec, new_id(now_ms), now_ms, limit)
+                .map_err(|e| format!("branch {index}: {}", e.message))?;
+            let item = branch.item.map(|(item, _)| item.clone());
+            Ok(Branch { job, index, item })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    group.run_at_ms = now_ms + MAX_SCHEDULE_AHEAD_SECS * 1000;
+    group.delivery = plan_delivery_at(group.run_at_ms, now_ms, limit);
+    Ok((group, branches))
 }
 
 fn position(job: &Claimed) -> ChainPosition<'_> {
@@ -134,18 +179,23 @@ pub fn failed_by_expiry(job: &Exhausted, now_ms: i64) -> Option<FailedChain> {
 }
 
 /// Sends each next step's message with its correlation id (the step is already in D1; a
-/// failed send leaves it in the outbox for the sweep).
-pub async fn send(env: &Env, jobs: &[(&NewJob, &str)]) {
-    let outgoing: Vec<Outgoing> = jobs
+/// failed send leaves it in the outbox for the sweep), with a group's branches, and the jobs
+/// the batch made due (joined groups, callbacks).
+pub async fn send(env: &Env, jobs: &[(&NewJob, &str)], made_due: &[Unsent]) {
+    let stored = made_due
         .iter()
+        .filter_map(|g| Outgoing::stored(g.stored(), 0));
+    let outgoing: Vec<Outgoing> = (jobs.iter())
         .filter_map(|(job, cid)| Outgoing::new_job(job, cid))
+        .chain(stored)
         .collect();
     send_to(env, &outgoing, Destination::Lanes).await;
 }
 
-fn random_u128() -> u128 {
+/// A new job's id at `now_ms`.
+fn new_id(now_ms: i64) -> String {
     let mut bytes = [0u8; 16];
     // The ULID's randomness only has to make ids unique; on failure the time part still orders.
     let _ = getrandom::getrandom(&mut bytes);
-    u128::from_le_bytes(bytes)
+    job_id(now_ms, u128::from_le_bytes(bytes))
 }

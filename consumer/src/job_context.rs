@@ -73,6 +73,12 @@ pub struct JobContext<'a> {
     pub started_at: i64,
 }
 
+/// A workflow step's inputs, the earlier steps' results by name (docs/app-guide.md
+/// "Workflows"); `None` for a job that takes none.
+pub fn inputs(job: &Claimed) -> Option<Value> {
+    serde_json::from_str(job.inputs.as_deref()?).ok()
+}
+
 /// The job's payload as its type's struct (checked at enqueue; this only fails on old rows).
 pub fn payload<P: DeserializeOwned>(job: &Claimed) -> Result<P, JobError> {
     serde_json::from_str(&job.payload)

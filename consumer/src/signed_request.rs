@@ -1,4 +1,5 @@
-//! Signed HTTP delivery, shared by the `http` type and forwarding: X-Jobs-Signature binds the
+//! Signed HTTP delivery, shared by the `http` type, forwarding and callbacks, and where a
+//! delivery's target is reached ([`locate`]): X-Jobs-Signature binds the
 //! body to its method, URL, job and attempt (jobs_shared::security::signature, docs/app-guide.md
 //! "Signed delivery"), with the first of SIGNING_SECRETS (else SIGNING_SECRET); a timeout; the
 //! response classified (2xx success; 408/429/5xx/network/timeout retryable with Retry-After; other
@@ -10,13 +11,14 @@
 use jobs_shared::handlers::link_health::is_redirect;
 use jobs_shared::job::chain::BODY_TRUNCATED_KEY;
 use jobs_shared::job::stored_result::MAX_RESPONSE_BYTES;
+use jobs_shared::job::target::Endpoint;
 use jobs_shared::observe::correlation;
 use jobs_shared::retry::error_class::{delivery_redirected, ErrorClass, JobError};
 use jobs_shared::runtime::clock::now_ms;
 use jobs_shared::runtime::vars;
 use jobs_shared::security::signature::{sign, signing_secret, SignedRequest, SIGNATURE_HEADER};
 use serde_json::{json, Value};
-use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
+use worker::{Env, Fetcher, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::job_context::{invalid_request, JobContext};
 use crate::outbound::fetch_timeout::{self, Via};
@@ -32,6 +34,51 @@ pub struct Outgoing<'a> {
     pub body: Option<String>,
     pub content_type: Option<&'static str>,
     pub timeout_ms: u32,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A POST of JSON `body` (a forwarded job, a callback) by way of `via` to `url`.
+    pub fn json_post(via: Via<'a>, url: &'a str, body: &Value, timeout_ms: u32) -> Outgoing<'a> {
+        Outgoing {
+            via,
+            url,
+            method: Method::Post,
+            headers: Vec::new(),
+            body: Some(body.to_string()),
+            content_type: Some("application/json"),
+            timeout_ms,
+        }
+    }
+}
+
+/// Where `endpoint` is, for a delivery of `what` (named in errors: a job type, a callback): its
+/// URL and how it is reached. A service binding's `Fetcher` is kept in `fetcher`, which the
+/// returned `Via` borrows.
+pub fn locate<'f>(
+    env: &Env,
+    endpoint: Endpoint<'_>,
+    what: &str,
+    fetcher: &'f mut Option<Fetcher>,
+) -> Result<(Via<'f>, String), JobError> {
+    let not_configured = |what: String| JobError::new(ErrorClass::NotConfigured, what);
+    match endpoint {
+        Endpoint::Url(url) => Ok((Via::Internet, url.to_string())),
+        Endpoint::Service { binding, path } => {
+            let service = env.service(binding).map_err(|_| {
+                not_configured(format!(
+                    "the consumer has no service binding {binding} for {what}: add it to consumer/wrangler.toml [[services]]"
+                ))
+            })?;
+            let url = format!("https://{}{path}", binding.to_ascii_lowercase());
+            Ok((Via::Service(fetcher.insert(service)), url))
+        }
+        Endpoint::Var(key) => {
+            let url = vars::string(env, key).ok_or_else(|| {
+                not_configured(format!("no endpoint configured for {what}: set {key}"))
+            })?;
+            Ok((Via::Internet, url))
+        }
+    }
 }
 
 /// Sends `out` for the job in `ctx`, signed as that job's attempt.

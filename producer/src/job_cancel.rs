@@ -8,7 +8,7 @@
 
 use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::request::api_error::ApiError;
-use jobs_shared::security::auth::{Caller, Scope};
+use jobs_shared::security::auth::Caller;
 use jobs_store::jobs::{self, job_get_by_id, job_list_chain_steps, MovedBy, OperatorMove};
 use serde_json::{json, Value};
 use worker::{Env, Response};
@@ -34,8 +34,7 @@ pub async fn post(
     let job = job_get_by_id(&db, id)
         .await?
         .ok_or_else(|| no_such_job(id))?;
-    let own = caller.scope == Scope::Admin || job.enqueued_by.as_deref() == Some(&caller.name);
-    if !own || !caller.may_read(&job.job_type) {
+    if !caller.may_see(&job.job_type, job.enqueued_by.as_deref()) {
         return Err(no_such_job(id));
     }
     let (target, status) = if chain {

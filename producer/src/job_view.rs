@@ -55,7 +55,8 @@ async fn read(env: &Env, id: &str, caller: &Caller) -> Result<(Value, i64), ApiE
 }
 
 /// Job `id` and its runs' records, read concurrently; 404 when there is no such job, or none
-/// `caller` may see (a fenced token is not told a job of another type exists).
+/// `caller` may see (an enqueue token is not told another token's job exists, nor a fenced
+/// one a job of another type).
 async fn job_and_runs(
     db: &D1Database,
     id: &str,
@@ -64,7 +65,7 @@ async fn job_and_runs(
     let (job, runs) = futures::join!(job_get_by_id(db, id), job_run_list(db, id));
     let runs = runs?;
     match job? {
-        Some(job) if caller.may_read(&job.job_type) => Ok((job, runs)),
+        Some(job) if caller.may_see(&job.job_type, job.enqueued_by.as_deref()) => Ok((job, runs)),
         _ => Err(no_such_job(id)),
     }
 }
@@ -118,6 +119,11 @@ fn view(job: &JobRow, runs: &[RunRow]) -> Value {
         "expires_at": job.expires_at.map(rfc3339),
         "runs": runs,
         "artifacts": artifacts,
+        // Where its end goes, and how that delivery went (docs/app-guide.md "Callbacks").
+        "callback": job.callback.as_deref().map(|target| json!({
+            "target": parse_json(target),
+            "delivery": job.callback_delivery.as_deref().map(parse_json),
+        })),
     })
 }
 

@@ -11,6 +11,7 @@ mod dispatch;
 mod enqueue;
 mod enqueue_group;
 mod env_config;
+mod events;
 mod health;
 mod job_cancel;
 mod job_view;

@@ -13,7 +13,7 @@ use crate::admin::{
 use crate::artifact_download::ArtifactPath;
 use crate::router::{Access, Target};
 use crate::{
-    artifact_download, dashboard, enqueue, health, job_cancel, job_view, metrics, openapi,
+    artifact_download, dashboard, enqueue, events, health, job_cancel, job_view, metrics, openapi,
 };
 
 /// `Method "pattern", access => |call| handler(...)`: the handler's future, awaited.
@@ -42,6 +42,7 @@ pub static ROUTES: &[Route<Target>] = routes![
     Get "/v1/jobs/{id}", Enqueue => |c| job_view::get(c.env, c.param("id"), &c.caller());
     Post "/v1/jobs/{id}/cancel", Enqueue =>
         |c| job_cancel::post(c.env, &c.caller(), c.req, c.param("id"));
+    Post "/v1/events", Enqueue => |c| events::post(c.env, &c.caller(), c.req);
     Get "/v1/jobs/{id}/artifacts/{run}/{kind}", Enqueue => |c| artifact_download::get(c.env, &c.caller(),
         ArtifactPath { id: c.param("id"), run: c.param("run"), kind: c.param("kind") });
 

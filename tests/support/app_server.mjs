@@ -16,8 +16,10 @@ export async function startAppServer() {
       const step = script.length > 1 ? script.shift() : script[0];
       const respond = () => {
         res.writeHead(step.status, { "content-type": "application/json", ...(step.headers ?? {}) });
-        // `raw` is sent as is (a feed, a page); `body` as JSON.
-        res.end(step.raw ?? JSON.stringify(step.body ?? {}));
+        // `raw` is sent as is (a feed, a page); `body` as JSON; `echo` answers the request's
+        // JSON body back as `{"echo": ...}`.
+        const echoed = step.echo ? { echo: body ? JSON.parse(body) : null } : undefined;
+        res.end(step.raw ?? JSON.stringify(echoed ?? step.body ?? {}));
       };
       step.delayMs ? setTimeout(respond, step.delayMs) : respond();
     });

@@ -1,6 +1,7 @@
 // Runs the built producer and consumer WASM on local workerd through Miniflare, configured from
 // the real wrangler.toml files (bindings, queues, consumer settings), with an in-memory D1 that
 // the real migrations create. Only secrets and endpoint URLs are supplied by the test.
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { after, before } from "node:test";
@@ -261,8 +262,10 @@ class Platform {
     return this.request("POST", "/v1/jobs", { json: job, ...options });
   }
 
+  /** The job as GET /v1/jobs/{id} shows it, read with the admin token: any job, whichever token
+   * enqueued it (an enqueue token sees only its own). */
   getJob(id) {
-    return this.request("GET", `/v1/jobs/${id}`);
+    return this.request("GET", `/v1/jobs/${id}`, { token: TOKENS.admin });
   }
 
   /**
@@ -282,9 +285,34 @@ class Platform {
     return Object.values(row)[0];
   }
 
+  /** Runs `cf-jobs args...` against the producer with the admin token, as an operator would (no
+   * terminal: plain lines, no colours); resolves to its exit code and output. */
+  async cli(...args) {
+    const base = String(await this.mf.ready).replace(/\/$/, "");
+    const child = spawn(join(ROOT, "node_modules", ".bin", "cf-jobs"), args, {
+      env: { ...process.env, CF_JOBS_URL: base, CF_JOBS_TOKEN: TOKENS.admin, NO_COLOR: "1" },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  }
+
   /** `waitFor` as a method: most tests hold only the platform. */
   waitFor(probe, options) {
     return waitFor(probe, options);
+  }
+
+  /** Waits until the chain job `id` heads has left `running`; returns that job. */
+  waitForChain(id) {
+    return this.waitFor(
+      async () => {
+        const { body } = await this.getJob(id);
+        return body.chain && body.chain.status !== "running" ? body : null;
+      },
+      { what: `chain ${id} to finish` },
+    );
   }
 
   /** Waits until the job's status is one of `statuses`; returns the job. */

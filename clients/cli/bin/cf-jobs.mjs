@@ -66,6 +66,32 @@ function table(head, rows) {
   return t.toString();
 }
 
+/**
+ * A job's place in a workflow (docs/app-guide.md "Workflows") as lines: its name, inputs, group,
+ * callback, and for a chain's first job the chain as an indented tree of its steps, each with its
+ * state, a group's branches and a wait's event.
+ */
+function workflowLines(job) {
+  const lines = [];
+  if (job.name) lines.push(`name ${job.name}`);
+  if (job.inputs) lines.push(`inputs ${Object.keys(job.inputs).join(", ")}`);
+  if (job.group_id) lines.push(`branch ${job.branch} of group ${job.group_id}`);
+  if (job.parent_id) lines.push(`step ${job.chain_step} of chain ${job.parent_id}`);
+  if (job.callback) lines.push(`callback ${job.callback.delivery ? `${job.callback.delivery.status} after ${job.callback.delivery.attempts} attempt(s)` : "not yet called"}`);
+  if (job.chain) {
+    const c = job.chain;
+    lines.push(`chain ${c.status} (${c.outcome})${c.error ? `: ${c.error}` : ""}`);
+    c.steps.forEach((s, i) => {
+      const branches = s.branches ? `  ${Object.entries(s.branches).map(([k, n]) => `${n} ${k}`).join(", ")}` : "";
+      const waits = s.waits_for && ["scheduled", "queued"].includes(s.status) ? `  waits for ${s.waits_for.join(" ")} until ${s.run_at}` : "";
+      const sleeps = !s.waits_for && s.status === "scheduled" ? `  due ${s.run_at}` : "";
+      const head = [s.step, s.name, s.type ?? "?", s.status].filter((x) => x != null).join(" ");
+      lines.push(`${i === c.steps.length - 1 ? "└" : "├"} ${head}${branches}${waits}${sleeps}`);
+    });
+  }
+  return lines.length ? `${lines.join("\n")}\n` : "";
+}
+
 const percent = (x) => (x === null || x === undefined ? "-" : `${(x * 100).toFixed(1)} %`);
 
 function statsTable(stats) {
@@ -164,7 +190,7 @@ async function main(argv) {
     }
     case "jobs get": {
       const job = await jobs.getJob(rest[1] ?? "");
-      out.result(job, `${pc.bold(job.id)} ${job.type} (${job.family}) ${job.status}\n` +
+      out.result(job, `${pc.bold(job.id)} ${job.type} (${job.family}) ${job.status}\n` + workflowLines(job) +
         table(["run", "attempt", "outcome", "duration ms", "error"], job.runs.map((r) => [r.run, r.attempt, r.outcome, r.duration_ms, r.error?.message])));
       return 0;
     }

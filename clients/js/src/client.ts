@@ -127,6 +127,14 @@ export class JobsClient {
   }
 
   /**
+   * POST /v1/events: resumes the workflow waits (steps of type `wait`) this client's token
+   * enqueued that wait for `event` with `key`, each given `data`; answers the ids it resumed.
+   */
+  sendEvent(event: string, key: string, data?: unknown): Promise<{ resumed: number; jobs: string[] }> {
+    return this.request("POST", "/v1/events", data === undefined ? { event, key } : { event, key, data });
+  }
+
+  /**
    * GET /v1/jobs/{id}/artifacts/{run}/{kind}: the body of an artifact the job's `artifacts` list
    * names (a screenshot's image, a run's LLM responses), typed by its content type.
    */

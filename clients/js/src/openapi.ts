@@ -667,6 +667,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post an event: the workflow waits for its event and key resume now (docs/app-guide.md "Workflows")
+         * @description Resumes every wait step (type wait) still waiting for this event and key, of jobs the calling token enqueued (an admin token: anyone's); each gets data as its result, and its chain goes on. A wait not yet reached, or already past its timeout, is not resumed.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        event: string;
+                        key: string;
+                        /** @description any JSON, at most 64 KiB: the resumed waits' result's data */
+                        data?: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description the waits resumed (none is not an error) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            resumed: number;
+                            jobs: string[];
+                        };
+                    };
+                };
+                /** @description malformed JSON, or a body that is not an object */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no or unknown token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description data over 64 KiB (data_too_large), or a body over 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description an unknown field, or event or key missing or too long */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description D1 or a binding failed; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/artifacts/{run}/{kind}": {
         parameters: {
             query?: never;
@@ -4172,6 +4277,15 @@ export interface components {
             expires_in_seconds?: number;
             /** @description jobs to run one after the other once this one succeeds (docs/app-guide.md "Job chains") */
             steps?: components["schemas"]["ChainStep"][];
+            /** @description the job's name in its chain, which later steps' inputs name it by; unique within the request (docs/app-guide.md "Workflows") */
+            name?: string;
+            /** @description where the job's end is delivered, once, signed (docs/app-guide.md "Callbacks"): {url}, {url_var} (a consumer var holding the URL) or {service, path?} (a consumer service binding); on a chain's first job, the chain's end */
+            callback?: {
+                url?: string;
+                url_var?: string;
+                service?: string;
+                path?: string;
+            };
             /** @description The job's key for flow control: in place of its type's payload key field, or with flow_limits for a type without flow control (docs/app-guide.md "Flow control"). */
             flow_key?: string;
             /** @description The job's own flow control limits, in place of its type's; for a type without flow control, with a flow_key (docs/app-guide.md "Flow control"). At least one of concurrency and rate. */
@@ -4187,7 +4301,7 @@ export interface components {
             /** @description With a dedup_key: a burst of enqueues with the key runs once, this long after the last of them (within a second; at most five periods after the first), with the last payload. */
             debounce_seconds?: number;
         };
-        /** @description A later step of a job chain (docs/app-guide.md "Job chains"): a job as POST /v1/jobs takes it, but due when the step before it ends, so without run_at, expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. */
+        /** @description A later step of a job chain (docs/app-guide.md "Job chains", "Workflows"): a job as POST /v1/jobs takes it, but due when the step before it ends (or at its run_at, if later), so without expires_at (expires_in_seconds counts from then), dedup_key or steps of its own. A step of type group runs branches in parallel (its payload: jobs, or for_each and job, and on_failure). */
         ChainStep: {
             type: string;
             /** @description the job type's payload (docs/app-guide.md "Job types"); {} when omitted */
@@ -4196,10 +4310,19 @@ export interface components {
             };
             priority?: number;
             delay_seconds?: number;
+            /**
+             * Format: date-time
+             * @description not before: the step is due then, or when the step before it ends if that is later
+             */
+            run_at?: string;
             max_attempts?: number;
             retry?: components["schemas"]["RetryPolicy"];
             /** @description expires_at as seconds from now */
             expires_in_seconds?: number;
+            /** @description the job's name in its chain, which later steps' inputs name it by; unique within the request (docs/app-guide.md "Workflows") */
+            name?: string;
+            /** @description names of earlier steps whose results this step takes: delivered as inputs (docs/app-guide.md "Workflows") */
+            inputs?: string[];
         };
         /** @description A retry policy: a preset's name, or a policy object (docs/app-guide.md "Retries"). Omitted parameters take the preset's. */
         RetryPolicy: ("default" | "crawler" | "fixed_table" | "quick") | {
@@ -4325,6 +4448,16 @@ export interface components {
             runs: components["schemas"]["Run"][];
             parent_id?: string;
             chain_step?: number;
+            /** @description its name in its chain, when it has one */
+            name?: string;
+            /** @description a workflow step's inputs: the named earlier steps' results (not shown to a token fenced to job types) */
+            inputs?: {
+                [key: string]: unknown;
+            };
+            /** @description a group's branch: its group (docs/app-guide.md "Workflows") */
+            group_id?: string;
+            /** @description a group's branch: its place in the group */
+            branch?: number;
             /** @description On a chain's first job: the chain's status, its outcome (partial when it failed after some phases succeeded), why it failed, every step, and the step numbers by phase. */
             chain?: {
                 /** @enum {string} */
@@ -4340,6 +4473,18 @@ export interface components {
                     /** @description null for a step of a type the token may not read */
                     type: string | null;
                     status: string;
+                    name?: string | null;
+                    /**
+                     * Format: date-time
+                     * @description when a written step is due (a sleep's end, a wait's timeout)
+                     */
+                    run_at?: string;
+                    /** @description a group step's branches counted by status */
+                    branches?: {
+                        [key: string]: number;
+                    };
+                    /** @description a wait step's event and key */
+                    waits_for?: string[];
                 }[];
                 phases: {
                     succeeded: number[];
@@ -4350,6 +4495,18 @@ export interface components {
             };
             /** @description every run's artifacts, newest run first, each with its run */
             artifacts: components["schemas"]["Artifact"][];
+            /** @description its callback: the target, and its delivery (the callback job's id, status, attempts and last error) once the job or its chain ended; null without one */
+            callback?: {
+                target?: {
+                    [key: string]: unknown;
+                };
+                delivery?: {
+                    id?: string;
+                    status?: string;
+                    attempts?: number;
+                    error?: string | null;
+                } | null;
+            } | null;
             /** @description GET /v1/admin/jobs/{id} only: the operator actions its status allows now (retry, cancel and skip where the state machine allows the move, priority and boost while it is live) */
             actions?: ("retry" | "cancel" | "skip" | "priority" | "boost")[];
         };

@@ -8,6 +8,7 @@ use futures::stream::{self, StreamExt};
 use jobs_shared::job::flow_control::FlowTally;
 use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::lease;
+use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::job::run_details::{Ran, RunDetails};
 use jobs_shared::observe::d1_stats::D1Stats;
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
@@ -181,6 +182,16 @@ async fn start(
     execute(ctx, gate, job, job_type, deadline).await
 }
 
+/// Why a group's branch is skipped, not run: its group has ended (failed fast, or cancelled
+/// with its chain) before it started (docs/app-guide.md "Workflows").
+fn ended_group(job: &Claimed) -> Option<JobError> {
+    let status = job.group_status.as_deref()?;
+    JobStatus::parse(status).filter(|s| s.is_terminal())?;
+    let group = job.group_id.as_deref().unwrap_or_default();
+    let message = format!("its group {group} ended {status} before it started: skipped, not run");
+    Some(JobError::new(ErrorClass::GroupEnded, message))
+}
+
 /// A job's own `timeout_ms`, for a type whose payload may set it (see `lease::deadline_ms`).
 fn payload_timeout(job: &Claimed, job_type: JobType) -> Option<u32> {
     #[derive(serde::Deserialize)]
@@ -210,8 +221,9 @@ async fn execute(
 ) -> Result<Attempt, Release> {
     let started_at = now_ms();
     let outbound = gate.for_job(started_at + deadline_ms - lease::WRITE_RESERVE_MS);
-    let ran = match job_type {
-        Some(job_type) => {
+    let ran = match (ended_group(job), job_type) {
+        (Some(ended), _) => HandlerRun::of(Err(ended)),
+        (None, Some(job_type)) => {
             let job_ctx = JobContext {
                 job,
                 job_type,
@@ -226,7 +238,7 @@ async fn execute(
                 HandlerRun::of(Err(JobError::new(ErrorClass::Timeout, message)))
             })
         }
-        None => HandlerRun::of(Err(JobError::new(
+        (None, None) => HandlerRun::of(Err(JobError::new(
             ErrorClass::InvalidPayload,
             format!("unknown job type {}", job.job_type),
         ))),

@@ -96,7 +96,15 @@ fn decide_and_plan(
         now_ms: attempt.finished_at,
         limit,
     });
-    let chain = chain::plan(job, &decision, follow_ups, attempt.finished_at, limit);
+    let result = attempt.outcome.as_ref().ok().and_then(Option::as_ref);
+    let chain = chain::plan(
+        job,
+        &decision,
+        follow_ups,
+        result,
+        attempt.finished_at,
+        limit,
+    );
     (decision, chain)
 }
 
@@ -205,6 +213,10 @@ pub mod tests {
             run_at: 0,
             flow_key: None,
             flow_limits: None,
+            inputs: None,
+            group_id: None,
+            group_status: None,
+            callback: None,
         }
     }
 

@@ -156,6 +156,7 @@ async fn run_stages(
                 runs: &runs,
                 unclaimed: &sorted.unclaimed,
                 seen: &recorded.seen,
+                made_due: &recorded.made_due,
                 dead: sorted.dead,
             };
             settle::settle(ends, ctx.env).boxed_local().await;

@@ -13,7 +13,9 @@ use jobs_shared::observe::job_event::Settled;
 use jobs_shared::observe::job_minutes::{self, Ended, MinuteTally};
 use jobs_shared::observe::log_line::{fault, LogLevel};
 use jobs_shared::runtime::clock::now_ms;
-use jobs_store::jobs::{self, Claim, Claimed, FailedChain, Finished, Leftovers, Seen};
+use jobs_store::jobs::{
+    self, Claim, Claimed, FailedChain, Finished, Leftovers, Recorded, Seen, Unsent,
+};
 use worker::js_sys::Math;
 use worker::D1Database;
 
@@ -37,6 +39,9 @@ pub struct Written<'a> {
 pub struct RecordedBatch {
     /// The state of each unclaimed message's job (none for a job that no longer exists).
     pub seen: Vec<Seen>,
+    /// The jobs the batch made due, to be sent: groups its branch ends joined, callbacks D1
+    /// wrote for the jobs and chains it ended.
+    pub made_due: Vec<Unsent>,
     /// The batch's attempts by outcome, for its `batch.completed` line.
     pub settled: Settled,
 }
@@ -69,8 +74,9 @@ pub async fn record(
         flow_at: now_ms(),
     };
     let finished: Vec<Finished> = runs.iter().filter_map(BatchJob::finished).collect();
-    let seen = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await {
-        Ok(seen) => seen,
+    let recorded = match jobs::job_set_outcome_many(db, family, &finished, &leftovers, stats).await
+    {
+        Ok(recorded) => recorded,
         Err(e) => {
             let message = format_args!(
                 "recording {} outcome(s) together failed, one by one now: {e}",
@@ -82,7 +88,11 @@ pub async fn record(
                 .await?
         }
     };
-    Ok(RecordedBatch { seen, settled })
+    Ok(RecordedBatch {
+        seen: recorded.seen,
+        made_due: recorded.made_due,
+        settled,
+    })
 }
 
 /// The chains of the steps the claim ended: found dead of a lost attempt, or expired.
@@ -118,16 +128,20 @@ async fn one_by_one(
     runs: &mut [BatchJob<'_>],
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
-) -> worker::Result<Vec<Seen>> {
-    let seen = jobs::job_set_outcome_many(db, family, &[], leftovers, stats).await?;
+) -> worker::Result<Recorded> {
+    let mut recorded = jobs::job_set_outcome_many(db, family, &[], leftovers, stats).await?;
     for run in runs.iter_mut() {
         let Some(one) = run.finished() else {
             continue;
         };
-        let Err(e) =
-            jobs::job_set_outcome_many(db, family, &[one], &Leftovers::default(), stats).await
-        else {
-            continue;
+        let e = match jobs::job_set_outcome_many(db, family, &[one], &Leftovers::default(), stats)
+            .await
+        {
+            Ok(alone) => {
+                recorded.made_due.extend(alone.made_due);
+                continue;
+            }
+            Err(e) => e,
         };
         let Fate::Decided(decided) = &mut run.fate else {
             continue;
@@ -138,7 +152,9 @@ async fn one_by_one(
             continue;
         };
         // Even the failure cannot be written: D1 itself is failing, leave it to the lease.
-        jobs::job_set_outcome_many(db, family, &[failed], &Leftovers::default(), stats).await?;
+        let alone =
+            jobs::job_set_outcome_many(db, family, &[failed], &Leftovers::default(), stats).await?;
+        recorded.made_due.extend(alone.made_due);
     }
-    Ok(seen)
+    Ok(recorded)
 }

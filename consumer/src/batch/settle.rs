@@ -10,7 +10,7 @@ use jobs_shared::job::envelope::JobMessage;
 use jobs_shared::job::family::Family;
 use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::observe::log_line::{fault, LogLevel};
-use jobs_store::jobs::Seen;
+use jobs_store::jobs::{Seen, Unsent};
 use worker::Env;
 
 use super::claim_outcome::Sorted;
@@ -27,6 +27,8 @@ pub struct Ends<'a> {
     /// Messages that claimed nothing, and their jobs' state as the record read it.
     pub unclaimed: &'a [&'a Delivery],
     pub seen: &'a [Seen],
+    /// Jobs the batch made due (joined groups, callbacks): sent with the next steps.
+    pub made_due: &'a [Unsent],
     /// Messages whose job the claim found dead, to dead-letter with the runs' dead.
     pub dead: Vec<(&'a Delivery, JobMessage)>,
 }
@@ -37,6 +39,7 @@ pub async fn settle(ends: Ends<'_>, env: &Env) {
         runs,
         unclaimed,
         seen,
+        made_due,
         mut dead,
     } = ends;
     let seen: HashMap<&str, &Seen> = seen.iter().map(|s| (s.id.as_str(), s)).collect();
@@ -66,16 +69,21 @@ pub async fn settle(ends: Ends<'_>, env: &Env) {
             }
         }
     }
-    // A chain's next step inherits the step's correlation id.
+    // A chain's next step, and a group's branches, inherit the step's correlation id.
     let next_steps: Vec<_> = (runs.iter())
-        .filter_map(|r| {
-            let next = r.decided()?.chain.next.as_ref()?;
-            Some((next, r.job.correlation()))
+        .filter_map(|r| Some((&r.decided()?.chain, r.job.correlation())))
+        .flat_map(|(planned, cid)| {
+            let branches = planned.branches.iter().map(|b| &b.job);
+            planned
+                .next
+                .iter()
+                .chain(branches)
+                .map(move |job| (job, cid))
         })
         .collect();
     futures::join!(
         dead_letters::send(family, &dead, env).boxed_local(),
-        chain::send(env, &next_steps).boxed_local()
+        chain::send(env, &next_steps, made_due).boxed_local()
     );
 }
 

@@ -1,4 +1,5 @@
-//! The `http` type: deliver the request the payload describes, signed.
+//! The `http` type: deliver the request the payload describes, signed (a workflow step's
+//! `inputs` in its JSON body).
 
 use jobs_shared::job::payloads::HttpPayload;
 use serde_json::Value;
@@ -20,7 +21,16 @@ pub async fn run(ctx: &JobContext<'_>) -> HandlerRun {
             .unwrap_or("POST")
             .to_ascii_uppercase(),
     );
-    let (body, content_type) = match payload.body {
+    // A workflow step's inputs go in its JSON body (an object, or none: checked at enqueue).
+    let body = match (job_context::inputs(ctx.job), payload.body) {
+        (Some(inputs), None | Some(Value::Null)) => Some(serde_json::json!({ "inputs": inputs })),
+        (Some(inputs), Some(Value::Object(mut object))) => {
+            object.insert("inputs".into(), inputs);
+            Some(Value::Object(object))
+        }
+        (_, body) => body,
+    };
+    let (body, content_type) = match body {
         None | Some(Value::Null) => (None, None),
         Some(Value::String(text)) => (Some(text), None),
         Some(json) => (Some(json.to_string()), Some("application/json")),

@@ -7,6 +7,7 @@
 
 mod alert_evaluator;
 mod dead_job_escalator;
+mod group_joiner;
 mod held_job_releaser;
 mod histogram_rollup;
 mod job_cleaner;
@@ -57,6 +58,7 @@ pub async fn run(env: &Env, now_ms: i64) {
         ("schedules_run", periodic_job_enqueuer::run(&tick).await),
         ("sent_when_due", job_scheduler::run(&tick).await),
         ("held_released", held_job_releaser::run(&tick).await),
+        ("groups_joined", group_joiner::run(&tick).await),
         ("resent", outbox_resender::run(&tick).await),
         ("stranded_resent", stranded_job_resender::run(&tick).await),
         ("aged", priority_aging::run(&tick).await),

@@ -369,6 +369,19 @@ async function saveArtifact(id, a) {
 /** A chain step names its parent; a chain's parent lists its steps (docs/app-guide.md "Job chains"). */
 function chainFields(job) {
   const out = [];
+  // A workflow's parts (docs/app-guide.md "Workflows"): its name and inputs, its group, its callback.
+  if (job.name) out.push(cell("name", { tag: "dt" }), cell(job.name, { tag: "dd", field: "name" }));
+  if (job.inputs) out.push(cell("inputs", { tag: "dt" }), cell(JSON.stringify(job.inputs), { tag: "dd", field: "inputs" }));
+  if (job.group_id) {
+    const dd = cell("", { tag: "dd", field: "group" });
+    dd.replaceChildren(`branch ${job.branch} of `, jobAnchor(job.group_id));
+    out.push(cell("group", { tag: "dt" }), dd);
+  }
+  if (job.callback) {
+    const d = job.callback.delivery;
+    const text = d ? `${d.status} after ${d.attempts} attempt(s)${d.error ? `: ${d.error}` : ""}` : "not yet called";
+    out.push(cell("callback", { tag: "dt" }), cell(text, { tag: "dd", field: "callback" }));
+  }
   if (job.parent_id) {
     const dd = cell("", { tag: "dd", field: "parent" });
     dd.replaceChildren(`step ${job.chain_step} of `, jobAnchor(job.parent_id));
@@ -379,12 +392,16 @@ function chainFields(job) {
     const summary = `${c.status} (${c.outcome})${c.error ? `: ${c.error}` : ""}`;
     out.push(cell("chain", { tag: "dt" }), cell(summary, { tag: "dd", field: "chain" }));
     const steps = cell("", { tag: "dd", field: "steps" });
+    // One line per step, as a tree: its name, state, a group's branches by status, a wait's event.
     steps.replaceChildren(
-      ...c.steps.flatMap((s, i) => [
-        i ? " · " : "",
-        `${s.step} ${s.type} `,
-        s.id ? jobAnchor(s.id, s.status) : s.status,
-      ]),
+      ...c.steps.map((s, i) => {
+        const line = document.createElement("div");
+        const branches = s.branches ? ` (${Object.entries(s.branches).map(([k, n]) => `${n} ${k}`).join(", ")})` : "";
+        const waits = s.waits_for && ["scheduled", "queued"].includes(s.status) ? ` waits for ${s.waits_for.join(" ")} until ${when(s.run_at)}` : "";
+        line.append(`${i === c.steps.length - 1 ? "└" : "├"} ${s.step} ${s.name ? `${s.name} ` : ""}${s.type} `,
+          s.id ? jobAnchor(s.id, s.status) : s.status, branches + waits);
+        return line;
+      }),
     );
     out.push(cell("steps", { tag: "dt" }), steps);
   }

@@ -2,12 +2,16 @@
 //! untrusted JSON into a [`NewJob`] ready to write, or an [`ApiError`] that names
 //! the field to fix. Pure: the id and the clock come in as arguments.
 
+use crate::job::callback;
 use crate::job::family::Family;
 use crate::job::flow_control::{Limits, MAX_FLOW_KEY_CHARS};
 use crate::job::job_type::JobType;
 use crate::job::lifecycle::JobStatus;
 use crate::job::payloads::PAYLOAD_FIELD;
 use crate::job::registry::MAX_ATTEMPTS;
+use crate::job::workflow_group::GroupPayload;
+use crate::job::workflow_step::{check_name, checked_inputs, Earlier};
+use crate::job::workflow_wait::WaitPayload;
 use crate::request::api_error::ApiError;
 use crate::request::field_error::{decode_fields, empty_object, invalid, join, not_an_object};
 use crate::retry::retry_policy::{plan_delivery_at, DeliveryPlan, QueueDelayLimit};
@@ -87,6 +91,14 @@ pub struct EnqueueRequest {
     pub expires_in_seconds: Option<i64>,
     /// Jobs to run one after the other once this one succeeds (see [`crate::job::chain`]).
     pub steps: Option<Value>,
+    /// The job's name in its chain, which later steps' `inputs` name it by
+    /// (crate::job::workflow_step).
+    pub name: Option<String>,
+    /// Earlier steps whose results this step takes (crate::job::workflow_step).
+    pub inputs: Option<Vec<String>>,
+    /// Where the job's end (a chain's first job: its chain's end) is delivered
+    /// (crate::job::callback).
+    pub callback: Option<Value>,
     /// The job's key for its type's flow control, in place of its payload's key field
     /// (crate::job::flow_control).
     pub flow_key: Option<String>,
@@ -132,6 +144,12 @@ pub struct NewJob {
     pub delivery: DeliveryPlan,
     /// The chain steps that follow this job, compact JSON; `None` outside a chain.
     pub steps: Option<String>,
+    /// Its name in its chain (crate::job::workflow_step).
+    pub name: Option<String>,
+    /// The earlier steps whose results it takes, a JSON array of their names.
+    pub inputs: Option<String>,
+    /// Its callback's target as stored (crate::job::callback).
+    pub callback: Option<String>,
 }
 
 impl NewJob {
@@ -153,6 +171,28 @@ pub fn validate_enqueue(
     now_ms: i64,
     limit: QueueDelayLimit,
 ) -> Result<NewJob, ApiError> {
+    validate_job(body, id, now_ms, limit, Earlier::First)
+}
+
+/// Validates a chain's next step as the consumer enqueues it: as [`validate_enqueue`], but its
+/// `inputs` name steps whose names are in D1 (checked when it entered the chain).
+pub fn validate_next_step(
+    step: &Value,
+    id: String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+) -> Result<NewJob, ApiError> {
+    validate_job(step, id, now_ms, limit, Earlier::Unknown)
+}
+
+/// [`validate_enqueue`], with the names `inputs` may take.
+fn validate_job(
+    body: &Value,
+    id: String,
+    now_ms: i64,
+    limit: QueueDelayLimit,
+    earlier: Earlier<'_>,
+) -> Result<NewJob, ApiError> {
     if !body.is_object() {
         return Err(not_an_object());
     }
@@ -165,9 +205,11 @@ pub fn validate_enqueue(
     let payload = checked_payload(job_type, &req.payload)?;
     let priority = in_range("priority", req.priority, PRIORITY)?.unwrap_or(0);
     let (dedup_until_ms, debounce_ms) = dedup_terms(&req, now_ms)?;
-    let run_at_ms = match debounce_ms {
-        Some(quiet) => now_ms + quiet,
-        None => due_at(&req, now_ms)?,
+    let run_at_ms = match (debounce_ms, WaitPayload::parse(&req.payload)) {
+        (Some(quiet), _) => now_ms + quiet,
+        // A wait is due at its timeout, unless its event comes first.
+        (None, Ok(wait)) if job_type == JobType::WAIT => now_ms + wait.timeout_secs * 1000,
+        (None, _) => due_at(&req, now_ms)?,
     };
     key_length("dedup_key", req.dedup_key.as_deref(), MAX_DEDUP_KEY_CHARS)?;
     let retry = match &req.retry {
@@ -180,10 +222,12 @@ pub fn validate_enqueue(
         .unwrap_or(job_type.spec().max_attempts);
     let expires_at_ms = expires_at(&req, now_ms, run_at_ms)?;
     let flow_limits = own_flow(&req, job_type)?;
+    let inputs = workflow_terms(&req, job_type, earlier, now_ms)?;
+    let callback = callback::checked(req.callback.as_ref())?;
     let steps = match &req.steps {
         Some(steps) => {
             // Checking returns the steps as given, so they are stored as the request has them.
-            validate_steps("steps", steps, now_ms)?;
+            steps_after("steps", steps, now_ms, req.name.as_deref())?;
             Some(steps.to_string())
         }
         None => None,
@@ -206,7 +250,67 @@ pub fn validate_enqueue(
         expires_at_ms,
         delivery: plan_delivery_at(run_at_ms, now_ms, limit),
         steps,
+        name: req.name,
+        inputs,
+        callback,
     })
+}
+
+/// A job's part in a workflow (docs/app-guide.md "Workflows"): its `name`, the `inputs` it takes
+/// from the steps before it (`earlier`), returned as stored, and for a `group` its branches,
+/// each checked as a step after the same steps.
+fn workflow_terms(
+    req: &EnqueueRequest,
+    job_type: JobType,
+    earlier: Earlier<'_>,
+    now_ms: i64,
+) -> Result<Option<String>, ApiError> {
+    check_name(req.name.as_deref())?;
+    let inputs = checked_inputs(req.inputs.as_deref(), earlier)?;
+    let body = req
+        .payload
+        .get("body")
+        .filter(|b| !b.is_null() && !b.is_object());
+    if inputs.is_some() && job_type == JobType::HTTP && body.is_some() {
+        let message = "a step with inputs sends them in its JSON body: give an object, or none";
+        return Err(invalid("invalid_payload", "payload.body", message));
+    }
+    if job_type != JobType::GROUP && job_type != JobType::WAIT {
+        return Ok(inputs);
+    }
+    if let Earlier::First = earlier {
+        let message = format!(
+            "a {} is a chain's step: put it in the steps of the job before it",
+            job_type.as_str()
+        );
+        return Err(invalid("invalid_field", "type", message));
+    }
+    let timed = [
+        ("delay_seconds", req.delay_seconds.is_some()),
+        ("run_at", req.run_at.is_some()),
+    ];
+    if let Some((field, _)) = timed.into_iter().find(|(_, given)| *given) {
+        let message = match job_type == JobType::WAIT {
+            true => "a wait is due at its timeout: give payload.timeout_seconds",
+            false => "a group starts when the step before it ends: delay its branches instead",
+        };
+        return Err(invalid("invalid_field", field, message));
+    }
+    if job_type == JobType::WAIT {
+        return Ok(inputs);
+    }
+    // Checked by its type already: this only reads it.
+    let group = GroupPayload::parse(&req.payload)
+        .map_err(|e| invalid("invalid_payload", join(PAYLOAD_FIELD, &e.field), e.message))?;
+    for (i, spec) in group.specs().into_iter().enumerate() {
+        let at = || group.spec_field(i);
+        checked_spec(at, "branch", spec, &BRANCH_FORBIDDEN, now_ms, earlier)?;
+        if spec.get("type").and_then(Value::as_str) == Some(JobType::GROUP.as_str()) {
+            let message = "a group's branch cannot be a group";
+            return Err(invalid("invalid_field", join(&at(), "type"), message));
+        }
+    }
+    Ok(inputs)
 }
 
 /// The job's own flow control (docs/app-guide.md "Flow control"): a `flow_key` keys it in place
@@ -402,7 +506,7 @@ pub fn validate_batch(
         .enumerate()
         .map(|(i, job)| {
             let at = || format!("jobs[{i}]");
-            validate_item(at, "job", job, &mut ids, now_ms, limit)
+            validate_item(at, "job", job, &mut ids, now_ms, limit, Earlier::First)
         })
         .collect()
 }
@@ -417,12 +521,13 @@ pub(crate) fn validate_item(
     id: impl FnOnce() -> String,
     now_ms: i64,
     limit: QueueDelayLimit,
+    earlier: Earlier<'_>,
 ) -> Result<NewJob, ApiError> {
     if !item.is_object() {
         let message = format!("each {noun} must be a JSON object");
         return Err(invalid("invalid_field", at(), message));
     }
-    validate_enqueue(item, id(), now_ms, limit).map_err(|e| ApiError {
+    validate_job(item, id(), now_ms, limit, earlier).map_err(|e| ApiError {
         field: Some(join(&at(), e.field.as_deref().unwrap_or_default())),
         ..e
     })
@@ -447,11 +552,13 @@ fn in_range(
 /// a bulk loader).
 pub const MAX_STEPS: usize = 20;
 
-/// A step may not set these: a step is due when the one before it ends (so it may expire only
-/// relative to that, `expires_in_seconds`), has no key of its own to dedup on (nor a flow key or
-/// limits: its type's flow control holds it), and cannot nest a chain inside the chain.
+/// A step may not set these: a step is due when the one before it ends (or at its `run_at`,
+/// whichever is later: a workflow's sleep until a time), so it may expire only relative to
+/// that (`expires_in_seconds`); it has no key of its own to dedup on (nor a flow key or limits:
+/// its type's flow control holds it), cannot nest a chain inside the chain, and calls back
+/// through its chain's first job.
 const STEP_FORBIDDEN: [&str; 8] = [
-    "run_at",
+    "callback",
     "expires_at",
     "dedup_key",
     "steps",
@@ -460,6 +567,36 @@ const STEP_FORBIDDEN: [&str; 8] = [
     "dedup_window_seconds",
     "debounce_seconds",
 ];
+
+/// What a group's branch may not set beyond what a step may not: it takes the group's name
+/// and inputs (crate::job::workflow_group).
+const BRANCH_FORBIDDEN: [&str; 2] = ["name", "inputs"];
+
+/// Checks one spec of a list (a chain's step, a group's branch: the `noun`) at `at`, which may
+/// not set the fields a step may not, nor the `also_forbidden`; only checked, since the queue
+/// limit matters once it is enqueued.
+fn checked_spec(
+    at: impl Fn() -> String,
+    noun: &str,
+    spec: &Value,
+    also_forbidden: &[&str],
+    now_ms: i64,
+    earlier: Earlier<'_>,
+) -> Result<(), ApiError> {
+    let forbidden = [&STEP_FORBIDDEN[..], also_forbidden].concat();
+    let refused =
+        (spec.as_object()).and_then(|object| forbidden.iter().find(|k| object.contains_key(**k)));
+    if let Some(key) = refused {
+        let message = format!("not allowed in a {noun}");
+        return Err(ApiError::new(422, "unknown_field", message).with_field(join(&at(), key)));
+    }
+    let limit = QueueDelayLimit::DEFAULT;
+    validate_item(at, noun, spec, String::new, now_ms, limit, earlier).map_err(|e| ApiError {
+        message: leave_out(&e.message, &forbidden),
+        ..e
+    })?;
+    Ok(())
+}
 
 /// An unknown field's message without `names` among the fields it says were expected: a step is
 /// not offered the fields it may not set.
@@ -476,7 +613,30 @@ fn leave_out(message: &str, names: &[&str]) -> String {
 /// Checks a list of step specs (enqueue request bodies) and returns them as compact JSON.
 /// `field` names the list in errors (`steps`, `follow_up`); each step is checked exactly as
 /// `POST /v1/jobs` checks a job, so a chain never stalls on a step that could not be enqueued.
+/// Follow-ups come after steps whose names are in D1: their `inputs` are not checked here.
 pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+    checked_steps(field, steps, now_ms, None)
+}
+
+/// The steps a job carries, after the job named `first`: each step's `inputs` name it or a
+/// step before.
+fn steps_after(
+    field: &str,
+    steps: &Value,
+    now_ms: i64,
+    first: Option<&str>,
+) -> Result<Vec<Value>, ApiError> {
+    checked_steps(field, steps, now_ms, Some(first))
+}
+
+/// [`validate_steps`]; `first`, when known, is the name of the job before the steps (`None`
+/// inside: it has none). Names are distinct within the list and from `first`.
+fn checked_steps(
+    field: &str,
+    steps: &Value,
+    now_ms: i64,
+    first: Option<Option<&str>>,
+) -> Result<Vec<Value>, ApiError> {
     let Some(list) = steps.as_array() else {
         return Err(invalid(
             "invalid_field",
@@ -488,30 +648,24 @@ pub fn validate_steps(field: &str, steps: &Value, now_ms: i64) -> Result<Vec<Val
         let message = format!("must hold 1 to {MAX_STEPS} steps");
         return Err(invalid("invalid_field", field, message));
     }
+    let mut names: Vec<&str> = first.flatten().into_iter().collect();
     list.iter()
         .enumerate()
         .map(|(i, step)| {
             let at = || format!("{field}[{i}]");
-            let forbidden = step
-                .as_object()
-                .and_then(|object| STEP_FORBIDDEN.iter().find(|k| object.contains_key(**k)));
-            if let Some(key) = forbidden {
-                return Err(ApiError::new(422, "unknown_field", "not allowed in a step")
-                    .with_field(join(&at(), key)));
+            let earlier = match first {
+                Some(_) => Earlier::Named(&names),
+                None => Earlier::Unknown,
+            };
+            checked_spec(at, "step", step, &[], now_ms, earlier)?;
+            if let Some(name) = step.get("name").and_then(Value::as_str) {
+                if names.contains(&name) {
+                    let message = format!("another step of this chain is named \"{name}\"");
+                    let e = invalid("duplicate_name", join(&at(), "name"), message);
+                    return Err(e);
+                }
+                names.push(name);
             }
-            // Only checked here; the queue limit matters once the step is enqueued.
-            validate_item(
-                at,
-                "step",
-                step,
-                String::new,
-                now_ms,
-                QueueDelayLimit::DEFAULT,
-            )
-            .map_err(|e| ApiError {
-                message: leave_out(&e.message, &STEP_FORBIDDEN),
-                ..e
-            })?;
             Ok(step.clone())
         })
         .collect()
@@ -533,11 +687,14 @@ mod tests {
         let e = validate_steps("steps", &bad, NOW).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("steps[1].payload.url"));
         let e =
-            validate_steps("steps", &json!([{"type": "noop", "run_at": "x"}]), NOW).unwrap_err();
+            validate_steps("steps", &json!([{"type": "noop", "dedup_key": "x"}]), NOW).unwrap_err();
         assert_eq!(
             (e.code, e.field.as_deref()),
-            ("unknown_field", Some("steps[0].run_at"))
+            ("unknown_field", Some("steps[0].dedup_key"))
         );
+        // A step may sleep until a time: due then, or when the step before it ends if later.
+        let until = json!([{"type": "noop", "run_at": "2023-11-15T00:00:00Z"}]);
+        assert!(validate_steps("steps", &until, NOW).is_ok());
         let e = validate_steps("steps", &json!([{"type": "noop", "foo": 1}]), NOW).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("steps[0].foo"));
         assert!(e.message.contains("`payload`"), "{}", e.message);
@@ -588,8 +745,133 @@ mod tests {
                 expires_at_ms: None,
                 delivery: DeliveryPlan::Send { delay_secs: 0 },
                 steps: None,
+                name: None,
+                inputs: None,
+                callback: None,
             }
         );
+    }
+
+    #[test]
+    fn a_callback_is_a_target_on_the_job_that_comes_first_and_its_type_is_not_enqueued() {
+        let job = accept(json!({"type": "noop", "callback": {"service": "APP", "path": "/done"}}));
+        assert_eq!(
+            job.callback.as_deref(),
+            Some(r#"{"path":"/done","service":"APP"}"#)
+        );
+        let f = |s: &str| Some(s.to_string());
+        let bad = json!({"type": "noop", "callback": {"url": "mailto:x"}});
+        assert_eq!(reject(bad), (422, "invalid_field", f("callback.url")));
+        let step = json!({"type": "noop", "steps": [{"type": "noop", "callback": {"url": "https://a.io"}}]});
+        assert_eq!(reject(step), (422, "unknown_field", f("steps[0].callback")));
+        let written_by_d1 =
+            json!({"type": "callback", "payload": {"target": {"url": "https://a.io"}}});
+        assert_eq!(reject(written_by_d1), (422, "unknown_type", f("type")));
+    }
+
+    #[test]
+    fn a_wait_is_a_step_due_at_its_timeout() {
+        assert_eq!(
+            crate::job::workflow_wait::MAX_TIMEOUT_SECS,
+            MAX_SCHEDULE_AHEAD_SECS
+        );
+        let chain = |wait: Value| json!({"type": "noop", "steps": [wait]});
+        let wait = json!({"type": "wait", "payload": {"event": "approved", "key": "k", "timeout_seconds": 60}});
+        let steps = validate_steps("steps", chain(wait.clone()).get("steps").unwrap(), NOW);
+        assert!(steps.is_ok());
+        let next = validate_next_step(&wait, "w".into(), NOW, LIMIT).unwrap();
+        assert_eq!(next.run_at_ms, NOW + 60_000);
+        let f = |s: &str| Some(s.to_string());
+        let first = json!({"type": "wait", "payload": {"event": "approved", "key": "k"}});
+        assert_eq!(reject(first), (422, "invalid_field", f("type")));
+        let delayed = chain(
+            json!({"type": "wait", "delay_seconds": 5, "payload": {"event": "e", "key": "k"}}),
+        );
+        assert_eq!(
+            reject(delayed),
+            (422, "invalid_field", f("steps[0].delay_seconds"))
+        );
+        let no_key = chain(json!({"type": "wait", "payload": {"event": "e"}}));
+        assert_eq!(
+            reject(no_key),
+            (422, "invalid_payload", f("steps[0].payload.key"))
+        );
+    }
+
+    #[test]
+    fn a_group_is_a_step_whose_branches_are_checked_as_steps() {
+        let group = |payload: Value| json!({"type": "noop", "name": "list", "steps": [{"type": "group", "inputs": ["list"], "payload": payload}]});
+        let each =
+            json!({"for_each": "body.items", "job": {"type": "noop"}, "on_failure": "continue"});
+        assert!(accept(group(each)).steps.is_some());
+        let f = |s: &str| Some(s.to_string());
+        let bad_branch = json!({"jobs": [{"type": "noop"}, {"type": "http", "payload": {}}]});
+        assert_eq!(
+            reject(group(bad_branch)),
+            (
+                422,
+                "invalid_payload",
+                f("steps[0].payload.jobs[1].payload.url")
+            )
+        );
+        let named = json!({"for_each": "items", "job": {"type": "noop", "name": "x"}});
+        assert_eq!(
+            reject(group(named)),
+            (422, "unknown_field", f("steps[0].payload.job.name"))
+        );
+        let nested = json!({"jobs": [{"type": "group", "payload": {"jobs": [{"type": "noop"}]}}]});
+        assert_eq!(
+            reject(group(nested)),
+            (422, "invalid_field", f("steps[0].payload.jobs[0].type"))
+        );
+        let first = json!({"type": "group", "payload": {"jobs": [{"type": "noop"}]}});
+        assert_eq!(reject(first), (422, "invalid_field", f("type")));
+        let delayed = json!({"type": "noop", "steps": [
+            {"type": "group", "delay_seconds": 5, "payload": {"jobs": [{"type": "noop"}]}}]});
+        assert_eq!(
+            reject(delayed),
+            (422, "invalid_field", f("steps[0].delay_seconds"))
+        );
+    }
+
+    #[test]
+    fn a_step_takes_inputs_from_named_steps_before_it() {
+        let chain = json!({"type": "noop", "name": "fetch", "steps": [
+            {"type": "noop", "name": "count", "inputs": ["fetch"]},
+            {"type": "noop", "inputs": ["count", "fetch"]}]});
+        assert_eq!(accept(chain).name.as_deref(), Some("fetch"));
+        let later = json!({"type": "noop", "steps": [
+            {"type": "noop", "inputs": ["sum"]}, {"type": "noop", "name": "sum"}]});
+        assert_eq!(
+            reject(later),
+            (422, "unknown_step", Some("steps[0].inputs[0]".to_string()))
+        );
+        let twice = json!({"type": "noop", "name": "a", "steps": [{"type": "noop", "name": "a"}]});
+        assert_eq!(
+            reject(twice),
+            (422, "duplicate_name", Some("steps[0].name".to_string()))
+        );
+        let alone = json!({"type": "noop", "inputs": ["fetch"]});
+        assert_eq!(
+            reject(alone),
+            (422, "invalid_field", Some("inputs".to_string()))
+        );
+        // A follow-up's earlier steps are in D1: its inputs are checked there.
+        let follow_up = json!([{"type": "noop", "inputs": ["fetch"]}]);
+        assert!(validate_steps("follow_up", &follow_up, NOW).is_ok());
+        let text = json!({"type": "noop", "name": "fetch", "steps": [{"type": "http",
+            "inputs": ["fetch"], "payload": {"url": "https://a.io", "body": "plain"}}]});
+        assert_eq!(
+            reject(text),
+            (
+                422,
+                "invalid_payload",
+                Some("steps[0].payload.body".to_string())
+            )
+        );
+        let step = json!({"type": "noop", "inputs": ["fetch"]});
+        let next = validate_next_step(&step, "i".into(), NOW, LIMIT).unwrap();
+        assert_eq!(next.inputs.as_deref(), Some(r#"["fetch"]"#));
     }
 
     #[test]

@@ -33,6 +33,9 @@ impl JobType {
     /// compile.
     pub const HTTP: JobType = JobType::named("http");
     pub const NOOP: JobType = JobType::named("noop");
+    pub const GROUP: JobType = JobType::named("group");
+    pub const CALLBACK: JobType = JobType::named("callback");
+    pub const WAIT: JobType = JobType::named("wait");
     pub const RSS_FEED_REFRESH: JobType = JobType::named("rss_feed_refresh");
     pub const LINK_HEALTH_CHECK: JobType = JobType::named("link_health_check");
     pub const AI_TAGGING: JobType = JobType::named("ai_tagging");
@@ -73,9 +76,10 @@ impl JobType {
         self.0.flow.as_ref()
     }
 
-    /// Whether enqueue takes new jobs of it: not when it is a team's type that was deleted.
+    /// Whether enqueue takes new jobs of it: not a team's type that was deleted, nor one only
+    /// the platform writes.
     pub fn accepts_jobs(self) -> bool {
-        !self.0.retired
+        !self.0.closed
     }
 
     pub fn as_str(self) -> &'static str {
@@ -148,7 +152,7 @@ mod tests {
         let mut names: Vec<_> = JobType::ALL.iter().map(|t| t.as_str()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 9);
         assert_eq!(JobType::parse("RSS_FEED_REFRESH"), None);
     }
 
@@ -164,7 +168,14 @@ mod tests {
         assert!(in_family(Family::High).is_empty());
         assert_eq!(
             in_family(Family::Default),
-            ["rss_feed_refresh", "http", "noop"]
+            [
+                "rss_feed_refresh",
+                "http",
+                "noop",
+                "group",
+                "wait",
+                "callback"
+            ]
         );
         assert_eq!(in_family(Family::Screenshot), ["screenshot_capture"]);
         assert_eq!(in_family(Family::Low), ["link_health_check"]);
@@ -213,9 +224,11 @@ mod tests {
         assert_eq!(module(JobType::RSS_FEED_REFRESH), "rss_refresh");
         assert_eq!(module(JobType::AI_TAGGING), "ai_tagging");
         assert_eq!(module(JobType::SCREENSHOT_CAPTURE), "screenshot");
+        assert_eq!(module(JobType::GROUP), "group");
+        let local = [JobType::NOOP, JobType::GROUP, JobType::WAIT];
         assert!(JobType::ALL
             .into_iter()
-            .filter(|t| *t != JobType::NOOP)
+            .filter(|t| !local.contains(t))
             .all(|t| t.handler().calls_out()));
         let budgeted: Vec<_> = JobType::ALL
             .into_iter()
@@ -246,6 +259,9 @@ mod tests {
         for t in JobType::ALL {
             let minimal = match t.as_str() {
                 "screenshot_capture" | "http" => json!({"url": "https://a.io"}),
+                "group" => json!({"jobs": [{"type": "noop"}]}),
+                "callback" => json!({"target": {"url": "https://a.io"}}),
+                "wait" => json!({"event": "e", "key": "k"}),
                 _ => json!({}),
             };
             assert_eq!(t.validate_payload(&minimal), Ok(()), "{t:?}");

@@ -35,6 +35,21 @@ pub(crate) fn validate<P: Payload>(payload: &Value) -> Result<(), FieldError> {
     decode::<P>(payload).map_err(|e| e.error)?.check()
 }
 
+/// A payload read by hand (a serde struct costs each Worker kilobytes of WASM): its object,
+/// refused when it is not one or has a field not in `fields`.
+pub(crate) fn payload_object<'a>(
+    payload: &'a Value,
+    fields: &[&str],
+) -> Result<&'a serde_json::Map<String, Value>, FieldError> {
+    let object = payload
+        .as_object()
+        .ok_or_else(|| FieldError::new(PAYLOAD_FIELD, "payload must be a JSON object"))?;
+    match object.keys().find(|k| !fields.contains(&k.as_str())) {
+        Some(key) => Err(FieldError::new(key.as_str(), "unknown field")),
+        None => Ok(object),
+    }
+}
+
 /// One source, or every source due when omitted (docs/app-guide.md "rss_feed_refresh").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,10 +9,14 @@ use serde_json::Value;
 use std::ops::RangeInclusive;
 
 use crate::budget::BudgetSpec;
+use crate::job::callback;
 use crate::job::family::Family;
 use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::PayloadSchema;
 use crate::job::payloads::{self, validate, FieldError};
+use crate::job::target::Endpoint;
+use crate::job::workflow_group::GroupPayload;
+use crate::job::workflow_wait::WaitPayload;
 use crate::retry::retry_policy::RetryPolicy;
 
 /// The attempts a type's row or a job at enqueue may allow.
@@ -38,9 +42,10 @@ pub struct JobTypeDef {
     pub handler: Handler,
     /// When its schedules enqueue it.
     pub scheduled: ScheduleGate,
-    /// A team's type that was deleted: its jobs already enqueued still run, enqueue refuses
-    /// new ones (crate::job::defined_types).
-    pub retired: bool,
+    /// Enqueue refuses new jobs of it, while those already written still run: a team's type that
+    /// was deleted (crate::job::defined_types), or `callback`, whose jobs only the platform
+    /// writes (crate::job::callback).
+    pub closed: bool,
     /// Its flow control per key, if it has any (crate::job::flow_control).
     pub flow: Option<FlowSpec>,
 }
@@ -133,7 +138,7 @@ pub enum ScheduleGate {
 pub enum Handler {
     /// Delivered as a signed request to the owning app's endpoint (the consumer's `forward`
     /// module).
-    Forward(Endpoint),
+    Forward(Endpoint<'static>),
     /// Run by the platform itself.
     BuiltIn {
         /// The consumer module that runs it, named in job logs.
@@ -141,22 +146,6 @@ pub enum Handler {
         /// Whether it makes subrequests: a job that does is not started once the invocation
         /// has spent them (docs/guarantees.md "Guarantees and how they hold").
         calls_out: bool,
-    },
-}
-
-/// Where a forwarded type is delivered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// A URL its definition names.
-    Url(&'static str),
-    /// The URL in the consumer's var of this name, so one definition serves every environment
-    /// (the bundled catalog's types read `ENDPOINT_<TYPE>`).
-    Var(&'static str),
-    /// The Worker behind the consumer's service binding `binding`, at `path`: the request's URL
-    /// is `https://<binding, lowercased><path>` (docs/app-guide.md "Your own job types").
-    Service {
-        binding: &'static str,
-        path: &'static str,
     },
 }
 
@@ -273,7 +262,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         budget: None,
         handler: Handler::built_in("rss_refresh"),
         scheduled: ScheduleGate::Always,
-        retired: false,
+        closed: false,
         flow: None,
     },
     JobTypeDef {
@@ -285,7 +274,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         budget: None,
         handler: Handler::built_in("link_health"),
         scheduled: ScheduleGate::Always,
-        retired: false,
+        closed: false,
         flow: None,
     },
     JobTypeDef {
@@ -305,7 +294,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         }),
         handler: Handler::built_in("ai_tagging"),
         scheduled: ScheduleGate::UntaggedFeedItems,
-        retired: false,
+        closed: false,
         flow: None,
     },
     JobTypeDef {
@@ -317,7 +306,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         budget: None,
         handler: Handler::built_in("screenshot"),
         scheduled: ScheduleGate::Always,
-        retired: false,
+        closed: false,
         flow: None,
     },
     JobTypeDef {
@@ -329,7 +318,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
         budget: None,
         handler: Handler::built_in("http"),
         scheduled: ScheduleGate::Always,
-        retired: false,
+        closed: false,
         flow: None,
     },
     JobTypeDef {
@@ -344,7 +333,63 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             calls_out: false,
         },
         scheduled: ScheduleGate::Always,
-        retired: false,
+        closed: false,
+        flow: None,
+    },
+    // A workflow's fan-out and fan-in: a chain step only (crate::job::workflow_group).
+    JobTypeDef {
+        name: "group",
+        family: Family::Default,
+        spec: TypeSpec::standard(10_000),
+        payload: PayloadCheck::Struct(GroupPayload::check),
+        example: r#"{"jobs": [{"type": "noop"}]}"#,
+        budget: None,
+        handler: Handler::BuiltIn {
+            module: "group",
+            calls_out: false,
+        },
+        scheduled: ScheduleGate::Always,
+        closed: false,
+        flow: None,
+    },
+    // A workflow's wait for an event the app posts: a chain step only
+    // (crate::job::workflow_wait).
+    JobTypeDef {
+        name: "wait",
+        family: Family::Default,
+        spec: TypeSpec::standard(10_000),
+        payload: PayloadCheck::Struct(WaitPayload::check),
+        example: r#"{"event": "approved", "key": "order-42"}"#,
+        budget: None,
+        handler: Handler::BuiltIn {
+            module: "wait",
+            calls_out: false,
+        },
+        scheduled: ScheduleGate::Always,
+        closed: false,
+        flow: None,
+    },
+    // A job's or a chain's end, delivered to its callback (crate::job::callback): written by
+    // D1 itself when the job or chain ends, never enqueued.
+    JobTypeDef {
+        name: "callback",
+        family: Family::Default,
+        // 10 s doubling over 8 attempts: about 21 minutes from the first to the last.
+        spec: TypeSpec {
+            max_attempts: 8,
+            retry: RetryPolicy::Exponential {
+                base_secs: 10,
+                jitter_min: 0.75,
+                jitter_max: 1.25,
+            },
+            ..TypeSpec::standard(30_000)
+        },
+        payload: PayloadCheck::Struct(callback::check_payload),
+        example: r#"{"target": {"url": "https://example.com/done"}, "event": "job.ended", "job": {}}"#,
+        budget: None,
+        handler: Handler::built_in("callback"),
+        scheduled: ScheduleGate::Always,
+        closed: true,
         flow: None,
     },
 ];
@@ -394,6 +439,25 @@ mod tests {
                 "{name}: a budget of nothing"
             );
         }
+    }
+
+    /// D1's triggers write the callback job as its row says it is, under the id the record
+    /// looks it up by (crate::job::callback).
+    #[test]
+    fn the_triggers_write_the_callback_row_s_job() {
+        let migration = include_str!("../../../migrations/0029_callbacks.sql");
+        let row = TYPES
+            .iter()
+            .find(|t| t.name == "callback")
+            .expect("its row");
+        assert_eq!((row.family, row.spec.max_attempts), (Family::Default, 8));
+        let id = format!(
+            "VALUES (NEW.id || '{}', 'callback', 'default', 'queued'",
+            callback::ID_SUFFIX
+        );
+        assert_eq!(migration.matches(&id).count(), 2, "{id}");
+        let attempts = format!("0, {}, NEW.updated_at", row.spec.max_attempts);
+        assert_eq!(migration.matches(&attempts).count(), 2, "{attempts}");
     }
 
     /// The consumer's build runs this on its handler files; here on lists that lack or add one.

@@ -9,9 +9,10 @@ use crate::job::family::Family;
 use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::{PatternEngine, PayloadSchema};
 use crate::job::registry::{
-    is_built_in, snake_case, Endpoint, Handler, JobTypeDef, PayloadCheck, ScheduleGate, TypeSpec,
+    is_built_in, snake_case, Handler, JobTypeDef, PayloadCheck, ScheduleGate, TypeSpec,
     MAX_ATTEMPTS,
 };
+use crate::job::target::{Endpoint, Target};
 use crate::request::api_error::ApiError;
 use crate::request::field_error::{int_field, invalid, not_an_object, object_at};
 use crate::retry::retry_policy::RetryPolicy;
@@ -35,24 +36,16 @@ const FIELDS: &[&str] = &[
 ];
 /// An attempt's timeout when the definition names none (within every family's half lease).
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
-/// A target URL is at most this long.
-const MAX_URL_CHARS: usize = 2_048;
 
 /// A checked definition, not yet installed.
 pub struct TypeDefinition {
     name: String,
     family: Family,
-    endpoint: OwnedEndpoint,
+    target: Target,
     spec: TypeSpec,
     payload: PayloadCheck,
     flow: Option<FlowSpec>,
     budget: Option<BudgetSpec>,
-}
-
-enum OwnedEndpoint {
-    Url(String),
-    Var(String),
-    Service { binding: String, path: String },
 }
 
 impl TypeDefinition {
@@ -84,7 +77,11 @@ impl TypeDefinition {
             let message = format!("is required, one of {}", known.join(", "));
             invalid("invalid_field", "family", message)
         })?;
-        let endpoint = target(fields.get("target"))?;
+        let target = fields.get("target").unwrap_or(&Value::Null);
+        let target = match target.is_null() {
+            true => return Err(invalid("invalid_field", "target", "is required")),
+            false => Target::parse(target, "target")?,
+        };
         let retry = match fields.get("retry") {
             Some(value) => Some(JobRetry::from_request(value, "retry")?),
             None => None,
@@ -125,7 +122,7 @@ impl TypeDefinition {
             budget,
             name: name.to_string(),
             family,
-            endpoint,
+            target,
             spec: TypeSpec {
                 max_attempts: max_attempts
                     .or(retry.and_then(|r| r.preset_attempts))
@@ -146,10 +143,10 @@ impl TypeDefinition {
     /// isolate reads: crate::job::defined_types reuses the row while the version is unchanged).
     pub fn install(self, retired: bool) -> &'static JobTypeDef {
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-        let endpoint = match self.endpoint {
-            OwnedEndpoint::Url(url) => Endpoint::Url(leak(url)),
-            OwnedEndpoint::Var(name) => Endpoint::Var(leak(name)),
-            OwnedEndpoint::Service { binding, path } => Endpoint::Service {
+        let endpoint = match self.target {
+            Target::Url(url) => Endpoint::Url(leak(url)),
+            Target::Var(name) => Endpoint::Var(leak(name)),
+            Target::Service { binding, path } => Endpoint::Service {
                 binding: leak(binding),
                 path: leak(path),
             },
@@ -163,55 +160,9 @@ impl TypeDefinition {
             budget: self.budget,
             handler: Handler::Forward(endpoint),
             scheduled: ScheduleGate::Always,
-            retired,
+            closed: retired,
             flow: self.flow,
         }))
-    }
-}
-
-/// Where the type's jobs are delivered: `{"url"}`, `{"url_var"}` (the URL in the consumer's var
-/// of that name) or `{"service", "path"?}`, read by hand (an untagged serde enum would bring
-/// serde's buffering of any value into the WASM).
-fn target(value: Option<&Value>) -> Result<OwnedEndpoint, ApiError> {
-    let value = value.ok_or_else(|| invalid("invalid_field", "target", "is required"))?;
-    let text = |field: &str| -> Result<Option<String>, ApiError> {
-        match value.get(field) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(invalid(
-                "invalid_field",
-                format!("target.{field}"),
-                "must be a string",
-            )),
-        }
-    };
-    let fields = value
-        .as_object()
-        .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>());
-    match fields.as_deref() {
-        Some(["url"]) => Ok(OwnedEndpoint::Url(check_url(
-            text("url")?.unwrap_or_default(),
-        )?)),
-        Some(["url_var"]) => Ok(OwnedEndpoint::Var(check_upper_name(
-            text("url_var")?.unwrap_or_default(),
-            "target.url_var",
-            "a var name",
-        )?)),
-        Some(["service"] | ["path", "service"] | ["service", "path"]) => {
-            Ok(OwnedEndpoint::Service {
-                binding: check_upper_name(
-                    text("service")?.unwrap_or_default(),
-                    "target.service",
-                    "a binding name",
-                )?,
-                path: check_path(text("path")?.unwrap_or_else(|| "/".into()))?,
-            })
-        }
-        _ => Err(invalid(
-            "invalid_field",
-            "target",
-            "must be {\"url\"}, {\"url_var\"} or {\"service\", \"path\"?}",
-        )),
     }
 }
 
@@ -227,43 +178,6 @@ fn check_name(name: &str) -> Result<(), ApiError> {
         );
     }
     Ok(())
-}
-
-fn check_url(url: String) -> Result<String, ApiError> {
-    let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
-    if !scheme_ok || url.len() > MAX_URL_CHARS || url.chars().any(char::is_whitespace) {
-        let message = format!("must be an http(s) URL of at most {MAX_URL_CHARS} characters");
-        return Err(invalid("invalid_field", "target.url", message));
-    }
-    Ok(url)
-}
-
-/// A binding or var name as wrangler.toml writes it: `APP`, `ENDPOINT_BILLING`.
-fn check_upper_name(name: String, field: &str, what: &str) -> Result<String, ApiError> {
-    let ok = name.len() <= 64
-        && name.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    if !ok {
-        let message = format!("must be {what}: A-Z, 0-9 and _, starting with a letter, at most 64");
-        return Err(invalid("invalid_field", field, message));
-    }
-    Ok(name)
-}
-
-fn check_path(path: String) -> Result<String, ApiError> {
-    let ok = path.starts_with('/')
-        && path.len() <= MAX_URL_CHARS
-        && !path.chars().any(|c| c.is_whitespace() || c == '#');
-    if !ok {
-        return Err(invalid(
-            "invalid_field",
-            "target.path",
-            "must start with / (a path and query, no fragment)",
-        ));
-    }
-    Ok(path)
 }
 
 #[cfg(test)]
@@ -299,7 +213,7 @@ mod tests {
             })
         );
         assert_eq!((t.spec.max_attempts, t.spec.timeout_ms), (3, 5000));
-        assert!(!t.retired);
+        assert!(!t.closed);
         assert_eq!(t.payload.check(&json!({"to": "a"})), Ok(()));
         assert_eq!(t.payload.check(&json!({})).unwrap_err().field, "to");
 
@@ -316,7 +230,7 @@ mod tests {
         );
         assert_eq!((any.spec.max_attempts, any.spec.timeout_ms), (5, 30_000));
         assert_eq!(any.payload.check(&json!({"anything": [1]})), Ok(()));
-        assert!(any.retired);
+        assert!(any.closed);
 
         let budgeted = json!({"family": "low", "target": {"url": "https://a.io"},
             "budget": {"monthly_limit_cents": 2500}});

@@ -37,6 +37,13 @@ pub enum ErrorClass {
     /// An operator skipped the job while this attempt ran: the attempt's record ends there,
     /// and what it did after is not recorded (docs/app-guide.md "Lifecycle").
     Operator,
+    /// A workflow's group failed fast: one of its branches ended without succeeding
+    /// (docs/app-guide.md "Workflows").
+    BranchFailed,
+    /// A group's branch whose group had already ended (failed, cancelled): skipped, not run.
+    GroupEnded,
+    /// A workflow's wait passed its timeout with no event (docs/app-guide.md "Workflows").
+    WaitTimedOut,
     /// A failure only one built-in handler has, declared beside it (crate::handlers), so the
     /// platform's own classes name no handler's.
     Handler(&'static HandlerClass),
@@ -67,6 +74,9 @@ impl ErrorClass {
             ErrorClass::BudgetHardStop => "budget_hard_stop",
             ErrorClass::Expired => "expired",
             ErrorClass::Operator => "operator",
+            ErrorClass::BranchFailed => "branch_failed",
+            ErrorClass::GroupEnded => "group_ended",
+            ErrorClass::WaitTimedOut => "wait_timed_out",
             ErrorClass::Handler(class) => class.name,
         }
     }
@@ -88,7 +98,10 @@ impl ErrorClass {
             | ErrorClass::DeliveryExhausted
             | ErrorClass::BudgetHardStop
             | ErrorClass::Expired
-            | ErrorClass::Operator => false,
+            | ErrorClass::Operator
+            | ErrorClass::BranchFailed
+            | ErrorClass::GroupEnded
+            | ErrorClass::WaitTimedOut => false,
             ErrorClass::Handler(class) => class.retryable,
         }
     }
@@ -96,7 +109,7 @@ impl ErrorClass {
     /// The attempt decided not to do its work, deliberately: the job ends `skipped` (with
     /// this class as its reason) rather than `dead`.
     pub fn skips(self) -> bool {
-        matches!(self, ErrorClass::BudgetHardStop)
+        matches!(self, ErrorClass::BudgetHardStop | ErrorClass::GroupEnded)
     }
 }
 

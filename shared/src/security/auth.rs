@@ -37,6 +37,14 @@ impl Caller {
         self.types.as_ref().is_none_or(|fence| fence.allows(name))
     }
 
+    /// Whether the caller may see, or cancel, a job of type `job_type` that `enqueued_by`
+    /// enqueued: an admin token any job; an enqueue token only those it enqueued itself (by its
+    /// name) and may read, never another token's (docs/http-api.md "HTTP API (producer)").
+    pub fn may_see(&self, job_type: &str, enqueued_by: Option<&str>) -> bool {
+        let own = self.scope == Scope::Admin || enqueued_by == Some(self.name.as_str());
+        own && self.may_read(job_type)
+    }
+
     /// Every job of an enqueue request inside the caller's fence (`batch`: a job's fields are
     /// named `jobs[i].type`, else `type`). 403 naming the first field outside it.
     pub fn may_enqueue(&self, jobs: &[NewJob], batch: bool) -> Result<(), ApiError> {
@@ -275,6 +283,23 @@ mod tests {
         assert!(name("bad name:tok-x").is_ok());
         assert!(name("tok-x").is_err());
         assert!(name("webapp:tok-web").is_err());
+    }
+
+    #[test]
+    fn an_enqueue_token_sees_the_jobs_it_enqueued_an_admin_token_every_job() {
+        let caller = |scope, name: &str| Caller {
+            scope,
+            name: name.into(),
+            types: None,
+        };
+        let web = caller(Scope::Enqueue, "webapp");
+        assert!(web.may_see("noop", Some("webapp")));
+        assert!(!web.may_see("noop", Some("other")));
+        assert!(
+            !web.may_see("noop", None),
+            "a schedule's run: no token enqueued it"
+        );
+        assert!(caller(Scope::Admin, "ops").may_see("noop", None));
     }
 
     #[test]

@@ -5,10 +5,12 @@
 use jobs_shared::job::chain::ChainMove;
 use jobs_shared::job::enqueue::NewJob;
 use jobs_shared::job::lifecycle::JobStatus;
+use jobs_shared::job::stored_result::MAX_ROWS_JSON_BYTES;
 use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::claim::Claimed;
+use super::group::{branch_inserts, Branch};
 use super::moved_by::MovedBy;
 use crate::d1::json_text;
 
@@ -20,12 +22,22 @@ pub struct ChainStep {
     pub status: String,
     pub chain_step: i64,
     pub next_steps: Option<String>,
+    pub step_name: Option<String>,
+    /// A group step's branches counted by status, JSON (`{"succeeded": 199, "dead": 1}`).
+    pub branches: Option<String>,
+    /// A wait step's event and key (`["approved","order-42"]`), and when any step is due.
+    pub wait_for: Option<String>,
+    pub run_at: i64,
 }
 
 /// The steps of the chain job `id` heads, in order (none unless it heads one).
 pub async fn job_list_chain_steps(db: &D1Database, id: &str) -> worker::Result<Vec<ChainStep>> {
     sql!(db, ChainStep =>
-        "SELECT id, type AS job_type, status, chain_step AS \"chain_step!\", next_steps \
+        "SELECT id, type AS job_type, status, chain_step AS \"chain_step!\", next_steps, \
+         step_name, IIF(type = 'group', (SELECT json_group_object(status, n) \
+           FROM (SELECT b.status, COUNT(*) AS n FROM jobs b INDEXED BY jobs_group_branches \
+           WHERE b.group_id IS NOT NULL AND b.group_id = jobs.id GROUP BY b.status)), NULL) \
+         AS \"branches?: String\", wait_for, run_at \
          FROM jobs WHERE parent_id = ?1 ORDER BY chain_step",
         id
     )?
@@ -98,15 +110,17 @@ pub fn job_set_chain_failed_by_move(
     }))
 }
 
-/// A step's chain after one attempt: its move, with the next step's job when there is one.
+/// A step's chain after one attempt: its move, with the next step's job when there is one,
+/// and that step's branches when it is a group.
 #[derive(Clone, Copy)]
 pub struct ChainWrite<'a> {
     pub chain: &'a ChainMove,
     pub next: Option<&'a NewJob>,
+    pub branches: &'a [Branch],
 }
 
 /// The chain's statements after one attempt of `job`, whose row was written with
-/// `step_status`: the next step's job and the parent's status. Appended to the record batch
+/// `step_status`: the next step's job (and a group's branches) and the parent's status. Appended to the record batch
 /// after the step's own UPDATE. Each is guarded by that step's row having just been written
 /// (its final status, this run: `?1` id, `?2` status, `?3` run), so an attempt whose outcome
 /// was not written (it lost its lease) moves nothing.
@@ -132,14 +146,20 @@ pub(super) fn statements(
                 (!rest.is_empty()).then(|| serde_json::Value::Array(rest.clone()).to_string());
             // Chains inherit the correlation id of the request that started them, and who
             // sent that request. Its status is the next job's first (queued, or scheduled
-            // when kept in D1).
+            // when kept in D1). Its inputs are the named steps' results as their rows hold
+            // them now, this step's own just written above.
             let insert = sql!(
                 db,
                 "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \
                  attempts, max_attempts, run_at, created_at, updated_at, parent_id, chain_step, \
-                 next_steps, correlation_id, retry_policy, expires_at, enqueued_by) \
+                 next_steps, correlation_id, retry_policy, expires_at, enqueued_by, step_name, \
+                 inputs) \
                  SELECT ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18, ?19 \
+                 ?17, ?18, ?19, ?20, \
+                 IIF(?21 IS NULL, NULL, (SELECT json_group_object(s.step_name, \
+                   json(COALESCE(s.result, 'null'))) FROM jobs s \
+                   WHERE (s.id = ?13 OR s.parent_id = ?13) \
+                   AND s.step_name IN (SELECT value FROM json_each(?21)))) \
                  WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND status = ?2 AND runs = ?3)",
                 id,
                 step_status,
@@ -159,7 +179,9 @@ pub(super) fn statements(
                 job.correlation(),
                 next.retry_policy.as_deref(),
                 next.expires_at_ms,
-                job.enqueued_by.as_deref()
+                job.enqueued_by.as_deref(),
+                next.name.as_deref(),
+                next.inputs.as_deref()
             )?;
             // A chain a handler started, or one an operator's retry revived, runs (again).
             let running = sql!(
@@ -173,7 +195,12 @@ pub(super) fn statements(
                 now_ms,
                 parent_id.as_str()
             )?;
-            vec![insert, running]
+            let mut statements = vec![insert, running];
+            if !write.branches.is_empty() {
+                let (branches, max) = (write.branches, MAX_ROWS_JSON_BYTES);
+                statements.extend(branch_inserts(db, job, &next.id, branches, now_ms, max)?);
+            }
+            statements
         }
         (ChainMove::Done { parent_id }, _) => vec![sql!(
             db,

@@ -45,6 +45,15 @@ pub struct Claimed {
     pub flow_key: Option<String>,
     /// Its own flow limits as stored (shared `flow_control::Limits`); NULL for nearly every job.
     pub flow_limits: Option<String>,
+    /// A workflow step's inputs: earlier steps' results by name (shared `job::workflow_step`).
+    pub inputs: Option<String>,
+    /// A group's branch: its group, and the group's status now (a branch of a group that has
+    /// ended is skipped, not run: shared `job::workflow_group`).
+    pub group_id: Option<String>,
+    pub group_status: Option<String>,
+    /// Its callback's target (shared `job::callback`): its end's delivery, which D1 writes, is
+    /// sent after the record.
+    pub callback: Option<String>,
 }
 
 /// A claim's statement, returning each job it claims as a packed [`Claimed`]: `$pre`, the
@@ -59,7 +68,9 @@ macro_rules! claimed {
             "chain_status" = "chain_status", "correlation_id" = "correlation_id",
             "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
             "created_at" = "created_at", "run_at" = "run_at", "flow_key" = "flow_key",
-            "flow_limits" = "flow_limits",
+            "flow_limits" = "flow_limits", "inputs" = "inputs", "group_id" = "group_id",
+            "group_status" = "(SELECT g.status FROM jobs g WHERE g.id = jobs.group_id)",
+            "callback" = "callback",
         }, $pre + PACKED + "" $(, $arg)*)
     };
 }
@@ -406,6 +417,6 @@ mod tests {
             .take(list.matches("\" = ").count())
             .collect();
         assert_eq!(keys, fields_of::<Claimed>());
-        assert_eq!(keys.len(), 17);
+        assert_eq!(keys.len(), 21);
     }
 }

@@ -42,6 +42,10 @@ struct Row<'a> {
     dedup_until: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     debounce_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callback: Option<&'a str>,
     correlation_id: &'a str,
     enqueued_by: &'a str,
     created_at: i64,
@@ -86,6 +90,8 @@ pub fn rows_json(jobs: &[NewJob], request: &Accepted<'_>) -> serde_json::Result<
             flow_limits: job.flow_limits.as_deref(),
             dedup_until: job.dedup_until_ms,
             debounce_ms: job.debounce_ms,
+            step_name: job.name.as_deref(),
+            callback: job.callback.as_deref(),
             correlation_id: request.correlation_id,
             enqueued_by: request.enqueued_by,
             created_at: request.at_ms,
@@ -117,7 +123,7 @@ macro_rules! job_insert {
              INSERT INTO jobs (id, type, family, status, priority, payload, dedup_key, \
              attempts, max_attempts, run_at, created_at, updated_at, next_steps, chain_status, \
              correlation_id, retry_policy, expires_at, enqueued_by, flow_key, flow_limits, \
-             dedup_until) \
+             dedup_until, step_name, callback) \
              SELECT o.value ->> 'id', o.value ->> 'type', o.value ->> 'family', \
              o.value ->> 'status', o.value ->> 'priority', o.value ->> 'payload', \
              o.value ->> 'dedup_key', 0, o.value ->> 'max_attempts', o.value ->> 'run_at', \
@@ -125,7 +131,7 @@ macro_rules! job_insert {
              IIF(o.value ->> 'next_steps' IS NULL, NULL, 'running'), \
              o.value ->> 'correlation_id', o.value ->> 'retry_policy', o.value ->> 'expires_at', \
              o.value ->> 'enqueued_by', o.value ->> 'flow_key', o.value ->> 'flow_limits', \
-             o.value ->> 'dedup_until' \
+             o.value ->> 'dedup_until', o.value ->> 'step_name', o.value ->> 'callback' \
              FROM o WHERE "
                 + $where
                 + " ON CONFLICT (type, dedup_key) WHERE dedup_key IS NOT NULL \

@@ -5,10 +5,12 @@
 //! (`sweep`, `escalation`). The Workers call the functions re-exported here.
 
 mod arrivals;
+mod callback;
 mod chain;
 mod claim;
 mod counts;
 mod escalation;
+mod group;
 mod held;
 mod indexes;
 mod insert;
@@ -19,6 +21,7 @@ mod read;
 mod rescue;
 mod sweep;
 mod unsent;
+mod wait;
 
 pub use arrivals::job_settle_dlq_arrivals;
 pub use chain::{job_list_chain_steps, ChainStep, ChainWrite, FailedChain};
@@ -35,6 +38,7 @@ pub use escalation::{
     job_claim_escalation, job_list_digest_lines, job_mark_digested, job_unclaim_digest,
     job_unclaim_escalation,
 };
+pub use group::{job_join_groups, job_list_branch_ends, Branch};
 pub use held::job_release_held;
 pub use insert::{job_insert_many, joined_rows, rows_json, Accepted, Written};
 pub use moved_by::MovedBy;
@@ -42,7 +46,7 @@ pub use operator::{
     job_count_movable, job_move_many, job_move_one, job_set_priority, Changed, Conflict, Moved,
     OperatorMove,
 };
-pub use outcome::{job_set_outcome_many, Finished, Leftovers};
+pub use outcome::{job_set_outcome_many, Finished, Leftovers, Recorded};
 pub use read::{job_get_by_id, job_list, JobRow, ListedRow, Page, SummaryRow};
 pub use rescue::{job_list_expired, job_rescue_many, DeadStepChain, Expired, LostMove, Rescued};
 pub use sweep::{
@@ -50,3 +54,4 @@ pub use sweep::{
     job_promote, job_schedule, Aged, Promotion,
 };
 pub use unsent::Unsent;
+pub use wait::job_resume_waits;

@@ -3,6 +3,7 @@
 //! the claims to undo, and reads the jobs of the messages that claimed nothing. Never one per
 //! message.
 
+use jobs_shared::job::chain::ChainMove;
 use jobs_shared::job::family::Family;
 use jobs_shared::job::flow_control::FlowTally;
 use jobs_shared::job::job_outcome::Decision;
@@ -15,8 +16,11 @@ use jobs_shared::retry::error_class::JobError;
 use serde::Serialize;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::callback::job_list_new_callbacks;
 use super::chain::{self, job_set_chain_failed_many, ChainWrite, FailedChain};
 use super::claim::{job_list_seen, Claimed, RunKey, Seen};
+use super::group::job_join_groups;
+use super::unsent::Unsent;
 use crate::d1::{counted_batch, json_text};
 use crate::flow_keys::flow_key_add_many;
 use crate::invocations::invocation_insert;
@@ -39,6 +43,15 @@ pub struct Leftovers<'a> {
     /// What flow control did per type and key (`flow_keys`), at `flow_at`.
     pub flow: &'a [FlowTally],
     pub flow_at: i64,
+}
+
+/// What the record read back: the jobs of the messages that claimed nothing, and the jobs the
+/// batch made due, to be sent: the groups whose last branches it ended, and the callbacks D1
+/// wrote for the jobs and chains it ended.
+#[derive(Default)]
+pub struct Recorded {
+    pub seen: Vec<Seen>,
+    pub made_due: Vec<Unsent>,
 }
 
 /// One attempt's end, to be written.
@@ -77,7 +90,7 @@ pub async fn job_set_outcome_many(
     finished: &[Finished<'_>],
     leftovers: &Leftovers<'_>,
     stats: &mut D1Stats,
-) -> worker::Result<Vec<Seen>> {
+) -> worker::Result<Recorded> {
     let Leftovers {
         released,
         failed_chains,
@@ -160,16 +173,73 @@ pub async fn job_set_outcome_many(
     if !flow.is_empty() {
         statements.push(flow_key_add_many(db, flow, flow_at)?);
     }
+    // After the branches' own ends: a group whose last branch ended here is made due.
+    let mut groups: Vec<&str> = (finished.iter())
+        .filter(|f| {
+            !matches!(
+                f.decision,
+                Decision::Retry { .. } | Decision::RetryLater { .. }
+            )
+        })
+        .filter_map(|f| f.job.group_id.as_deref())
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let joined_at = (!groups.is_empty()).then_some(statements.len());
+    if joined_at.is_some() {
+        let at = finished
+            .iter()
+            .map(|f| f.finished_at)
+            .max()
+            .unwrap_or_default();
+        statements.push(job_join_groups(db, Some(&groups), at, groups.len() as u32)?);
+    }
+    let called_back = called_back(finished, failed_chains);
+    let callbacks_at = (!called_back.is_empty()).then_some(statements.len());
+    if callbacks_at.is_some() {
+        statements.push(job_list_new_callbacks(db, &called_back)?);
+    }
     if !unclaimed.is_empty() {
         statements.push(job_list_seen(db, unclaimed)?);
     }
     if statements.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Recorded::default());
     }
     let results = counted_batch(db, statements, stats).await?;
-    match (unclaimed.is_empty(), results.last()) {
-        (false, Some(seen)) => seen.results(),
-        _ => Ok(Vec::new()),
+    let seen = match (unclaimed.is_empty(), results.last()) {
+        (false, Some(seen)) => seen.results()?,
+        _ => Vec::new(),
+    };
+    let mut made_due = Vec::new();
+    for at in [joined_at, callbacks_at].into_iter().flatten() {
+        made_due.extend(results[at].results::<Unsent>()?);
+    }
+    Ok(Recorded { seen, made_due })
+}
+
+/// The jobs whose callbacks this record may write (shared `job::callback`): those it ends that
+/// have one, and the first jobs of the chains it ends.
+fn called_back<'a>(finished: &'a [Finished<'_>], failed_chains: &'a [FailedChain]) -> Vec<&'a str> {
+    let jobs = (finished.iter().filter(|f| f.ends_job()))
+        .filter(|f| f.job.callback.is_some())
+        .map(|f| f.job.id.as_str());
+    let chains = finished.iter().filter_map(|f| match f.chain.chain {
+        ChainMove::Done { parent_id } | ChainMove::Failed { parent_id, .. } => {
+            Some(parent_id.as_str())
+        }
+        _ => None,
+    });
+    let failed = failed_chains.iter().map(|c| c.parent_id.as_str());
+    jobs.chain(chains).chain(failed).collect()
+}
+
+impl Finished<'_> {
+    /// Whether the attempt ends its job (succeeded, dead or skipped), not to be retried.
+    fn ends_job(&self) -> bool {
+        !matches!(
+            self.decision,
+            Decision::Retry { .. } | Decision::RetryLater { .. }
+        )
     }
 }
 

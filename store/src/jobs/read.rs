@@ -3,6 +3,7 @@
 //! rows as it shows however many jobs the table holds.
 
 use jobs_shared::api::job_filter::{JobFilter, SqlValue};
+use jobs_shared::job::callback::ID_SUFFIX;
 use jobs_shared::job::lifecycle::JobStatus;
 use jobs_shared::runtime::queue_send::Stored;
 use serde::Deserialize;
@@ -44,6 +45,16 @@ pub struct JobRow {
     pub chain_status: Option<String>,
     pub chain_error: Option<String>,
     pub next_steps: Option<String>,
+    /// Its name, and a workflow step's inputs (docs/app-guide.md "Workflows").
+    pub step_name: Option<String>,
+    pub inputs: Option<String>,
+    /// Its callback's target, and the callback job's state once D1 wrote it (docs/app-guide.md
+    /// "Callbacks").
+    pub callback: Option<String>,
+    pub callback_delivery: Option<String>,
+    /// A group's branch: its group and its place in it.
+    pub group_id: Option<String>,
+    pub branch: Option<i64>,
 }
 
 /// The job `id`, if there is one.
@@ -52,9 +63,13 @@ pub async fn job_get_by_id(db: &D1Database, id: &str) -> worker::Result<Option<J
         "SELECT id, type AS job_type, family, status, priority, attempts, max_attempts, runs, \
          run_at, created_at, finished_at, error_class, last_error, held_at, enqueued_by, \
          payload, dedup_key, result, updated_at, started_at, correlation_id, retry_policy, \
-         expires_at, parent_id, chain_step, chain_status, chain_error, next_steps \
+         expires_at, parent_id, chain_step, chain_status, chain_error, next_steps, step_name, \
+         inputs, callback, (SELECT json_object('id', c.id, 'status', c.status, 'attempts', \
+           c.attempts, 'error', c.last_error) FROM jobs c WHERE c.id = jobs.id || ?2) \
+           AS \"callback_delivery?: String\", group_id, branch \
          FROM jobs WHERE id = ?1",
-        id
+        id,
+        ID_SUFFIX
     )?
     .first(None)
     .await
