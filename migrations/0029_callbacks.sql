@@ -36,3 +36,11 @@ BEGIN
       'chain', json_object('status', NEW.chain_status, 'error', NEW.chain_error)),
     0, 8, NEW.updated_at, NEW.updated_at, NEW.updated_at, NEW.correlation_id, NEW.enqueued_by);
 END;
+
+-- A lone job whose handler returned follow-ups starts a chain in the batch that ended it: its
+-- callback then reports the chain's end, so the one its own end wrote, not yet sent, goes.
+CREATE TRIGGER jobs_callback_on_chain_start AFTER UPDATE OF chain_status ON jobs
+WHEN NEW.callback IS NOT NULL AND OLD.chain_status IS NULL AND NEW.chain_status = 'running'
+BEGIN
+  DELETE FROM jobs WHERE id = NEW.id || '.callback' AND status = 'queued' AND sent_at IS NULL;
+END;

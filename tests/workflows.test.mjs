@@ -89,6 +89,20 @@ describe("results between steps", () => {
     assert.deepEqual(body.inputs, { list: { status: 200, body: { ids: [7, 8] } } });
   });
 
+  test("a name a follow-up takes again names its newest step", async () => {
+    app.script("/w4/first", [{ status: 200, body: { v: 1, follow_up: [http("/w4/again", { name: "a" })] } }]);
+    app.script("/w4/again", [{ status: 200, body: { v: 2 } }]);
+    const enq = await p.enqueue({
+      type: "http",
+      name: "a",
+      payload: { url: app.url("/w4/first"), allow_follow_ups: true },
+      steps: [http("/w4/last", { inputs: ["a"] })],
+    });
+    const parent = await waitForChain(enq.body.id);
+    assert.equal(parent.chain.status, "succeeded", JSON.stringify(parent.chain));
+    assert.deepEqual(bodyOf("/w4/last").inputs, { a: { status: 200, body: { v: 2 } } });
+  });
+
   test("inputs that name no earlier step are refused at enqueue, naming the field; nothing is written", async () => {
     const before = await p.count("SELECT COUNT(*) FROM jobs");
     const cases = [
@@ -243,7 +257,7 @@ describe("fan-out and fan-in", () => {
   });
 
   test("the branches' results reach the join while they fit; past the bound a branch is reported by id and status", async () => {
-    app.script("/g6/list", [{ status: 200, body: { items: Array.from({ length: 30 }, (_, i) => i) } }]);
+    app.script("/g6/list", [{ status: 200, body: { items: Array.from({ length: 60 }, (_, i) => i) } }]);
     app.script("/g6/each", [{ status: 200, body: { pad: "x".repeat(4000) } }]);
     const enq = await p.enqueue({
       ...http("/g6/list"),
@@ -252,17 +266,17 @@ describe("fan-out and fan-in", () => {
     const parent = await waitForChain(enq.body.id);
     assert.equal(parent.chain.status, "succeeded", JSON.stringify(parent.chain));
     const { each } = bodyOf("/g6/join").inputs;
-    assert.equal(each.results_cut, true);
-    assert.equal(each.results.length, 30);
+    assert.deepEqual([each.branches, each.succeeded, each.results_cut, each.results.length], [60, 60, true, 60]);
     const kept = each.results.filter((r) => r.result !== undefined).length;
-    // 48 KB of results (stored_result's 64 KB less 16 KB for the report): about 4 KB each.
-    assert.ok(kept >= 10 && kept <= 12, `${kept} results kept`);
+    // 192 KiB of whole branch ends (workflow_group::MAX_REPORTED_RESULTS_BYTES): about 4 KB each.
+    assert.ok(kept >= 45 && kept <= 48, `${kept} results kept`);
     assert.ok(each.results.slice(0, kept).every((r) => r.result.body.pad.length === 4000));
     for (const r of each.results.slice(kept)) {
       assert.deepEqual(Object.keys(r).sort(), ["id", "status"]);
       assert.equal((await p.getJob(r.id)).body.result.body.pad.length, 4000, "a cut result is read by its id");
     }
   });
+
 
   test("cancelling the chain from the app while its group waits: nothing after the cancel runs, and a late branch outcome changes nothing", async () => {
     app.script("/g4/slow", [{ status: 200, body: { late: true }, delayMs: 2_000 }]);
@@ -291,6 +305,22 @@ describe("fan-out and fan-in", () => {
     assert.equal((await p.getJob(enq.body.id)).body.chain.status, "failed");
     assert.equal(app.requests("/g4/branch").length, 0);
     assert.equal(app.requests("/g4/join").length, 0);
+  });
+
+  test("a join of 1,000 branches reports every one within its bound; an empty list joins at once", async () => {
+    app.script("/g7/list", [{ status: 200, body: { items: Array.from({ length: 1000 }, (_, i) => i) } }]);
+    app.script("/g7/none", [{ status: 200, body: { items: [] } }]);
+    const [many, none] = await Promise.all(
+      ["/g7/list", "/g7/none"].map((path) =>
+        p.enqueue({ ...http(path), steps: [group("each", { for_each: "body.items", job: { type: "noop" } }), { type: "noop", name: "after", inputs: ["each"] }] }),
+      ),
+    );
+    for (const [enq, n] of [[many, 1000], [none, 0]]) {
+      const parent = await waitForChain(enq.body.id);
+      assert.equal(parent.chain.status, "succeeded", JSON.stringify(parent.chain));
+      const after = (await p.getJob(parent.chain.steps[2].id)).body.inputs.each;
+      assert.deepEqual([after.branches, after.succeeded, after.failed, after.results_cut, after.results.length], [n, n, 0, false, n]);
+    }
   });
 
   test("a for_each list past 1,000 elements fails the group's step, saying so", async () => {
@@ -426,6 +456,20 @@ describe("callbacks", () => {
     const job = await delivered(enq.body.id);
     assert.equal(job.status, "cancelled");
     assert.equal(JSON.parse(app.requests("/c4/done")[0].body).job.status, "cancelled");
+  });
+
+  test("a lone job whose handler starts a chain calls back once, at the chain's end", async () => {
+    app.script("/c5/first", [{ status: 200, body: { follow_up: [http("/c5/next")] } }]);
+    const enq = await p.enqueue({
+      type: "http",
+      payload: { url: app.url("/c5/first"), allow_follow_ups: true },
+      callback: { url: app.url("/c5/done") },
+    });
+    const job = await delivered(enq.body.id);
+    assert.equal(job.chain.status, "succeeded");
+    assert.equal(app.requests("/c5/next").length, 1);
+    const calls = app.requests("/c5/done");
+    assert.deepEqual([calls.length, JSON.parse(calls[0].body).event], [1, "chain.ended"]);
   });
 
   test("a callback that is not a target is refused at enqueue, naming the field; a step takes none", async () => {

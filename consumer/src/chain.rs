@@ -138,8 +138,11 @@ fn with_branches(
             Ok(Branch { job, index, item })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    group.run_at_ms = now_ms + MAX_SCHEDULE_AHEAD_SECS * 1000;
-    group.delivery = plan_delivery_at(group.run_at_ms, now_ms, limit);
+    // With no branch to wait for (an empty list), it runs at once.
+    if !branches.is_empty() {
+        group.run_at_ms = now_ms + MAX_SCHEDULE_AHEAD_SECS * 1000;
+        group.delivery = plan_delivery_at(group.run_at_ms, now_ms, limit);
+    }
     Ok((group, branches))
 }
 

@@ -182,13 +182,17 @@ async fn start(
     execute(ctx, gate, job, job_type, deadline).await
 }
 
-/// Why a group's branch is skipped, not run: its group has ended (failed fast, or cancelled
-/// with its chain) before it started (docs/app-guide.md "Workflows").
+/// Why a group's branch is skipped, not run: its group no longer waits for it (docs/app-guide.md
+/// "Workflows"). A group waits `scheduled` until it joins, so past that it has either joined
+/// early, a branch failing it fast (its run ends it dead), or ended: cancelled with its chain.
+/// A group that continues on failure joins only once no branch is left to start.
 fn ended_group(job: &Claimed) -> Option<JobError> {
     let status = job.group_status.as_deref()?;
-    JobStatus::parse(status).filter(|s| s.is_terminal())?;
+    if status == JobStatus::Scheduled.as_str() {
+        return None;
+    }
     let group = job.group_id.as_deref().unwrap_or_default();
-    let message = format!("its group {group} ended {status} before it started: skipped, not run");
+    let message = format!("its group {group} no longer waits for it ({status}): skipped, not run");
     Some(JobError::new(ErrorClass::GroupEnded, message))
 }
 

@@ -3,8 +3,9 @@
 //! reads which it is and the compiler holds each stage to both.
 
 use jobs_shared::job::job_outcome::{decide, AttemptEnd, Decision};
+use jobs_shared::job::job_type::JobType;
 use jobs_shared::job::run_details::RunDetails;
-use jobs_shared::job::stored_result::stored_result;
+use jobs_shared::job::stored_result::{stored_result_within, MAX_RESULT_BYTES};
 use jobs_shared::retry::error_class::{ErrorClass, JobError};
 use jobs_shared::retry::retry_policy::{QueueDelayLimit, RetryPolicy};
 use jobs_store::jobs::{Claimed, Finished};
@@ -108,6 +109,12 @@ fn decide_and_plan(
     (decision, chain)
 }
 
+/// The largest result `job` keeps: its type's (a group's report may be larger than a remote's
+/// answer), or a stored result's for a type this build does not know.
+fn max_result_bytes(job: &Claimed) -> usize {
+    JobType::parse(&job.job_type).map_or(MAX_RESULT_BYTES, |t| t.spec().max_result_bytes)
+}
+
 impl<'a> BatchJob<'a> {
     pub fn decided(&self) -> Option<&Decided> {
         match &self.fate {
@@ -130,7 +137,7 @@ impl<'a> BatchJob<'a> {
             decision,
             result: (attempt.outcome.as_ref().ok())
                 .and_then(Option::as_ref)
-                .map(stored_result),
+                .map(|result| stored_result_within(result, max_result_bytes(self.job))),
             cost_cents: attempt.cost_cents,
             details: &attempt.details,
             chain: chain.write(),

@@ -267,13 +267,8 @@ fn workflow_terms(
 ) -> Result<Option<String>, ApiError> {
     check_name(req.name.as_deref())?;
     let inputs = checked_inputs(req.inputs.as_deref(), earlier)?;
-    let body = req
-        .payload
-        .get("body")
-        .filter(|b| !b.is_null() && !b.is_object());
-    if inputs.is_some() && job_type == JobType::HTTP && body.is_some() {
-        let message = "a step with inputs sends them in its JSON body: give an object, or none";
-        return Err(invalid("invalid_payload", "payload.body", message));
+    if inputs.is_some() {
+        takes_inputs(job_type.as_str(), &req.payload, "")?;
     }
     if job_type != JobType::GROUP && job_type != JobType::WAIT {
         return Ok(inputs);
@@ -305,12 +300,50 @@ fn workflow_terms(
     for (i, spec) in group.specs().into_iter().enumerate() {
         let at = || group.spec_field(i);
         checked_spec(at, "branch", spec, &BRANCH_FORBIDDEN, now_ms, earlier)?;
+        // Its branches take the group's inputs, and a `for_each` branch its element.
+        if inputs.is_some() || group.for_each.is_some() {
+            let (kind, payload) = (spec["type"].as_str().unwrap_or_default(), &spec["payload"]);
+            takes_inputs(kind, payload, &format!("{}.", at()))?;
+        }
         if spec.get("type").and_then(Value::as_str) == Some(JobType::GROUP.as_str()) {
             let message = "a group's branch cannot be a group";
             return Err(invalid("invalid_field", join(&at(), "type"), message));
         }
     }
     Ok(inputs)
+}
+
+/// A job of type `job_type` given inputs can deliver them: an `http` one sends them in its JSON
+/// body, so it needs a method that sends one and a body that is an object, or none (the field
+/// `{at}payload.…` otherwise).
+fn takes_inputs(job_type: &str, payload: &Value, at: &str) -> Result<(), ApiError> {
+    if job_type != JobType::HTTP.as_str() {
+        return Ok(());
+    }
+    let method = payload["method"]
+        .as_str()
+        .unwrap_or("POST")
+        .to_ascii_uppercase();
+    if method == "GET" || method == "HEAD" {
+        let message = "a step with inputs sends them in its body, which a GET or HEAD has not";
+        return Err(invalid(
+            "invalid_payload",
+            format!("{at}payload.method"),
+            message,
+        ));
+    }
+    let body = payload
+        .get("body")
+        .filter(|b| !b.is_null() && !b.is_object());
+    if body.is_some() {
+        let message = "a step with inputs sends them in its JSON body: give an object, or none";
+        return Err(invalid(
+            "invalid_payload",
+            format!("{at}payload.body"),
+            message,
+        ));
+    }
+    Ok(())
 }
 
 /// The job's own flow control (docs/app-guide.md "Flow control"): a `flow_key` keys it in place
@@ -818,6 +851,16 @@ mod tests {
         assert_eq!(
             reject(group(named)),
             (422, "unknown_field", f("steps[0].payload.job.name"))
+        );
+        let getting = json!({"for_each": "items", "job": {"type": "http",
+            "payload": {"url": "https://a.io", "method": "GET"}}});
+        assert_eq!(
+            reject(group(getting)),
+            (
+                422,
+                "invalid_payload",
+                f("steps[0].payload.job.payload.method")
+            )
         );
         let nested = json!({"jobs": [{"type": "group", "payload": {"jobs": [{"type": "noop"}]}}]});
         assert_eq!(

@@ -192,6 +192,7 @@ mod tests {
                 retry: RetryPolicy::DEFAULT,
                 timeout_ms: 60_000,
                 payload_timeout: false,
+                max_result_bytes: crate::job::stored_result::MAX_RESULT_BYTES,
             }
         );
         let ai = JobType::AI_TAGGING.spec();

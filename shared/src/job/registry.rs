@@ -14,8 +14,9 @@ use crate::job::family::Family;
 use crate::job::flow_control::FlowSpec;
 use crate::job::payload_schema::PayloadSchema;
 use crate::job::payloads::{self, validate, FieldError};
+use crate::job::stored_result::MAX_RESULT_BYTES;
 use crate::job::target::Endpoint;
-use crate::job::workflow_group::GroupPayload;
+use crate::job::workflow_group::{GroupPayload, MAX_REPORT_BYTES};
 use crate::job::workflow_wait::WaitPayload;
 use crate::retry::retry_policy::RetryPolicy;
 
@@ -84,16 +85,21 @@ pub struct TypeSpec {
     /// Whether a payload's own `timeout_ms` replaces `timeout_ms` for its job's deadline (up to
     /// `payloads::MAX_PAYLOAD_TIMEOUT_MS`).
     pub payload_timeout: bool,
+    /// The largest result a job keeps (crate::job::stored_result): a remote's answer is cut at
+    /// `MAX_RESULT_BYTES`; a group's report of its branches, built from stored results, may be
+    /// larger (crate::job::workflow_group).
+    pub max_result_bytes: usize,
 }
 
 impl TypeSpec {
     /// The default policy, 5 attempts.
-    const fn standard(timeout_ms: u32) -> TypeSpec {
+    pub(crate) const fn standard(timeout_ms: u32) -> TypeSpec {
         TypeSpec {
             max_attempts: 5,
             retry: RetryPolicy::DEFAULT,
             timeout_ms,
             payload_timeout: false,
+            max_result_bytes: MAX_RESULT_BYTES,
         }
     }
 
@@ -105,6 +111,7 @@ impl TypeSpec {
             retry: RetryPolicy::CRAWLER,
             timeout_ms,
             payload_timeout: false,
+            max_result_bytes: MAX_RESULT_BYTES,
         }
     }
 
@@ -285,6 +292,7 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
             retry: RetryPolicy::FIXED_TABLE,
             timeout_ms: 300_000,
             payload_timeout: false,
+            max_result_bytes: MAX_RESULT_BYTES,
         },
         payload: PayloadCheck::Struct(validate::<payloads::AiTaggingPayload>),
         example: "{}",
@@ -340,7 +348,10 @@ pub(crate) static TYPES: &[JobTypeDef] = &[
     JobTypeDef {
         name: "group",
         family: Family::Default,
-        spec: TypeSpec::standard(10_000),
+        spec: TypeSpec {
+            max_result_bytes: MAX_REPORT_BYTES,
+            ..TypeSpec::standard(10_000)
+        },
         payload: PayloadCheck::Struct(GroupPayload::check),
         example: r#"{"jobs": [{"type": "noop"}]}"#,
         budget: None,

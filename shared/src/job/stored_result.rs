@@ -27,13 +27,18 @@ pub const MAX_ROWS_JSON_BYTES: usize = 1024 * 1024;
 /// by `{"truncated": true, "bytes": <its size>, "preview": "<its first bytes>"}`, so the job
 /// says plainly that its result was cut and how large it was.
 pub fn stored_result(result: &Value) -> String {
+    stored_result_within(result, MAX_RESULT_BYTES)
+}
+
+/// [`stored_result`] at most `max` bytes (a type's `max_result_bytes`).
+pub fn stored_result_within(result: &Value, max: usize) -> String {
     let text = result.to_string();
-    if text.len() <= MAX_RESULT_BYTES {
+    if text.len() <= max {
         return text;
     }
     // The preview is escaped again inside the marker, which at most doubles it (every
     // character of JSON text that needs escaping there is a quote or a backslash).
-    let preview = byte_prefix(&text, (MAX_RESULT_BYTES - 128) / 2);
+    let preview = byte_prefix(&text, (max.min(MAX_RESULT_BYTES) - 128) / 2);
     json!({ "truncated": true, "bytes": text.len(), "preview": preview }).to_string()
 }
 

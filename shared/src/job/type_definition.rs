@@ -12,6 +12,7 @@ use crate::job::registry::{
     is_built_in, snake_case, Handler, JobTypeDef, PayloadCheck, ScheduleGate, TypeSpec,
     MAX_ATTEMPTS,
 };
+use crate::job::stored_result::MAX_RESULT_BYTES;
 use crate::job::target::{Endpoint, Target};
 use crate::request::api_error::ApiError;
 use crate::request::field_error::{int_field, invalid, not_an_object, object_at};
@@ -130,6 +131,7 @@ impl TypeDefinition {
                 retry: retry.map_or(RetryPolicy::DEFAULT, |r| r.policy),
                 timeout_ms,
                 payload_timeout: false,
+                max_result_bytes: MAX_RESULT_BYTES,
             },
             payload,
         })

@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::job::payloads::{payload_object, FieldError};
-use crate::job::stored_result::MAX_RESULT_BYTES;
 
 /// The most branches one group runs (a `for_each` list past it fails the group's step).
 pub const MAX_BRANCHES: usize = 1_000;
@@ -19,10 +18,15 @@ pub const MAX_BRANCHES: usize = 1_000;
 /// step's result through `for_each`.
 pub const MAX_LISTED_BRANCHES: usize = 100;
 
-/// The branches' results the group keeps for the step after it, in branch order, as long as
-/// they fit in a stored result with room for the rest of its report; a branch past that is
-/// reported by id and status only (its result is read by its id).
-pub const MAX_REPORTED_RESULTS_BYTES: usize = MAX_RESULT_BYTES - 16 * 1024;
+/// The most a group's report of its branches takes stored: its result, which the step after it
+/// takes as an input (built from stored results, so allowed more than a remote's answer).
+pub const MAX_REPORT_BYTES: usize = 256 * 1024;
+
+/// The branches' ends the report keeps whole (each its id, status, and result or error), in
+/// branch order, as long as they fit in this; a branch past it is reported by id and status only
+/// (its result is read by its id). The rest of the report fits beside it: at most 1,000 ids and
+/// statuses, about 50 bytes each.
+pub const MAX_REPORTED_RESULTS_BYTES: usize = 192 * 1024;
 
 /// A `group` job's payload, read by hand from its JSON (a serde struct costs each Worker
 /// kilobytes of WASM: docs/performance.md).
@@ -170,11 +174,11 @@ pub struct Branches {
     /// The first branch, in order, that ended without succeeding: "branch N (type, id) ended
     /// dead: its error".
     pub failure: Option<String>,
-    /// 1 when some result was left out for [`MAX_REPORTED_RESULTS_BYTES`] (D1 has no
-    /// booleans), else 0.
+    /// 1 when some branch's end was cut to its id and status for [`MAX_REPORTED_RESULTS_BYTES`]
+    /// (D1 has no booleans), else 0.
     pub cut: i64,
-    /// Each branch in order, JSON: `{id, status}` with its `result` while they fit, or its
-    /// `error`.
+    /// Each branch in order, JSON: `{id, status}` with its `result`, or its `error`, while they
+    /// fit.
     pub results: String,
 }
 
@@ -275,6 +279,13 @@ mod tests {
             cut: 0,
             results: r#"[{"id":"b0","status":"dead","error":"HTTP 500"},{"id":"b1","status":"succeeded","result":{"n":2}}]"#.into(),
         }
+    }
+
+    #[test]
+    fn the_report_of_the_most_branches_fits_its_bound() {
+        let cut = r#"{"id":"01KBCDEFGHJKMNPQRSTVWXYZ01","status":"cancelled"}"#;
+        let rest = MAX_BRANCHES * (cut.len() + 1) + 256;
+        assert!(MAX_REPORTED_RESULTS_BYTES + rest <= MAX_REPORT_BYTES);
     }
 
     #[test]

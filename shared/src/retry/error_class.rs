@@ -40,7 +40,8 @@ pub enum ErrorClass {
     /// A workflow's group failed fast: one of its branches ended without succeeding
     /// (docs/app-guide.md "Workflows").
     BranchFailed,
-    /// A group's branch whose group had already ended (failed, cancelled): skipped, not run.
+    /// A group's branch whose group no longer waits for it (failed fast, cancelled): skipped,
+    /// not run.
     GroupEnded,
     /// A workflow's wait passed its timeout with no event (docs/app-guide.md "Workflows").
     WaitTimedOut,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::job::enqueue::NewJob;
+use crate::job::job_type::JobType;
 use crate::job::registry::snake_case;
 use crate::job::type_definition::MAX_NAME_CHARS;
 use crate::request::api_error::ApiError;
@@ -30,10 +31,14 @@ impl TypeFence {
     /// `job` (enqueued at `at`: `""` for POST /v1/jobs, `jobs[3].` in a batch) stays inside the
     /// fence: its type and its chain steps' types, and no payload (its own or a step's) lets its
     /// target add jobs, which could be of any type. 403 naming the field otherwise.
+    /// A `callback` (its delivery a job of type `callback`) is inside the fence only when the
+    /// fence names that type; a group step's branches are held as its steps are.
     pub fn check(&self, job: &NewJob, at: &str) -> Result<(), ApiError> {
-        self.check_type(job.job_type.as_str(), &format!("{at}type"))?;
         let payload = serde_json::from_str(&job.payload).unwrap_or_default();
-        check_no_vouch(&payload, &format!("{at}payload"))?;
+        self.check_spec(job.job_type.as_str(), &payload, at)?;
+        if job.callback.is_some() {
+            self.check_type(JobType::CALLBACK.as_str(), &format!("{at}callback"))?;
+        }
         let steps: Vec<Value> = match &job.steps {
             // Steps were validated: each an object with a registered `type`.
             Some(steps) => serde_json::from_str(steps).map_err(|e| {
@@ -43,8 +48,28 @@ impl TypeFence {
         };
         for (i, step) in steps.iter().enumerate() {
             let name = step["type"].as_str().unwrap_or_default();
-            self.check_type(name, &format!("{at}steps[{i}].type"))?;
-            check_no_vouch(&step["payload"], &format!("{at}steps[{i}].payload"))?;
+            self.check_spec(name, &step["payload"], &format!("{at}steps[{i}]."))?;
+        }
+        Ok(())
+    }
+
+    /// One spec at `at` (`steps[1].`): its type, its payload's vouching, and a group's branches
+    /// (`jobs[j]`, or the `job` each element runs).
+    fn check_spec(&self, name: &str, payload: &Value, at: &str) -> Result<(), ApiError> {
+        self.check_type(name, &format!("{at}type"))?;
+        check_no_vouch(payload, &format!("{at}payload"))?;
+        if name != JobType::GROUP.as_str() {
+            return Ok(());
+        }
+        let listed = payload["jobs"].as_array().into_iter().flatten();
+        let branches = listed
+            .enumerate()
+            .map(|(j, b)| (b, format!("{at}payload.jobs[{j}].")));
+        let each = payload.get("job").map(|b| (b, format!("{at}payload.job.")));
+        for (branch, at) in branches.chain(each) {
+            let name = branch["type"].as_str().unwrap_or_default();
+            self.check_type(name, &format!("{at}type"))?;
+            check_no_vouch(&branch["payload"], &format!("{at}payload"))?;
         }
         Ok(())
     }
@@ -159,6 +184,38 @@ mod tests {
             (403, "jobs[0].steps[0].payload.allow_follow_ups".into())
         );
         assert!(f.allows("http") && !f.allows("ai_tagging"));
+    }
+
+    #[test]
+    fn a_fence_holds_a_group_s_branches_and_a_callback() {
+        let f = fence(&["noop", "http", "group"]);
+        let each = |job: Value| {
+            json!({"type": "noop", "name": "a", "steps": [{"type": "group",
+                "payload": {"for_each": "items", "job": job}}]})
+        };
+        assert!(f.check(&job(each(json!({"type": "noop"}))), "").is_ok());
+        assert_eq!(
+            refused(&f, each(json!({"type": "ai_tagging"})), ""),
+            (403, "steps[0].payload.job.type".into())
+        );
+        let vouching = json!({"type": "http", "payload": {"url": "https://a.example", "allow_follow_ups": true}});
+        let listed = json!({"type": "noop", "steps": [{"type": "group",
+            "payload": {"jobs": [{"type": "noop"}, vouching]}}]});
+        assert_eq!(
+            refused(&f, listed, ""),
+            (
+                403,
+                "steps[0].payload.jobs[1].payload.allow_follow_ups".into()
+            )
+        );
+        let called_back = json!({"type": "noop", "callback": {"url": "https://a.example/done"}});
+        assert_eq!(
+            refused(&f, called_back.clone(), ""),
+            (403, "callback".into())
+        );
+        assert!(fence(&["noop", "callback"])
+            .check(&job(called_back), "")
+            .is_ok());
     }
 
     #[test]

@@ -147,7 +147,8 @@ pub(super) fn statements(
             // Chains inherit the correlation id of the request that started them, and who
             // sent that request. Its status is the next job's first (queued, or scheduled
             // when kept in D1). Its inputs are the named steps' results as their rows hold
-            // them now, this step's own just written above.
+            // them now, this step's own just written above; a name follow-ups reused takes its
+            // newest step's.
             let insert = sql!(
                 db,
                 "INSERT OR IGNORE INTO jobs (id, type, family, status, priority, payload, \
@@ -159,7 +160,9 @@ pub(super) fn statements(
                  IIF(?21 IS NULL, NULL, (SELECT json_group_object(s.step_name, \
                    json(COALESCE(s.result, 'null'))) FROM jobs s \
                    WHERE (s.id = ?13 OR s.parent_id = ?13) \
-                   AND s.step_name IN (SELECT value FROM json_each(?21)))) \
+                   AND s.step_name IN (SELECT value FROM json_each(?21)) \
+                   AND NOT EXISTS (SELECT 1 FROM jobs t WHERE t.parent_id = ?13 \
+                     AND t.step_name = s.step_name AND t.chain_step > COALESCE(s.chain_step, 0)))) \
                  WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND status = ?2 AND runs = ?3)",
                 id,
                 step_status,

@@ -45,7 +45,8 @@ pub struct Claimed {
     pub flow_key: Option<String>,
     /// Its own flow limits as stored (shared `flow_control::Limits`); NULL for nearly every job.
     pub flow_limits: Option<String>,
-    /// A workflow step's inputs: earlier steps' results by name (shared `job::workflow_step`).
+    /// A workflow step's inputs: earlier steps' results by name (shared `job::workflow_step`);
+    /// a group's branch's, its group's with its own `item` and `index`, joined here.
     pub inputs: Option<String>,
     /// A group's branch: its group, and the group's status now (a branch of a group that has
     /// ended is skipped, not run: shared `job::workflow_group`).
@@ -68,7 +69,12 @@ macro_rules! claimed {
             "chain_status" = "chain_status", "correlation_id" = "correlation_id",
             "retry_policy" = "retry_policy", "enqueued_by" = "enqueued_by",
             "created_at" = "created_at", "run_at" = "run_at", "flow_key" = "flow_key",
-            "flow_limits" = "flow_limits", "inputs" = "inputs", "group_id" = "group_id",
+            "flow_limits" = "flow_limits",
+            "inputs" = "IIF(group_id IS NULL, inputs, (SELECT IIF(g.inputs IS NULL, jobs.inputs, \
+              IIF(jobs.inputs IS NULL, g.inputs, json_set(g.inputs, '$.item', \
+              json(jobs.inputs -> '$.item'), '$.index', jobs.inputs -> '$.index'))) \
+              FROM jobs g WHERE g.id = jobs.group_id))",
+            "group_id" = "group_id",
             "group_status" = "(SELECT g.status FROM jobs g WHERE g.id = jobs.group_id)",
             "callback" = "callback",
         }, $pre + PACKED + "" $(, $arg)*)

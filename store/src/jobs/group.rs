@@ -42,8 +42,8 @@ struct BranchRow<'a> {
 /// The statements that write `branches` of the group `group_id`, which `step` (this attempt's
 /// job) enqueued: rows of at most `max_bytes` of JSON each. Each is guarded by the group's row
 /// existing: a replayed record whose group was not written (its step had one already) writes
-/// no branches either. A branch takes the group's inputs, with `item` and `index` for a
-/// `for_each` branch.
+/// no branches either. A `for_each` branch keeps its `item` and `index` as its inputs; the
+/// group's own inputs are added when it is claimed, not copied into every branch.
 pub(super) fn branch_inserts(
     db: &D1Database,
     step: &Claimed,
@@ -83,9 +83,8 @@ pub(super) fn branch_inserts(
                  o.value ->> 'status', o.value ->> 'priority', o.value ->> 'payload', 0, \
                  o.value ->> 'max_attempts', o.value ->> 'run_at', ?3, ?3, ?2, \
                  o.value ->> 'branch', ?4, o.value ->> 'retry_policy', o.value ->> 'expires_at', \
-                 ?5, IIF(o.value -> 'item' IS NULL, g.inputs, \
-                   json_set(COALESCE(g.inputs, '{}'), '$.item', json(o.value -> 'item'), \
-                   '$.index', o.value ->> 'branch')) \
+                 ?5, IIF(o.value -> 'item' IS NULL, NULL, json_object('item', \
+                   json(o.value -> 'item'), 'index', o.value ->> 'branch')) \
                  FROM o JOIN jobs g ON g.id = ?2",
                 &rows,
                 group_id,
@@ -132,8 +131,9 @@ pub fn job_join_groups(
 }
 
 /// The branches of group `group_id` as the group reads them when it runs: their counts, the
-/// first that ended without succeeding, and each one's end in order, its result only while the
-/// results so far fit `MAX_REPORTED_RESULTS_BYTES` (past that, `cut`).
+/// first that ended without succeeding, and each one's end in order (its id, status, and result
+/// or error) while the ends so far fit `MAX_REPORTED_RESULTS_BYTES`, past that its id and status
+/// only (`cut`).
 pub async fn job_list_branch_ends(
     db: &D1Database,
     group_id: &str,
@@ -148,16 +148,17 @@ pub async fn job_list_branch_ends(
            FROM jobs f INDEXED BY jobs_group_branches WHERE f.group_id IS NOT NULL \
            AND f.group_id = ?1 AND f.finished_at IS NOT NULL AND f.status <> 'succeeded' \
            ORDER BY f.branch LIMIT 1) AS \"failure?: String\", \
-         COALESCE(MAX(result IS NOT NULL AND upto > ?2), 0) AS \"cut!: i64\", \
-         json_group_array(json(CASE WHEN status <> 'succeeded' \
-           THEN json_object('id', id, 'status', status, 'error', last_error) \
-           WHEN upto <= ?2 THEN json_object('id', id, 'status', status, \
-             'result', json(COALESCE(result, 'null'))) \
-           ELSE json_object('id', id, 'status', status) END)) AS \"results!: String\" \
-         FROM (SELECT id, branch, status, last_error, result, finished_at, \
-           SUM(COALESCE(length(result), 0)) OVER (ORDER BY branch) AS upto \
-           FROM jobs INDEXED BY jobs_group_branches WHERE group_id IS NOT NULL \
-           AND group_id = ?1 ORDER BY branch)",
+         COALESCE(MAX(upto > ?2), 0) AS \"cut!: i64\", \
+         json_group_array(json(IIF(upto <= ?2, entry, \
+           json_object('id', id, 'status', status)))) AS \"results!: String\" \
+         FROM (SELECT id, status, finished_at, entry, \
+           SUM(length(entry)) OVER (ORDER BY branch) AS upto \
+           FROM (SELECT id, branch, status, finished_at, IIF(status = 'succeeded', \
+             json_object('id', id, 'status', status, 'result', json(COALESCE(result, 'null'))), \
+             json_object('id', id, 'status', status, 'error', last_error)) AS entry \
+             FROM jobs INDEXED BY jobs_group_branches WHERE group_id IS NOT NULL \
+             AND group_id = ?1) \
+           ORDER BY branch)",
         group_id,
         budget
     )?
