@@ -113,7 +113,7 @@ test("0017-0019 over data: a job that succeeded before them shows its run, stats
     },
   });
   try {
-    const job = await p.request("GET", "/v1/jobs/01JBEFORE0017");
+    const job = await p.getJob("01JBEFORE0017");
     assert.equal(job.status, 200, JSON.stringify(job.body));
     assert.deepEqual(job.body.runs.map((r) => [r.outcome, r.duration_ms, r.version, r.invocation, r.handler]), [["succeeded", 7, "v-before", "01JINVBEFORE", "noop"]]);
     const stats = await p.request("GET", "/v1/admin/stats", { token: TOKENS.admin });
