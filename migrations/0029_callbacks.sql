@@ -1,5 +1,7 @@
 -- Callbacks (docs/app-guide.md "Callbacks"): a job's `callback` target (JSON), and the triggers
--- that write its delivery when the job ends, or, on a chain's first job, when its chain ends.
+-- that write its delivery when the job ends, or, on a chain's first job, when its chain ends
+-- (with its outcome as the chain view says it: `partial` when it failed after a step succeeded,
+-- shared `job::chain::ChainPhases::outcome`).
 -- The delivery is a job of the built-in type `callback` (its registry row: family default, 8
 -- attempts), id `<job id>.callback`, born `queued` in the outbox: the consumer that ended the job
 -- sends it, else the sweep. Written once: a job that ends again after an operator's retry does
@@ -33,7 +35,11 @@ BEGIN
   VALUES (NEW.id || '.callback', 'callback', 'default', 'queued', NEW.priority,
     json_object('target', json(NEW.callback), 'event', 'chain.ended',
       'job', json_object('id', NEW.id, 'type', NEW.type, 'status', NEW.status),
-      'chain', json_object('status', NEW.chain_status, 'error', NEW.chain_error)),
+      'chain', json_object('status', NEW.chain_status,
+        'outcome', IIF(NEW.chain_status = 'failed' AND EXISTS (SELECT 1 FROM jobs s
+          WHERE (s.id = NEW.id OR s.parent_id = NEW.id) AND s.status = 'succeeded'),
+          'partial', NEW.chain_status),
+        'error', NEW.chain_error)),
     0, 8, NEW.updated_at, NEW.updated_at, NEW.updated_at, NEW.correlation_id, NEW.enqueued_by);
 END;
 

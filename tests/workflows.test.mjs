@@ -204,7 +204,7 @@ describe("fan-out and fan-in", () => {
     // The chain's end reached its callback once, signed as a delivery of the callback job.
     const done = await p.waitFor(() => app.requests("/g1/done")[0], { what: "the callback" });
     const body = JSON.parse(done.body);
-    assert.deepEqual(body.chain, { status: "succeeded", error: null });
+    assert.deepEqual(body.chain, { status: "succeeded", outcome: "succeeded", error: null });
     assert.deepEqual([body.event, body.job.id], ["chain.ended", parent.id]);
     assert.equal(done.headers["x-jobs-id"], `${parent.id}.callback`);
     assert.ok(verifySignature(SIGNING_SECRET, done.headers["x-jobs-signature"], signedParts(done, app.url("/g1/done"))));
@@ -443,7 +443,8 @@ describe("callbacks", () => {
     assert.equal(parent.chain.status, "failed");
     const body = JSON.parse(app.requests("/c3/done")[0].body);
     assert.equal(body.event, "chain.ended");
-    assert.equal(body.chain.status, "failed");
+    assert.deepEqual([body.chain.status, body.chain.outcome], ["failed", parent.chain.outcome]);
+    assert.equal(body.chain.outcome, "partial", "its first step succeeded");
     assert.match(body.chain.error, /step 1 \(http\) went dead: client_error: HTTP 404/);
     assert.equal(app.requests("/c3/done").length, 1, "the first job's own end did not call back");
   });
@@ -611,6 +612,6 @@ describe("the guide's example", () => {
       approval: { event: "approved", key: "digest-42", data: { by: "ann" } },
     });
     const done = await p.waitFor(() => app.requests("/guide/digest-done")[0], { what: "the callback" });
-    assert.deepEqual(JSON.parse(done.body).chain, { status: "succeeded", error: null });
+    assert.deepEqual(JSON.parse(done.body).chain, { status: "succeeded", outcome: "succeeded", error: null });
   });
 });
