@@ -129,15 +129,31 @@ fn with_branches(
     limit: QueueDelayLimit,
 ) -> Result<(NewJob, Vec<Branch>), String> {
     let payload = GroupPayload::parse(&step["payload"]).map_err(|e| e.message)?;
+    // Each spec is checked once: a `for_each` group's one spec serves every element.
+    let checked = (payload.specs().into_iter().enumerate())
+        .map(|(i, spec)| {
+            validate_next_step(spec, String::new(), now_ms, limit)
+                .map_err(|e| format!("branch {i}: {}", e.message))
+        })
+        .collect::<Result<Vec<NewJob>, String>>()?;
     let specs = workflow_group::branches(&payload, result)?;
     let branches = (specs.into_iter().zip(0..))
         .map(|(branch, index)| {
-            let job = validate_next_step(branch.spec, new_id(now_ms), now_ms, limit)
-                .map_err(|e| format!("branch {index}: {}", e.message))?;
-            let item = branch.item.map(|(item, _)| item.clone());
-            Ok(Branch { job, index, item })
+            let spec = &checked[if branch.item.is_some() {
+                0
+            } else {
+                index as usize
+            }];
+            Branch {
+                job: NewJob {
+                    id: new_id(now_ms),
+                    ..spec.clone()
+                },
+                index,
+                item: branch.item.map(|(item, _)| item.clone()),
+            }
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Vec<_>>();
     // With no branch to wait for (an empty list), it runs at once.
     if !branches.is_empty() {
         group.run_at_ms = now_ms + MAX_SCHEDULE_AHEAD_SECS * 1000;

@@ -205,11 +205,14 @@ fn validate_job(
     let payload = checked_payload(job_type, &req.payload)?;
     let priority = in_range("priority", req.priority, PRIORITY)?.unwrap_or(0);
     let (dedup_until_ms, debounce_ms) = dedup_terms(&req, now_ms)?;
-    let run_at_ms = match (debounce_ms, WaitPayload::parse(&req.payload)) {
-        (Some(quiet), _) => now_ms + quiet,
-        // A wait is due at its timeout, unless its event comes first.
-        (None, Ok(wait)) if job_type == JobType::WAIT => now_ms + wait.timeout_secs * 1000,
-        (None, _) => due_at(&req, now_ms)?,
+    let run_at_ms = match debounce_ms {
+        Some(quiet) => now_ms + quiet,
+        // A wait is due at its timeout, unless its event comes first (its payload was checked).
+        None if job_type == JobType::WAIT => {
+            let timeout = WaitPayload::parse(&req.payload).map_or(0, |wait| wait.timeout_secs);
+            now_ms + timeout * 1000
+        }
+        None => due_at(&req, now_ms)?,
     };
     key_length("dedup_key", req.dedup_key.as_deref(), MAX_DEDUP_KEY_CHARS)?;
     let retry = match &req.retry {

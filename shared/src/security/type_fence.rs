@@ -68,8 +68,7 @@ impl TypeFence {
         let each = payload.get("job").map(|b| (b, format!("{at}payload.job.")));
         for (branch, at) in branches.chain(each) {
             let name = branch["type"].as_str().unwrap_or_default();
-            self.check_type(name, &format!("{at}type"))?;
-            check_no_vouch(&branch["payload"], &format!("{at}payload"))?;
+            self.check_spec(name, &branch["payload"], &at)?;
         }
         Ok(())
     }
